@@ -1,0 +1,17 @@
+"""Where each stage reads and writes. One place, so stages and dvc.yaml agree."""
+from pathlib import Path
+
+ARTIFACTS = Path("artifacts")
+RESULTS = Path("results")
+
+
+def source_dir(model: str) -> Path:
+    return ARTIFACTS / model / "source"
+
+
+def tier_dir(model: str, tier: str) -> Path:
+    return ARTIFACTS / model / "tiers" / tier
+
+
+def eval_dir(model: str, tier: str, kv: str) -> Path:
+    return RESULTS / "evals" / model / f"{tier}-{kv}"
