@@ -86,7 +86,6 @@ class Eval:
     tasks: dict[str, Task]
     batch_size: int = 8
     apply_chat_template: bool = True
-    max_gen_toks: int = 96
     seed: int = 1234
     throughput: Throughput = field(default_factory=Throughput)
 

@@ -1,0 +1,43 @@
+"""lm-eval hooks for the qtier task YAMLs (referenced as `!function qtier_hooks.<name>`).
+
+Thin adapters: the scoring itself lives in pipeline/metrics.py and is unit-tested there.
+Documents reach these hooks already normalised by pipeline/tasks.py to the canonical fields
+(translation: source/reference; summarization: document/reference; classification: text/choices/gold).
+"""
+from pipeline import metrics
+
+
+def process_translation(doc, results):
+    hyp = metrics.clean_generation(results[0])
+    pair = (doc["reference"], hyp)
+    return {"bleu": pair, "chrf": pair}
+
+
+def process_summarization(doc, results):
+    return metrics.rouge(doc["reference"], metrics.clean_generation(results[0]))
+
+
+def process_classification(doc, results):
+    logliks = [ll for ll, _ in results]
+    pred = max(range(len(logliks)), key=logliks.__getitem__)
+    gold = doc["gold"]
+    return {"acc": 100.0 * (pred == gold), "macro_f1": (gold, pred, len(doc["choices"]))}
+
+
+def agg_bleu(items):
+    refs, hyps = zip(*items)
+    return metrics.corpus_bleu(refs, hyps)
+
+
+def agg_chrf(items):
+    refs, hyps = zip(*items)
+    return metrics.corpus_chrf(refs, hyps)
+
+
+def agg_mean(items):
+    return metrics.mean(items)
+
+
+def agg_macro_f1(items):
+    golds, preds, ns = zip(*items)
+    return metrics.macro_f1(golds, preds, ns[0])
