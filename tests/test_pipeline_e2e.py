@@ -1,0 +1,93 @@
+"""The whole DVC pipeline on a tiny random model made inside the test (slow: a few minutes)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests import tiny_model
+
+pytestmark = pytest.mark.slow
+COPY = ["dvc.yaml", "pipeline", "eval_sets", "recipes", "calibration"]
+
+
+def small_params(root: Path, models: dict) -> dict:
+    p = yaml.safe_load((root / "params.yaml").read_text())
+    p["models"] = models
+    p["calibration"].update(num_samples=4, max_seq_len=64)
+    limits = {"translation": 3, "summarization": 2, "classification": 8}
+    for name, task in p["eval"]["tasks"].items():
+        task["limit"] = limits[name]
+    p["eval"]["throughput"] = {"batch_size": 2, "new_tokens": 4, "repeats": 1}
+    return p
+
+
+def run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}", PYTHONUNBUFFERED="1")
+    env.pop("PYTHONPATH", None)
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory, request) -> Path:
+    root = Path(request.config.rootpath)
+    proj = tmp_path_factory.mktemp("proj")
+    for name in COPY:
+        src = root / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, proj / name)
+    tiny_model.build(proj / "tiny-model", root)
+    tiny = {"source": "local:tiny-model", "dtype": "float16"}
+    (proj / "params.yaml").write_text(yaml.safe_dump(small_params(root, {"tiny": tiny}), sort_keys=False))
+    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"]):
+        assert run(cmd, proj).returncode == 0
+    return proj
+
+
+def test_repro_writes_complete_decision(project):
+    r = run(["dvc", "repro"], project)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    decision = json.loads((project / "results/decision.json").read_text())
+    rows = decision["rows"]
+    assert len(rows) == 8
+    assert {(x["tier"], x["kv"]) for x in rows} == {(t, k) for t in ("fp16", "int8", "int4-awq", "int4-gptq")
+                                                     for k in ("auto", "fp8")}
+    for x in rows:
+        assert x["status"] == "ok", x
+        assert set(x["metrics"]) >= {"bleu", "chrf", "rouge1", "rouge2", "rougeL", "acc", "macro_f1"}
+        assert x["weight_bytes"] > 0 and x["gen_tokens_per_s"] > 0
+        assert x["kv_bytes_per_token"] == 2 * 2 * 2 * 16 * (1 if x["kv"] == "fp8" else 2)
+    sizes = {x["tier"]: x["weight_bytes"] for x in rows}
+    assert sizes["int4-gptq"] < sizes["int8"] < sizes["fp16"]
+    md = (project / "results/decision.md").read_text()
+    assert len([line for line in md.splitlines() if line.startswith("| ") and "---" not in line]) == 1 + 8
+    assert "Recommended" in md or "No tier can be recommended" in md
+    quant = json.loads((project / "results/quantize/tiny-int4-awq.json").read_text())
+    assert quant["status"] == "ok" and quant["group_size"] == 64
+    samples = (project / "results/evals/tiny/int4-gptq-fp8/samples/classification.jsonl").read_text().splitlines()
+    assert len(samples) == 8 and "logliks" in json.loads(samples[0])
+    fp8 = json.loads((project / "results/evals/tiny/fp16-fp8/result.json").read_text())
+    assert "simulated" in fp8["serving"]["kv_cache"]
+
+
+def test_second_repro_runs_nothing(project):
+    r = run(["dvc", "repro"], project)
+    assert r.returncode == 0
+    assert "Running stage" not in r.stdout, r.stdout
+
+
+def test_adding_a_model_adds_only_its_stages(project):
+    p = yaml.safe_load((project / "params.yaml").read_text())
+    p["models"]["tiny-copy"] = dict(p["models"]["tiny"])
+    (project / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
+    r = run(["dvc", "status", "--json"], project)
+    assert r.returncode == 0, r.stderr
+    changed = set(json.loads(r.stdout))
+    assert changed, r.stdout
+    assert all("tiny-copy" in s for s in changed - {"decide"}), changed
+    assert sum("tiny-copy" in s for s in changed) == 1 + 4 + 8

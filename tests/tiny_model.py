@@ -1,0 +1,45 @@
+"""A tiny random Llama with its own tokenizer, built offline in seconds, for pipeline tests."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def _corpus(root: Path) -> list[str]:
+    texts = []
+    for f in ("calibration/calibration.jsonl", "eval_sets/translation_en_de.jsonl",
+              "eval_sets/summarization.jsonl", "eval_sets/sentiment.jsonl"):
+        for line in (root / f).read_text(encoding="utf-8").splitlines():
+            texts += [v for v in json.loads(line).values() if isinstance(v, str)]
+    return texts
+
+
+def build(out: Path, root: Path, vocab_size: int = 512, layers: int = 2) -> Path:
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(_corpus(root), trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|im_start|>", eos_token="<|im_end|>",
+                                   pad_token="<|im_end|>", unk_token="<|endoftext|>", model_max_length=1024)
+    fast.chat_template = CHAT_TEMPLATE
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=len(fast), hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
+                      num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=1024,
+                      bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id,
+                      pad_token_id=fast.pad_token_id, tie_word_embeddings=True)
+    model = LlamaForCausalLM(cfg)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    fast.save_pretrained(out)
+    return out
