@@ -18,8 +18,10 @@ import yaml
 
 PARAMS_FILE = "params.yaml"
 
-METHODS = ("baseline", "rtn", "gptq", "awq", "smoothquant-gptq")
+METHODS = ("baseline", "rtn", "gptq", "awq", "smoothquant-gptq", "bnb-int8", "bnb-nf4")
 RECIPE_METHODS = ("rtn", "gptq", "awq", "smoothquant-gptq")
+CALIBRATED_METHODS = ("gptq", "awq", "smoothquant-gptq")
+BNB_METHODS = ("bnb-int8", "bnb-nf4")
 KV_DTYPES = ("auto", "fp8_e4m3")
 BACKENDS = ("auto", "reference", "vllm")
 TASK_KINDS = ("generate", "classify")
@@ -48,6 +50,8 @@ class Tier:
     activations: Literal["none", "int8-dynamic"] = "none"
     ignore: list[str] = field(default_factory=lambda: ["lm_head"])
     group_size_candidates: list[int] = field(default_factory=lambda: [128, 64, 32])
+    hardware: str | None = None      # kind in pipeline/data/vllm_hardware.yaml; baseline: model dtype
+    bnb_options: dict[str, str | int | float | bool] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -115,10 +119,37 @@ class Baseline:
 
 
 @dataclass(frozen=True)
+class Bootstrap:
+    resamples: int = 1000
+    seed: int = 12345
+    confidence: float = 0.95
+
+
+@dataclass(frozen=True)
 class Decision:
     baseline: Baseline
     tolerances: dict[str, Tolerance]
     min_baseline: dict[str, float] = field(default_factory=dict)
+    bootstrap: Bootstrap = field(default_factory=Bootstrap)
+    length_buckets: list[int] = field(default_factory=lambda: [0, 400, 800])
+    regressions_per_task: int = 5
+
+
+@dataclass(frozen=True)
+class TargetGpu:
+    memory_gib: float
+    bandwidth_gbps: float
+    compute_capability: float
+
+
+@dataclass(frozen=True)
+class Memory:
+    target_gpus: dict[str, TargetGpu]
+    max_model_len: int = 4096
+    gpu_memory_utilization: float = 0.9
+    block_size: int = 16
+    activation_peak_gib: float = 1.0
+    non_torch_overhead_gib: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -130,6 +161,7 @@ class Params:
     eval: Eval
     serving: Serving
     decision: Decision
+    memory: Memory
 
     def variants(self) -> list[tuple[str, str, str]]:
         return [(m, t, k) for m in self.models for t in self.tiers for k in self.kv_modes]
@@ -252,6 +284,14 @@ def validate(p: Params, root: Path) -> None:
                 raise ConfigError(f"{key}.recipe: file not found: {t.recipe}")
             if t.weight_bits not in (4, 8):
                 raise ConfigError(f"{key}.weight_bits: expected 4 or 8, got {t.weight_bits!r}")
+        if t.method in BNB_METHODS and t.recipe:
+            raise ConfigError(f"{key}.recipe: bitsandbytes tiers quantize at load time and take no recipe")
+        if t.method != "baseline":
+            if t.hardware is None:
+                raise ConfigError(f"{key}.hardware: required: which vLLM kernel family serves this tier "
+                                  f"(one of {', '.join(hardware_kinds())})")
+        if t.hardware is not None and t.hardware not in hardware_kinds():
+            raise ConfigError(f"{key}.hardware: unknown kind {t.hardware!r}; known: {', '.join(hardware_kinds())}")
         if isinstance(t.group_size, int) and t.group_size <= 0:
             raise ConfigError(f"{key}.group_size: must be positive, got {t.group_size}")
     for name, kv in p.kv_modes.items():
@@ -275,6 +315,19 @@ def validate(p: Params, root: Path) -> None:
             raise ConfigError(f"{key}.labels: a classify task needs at least two labels")
         if task.limit is not None and task.limit < 1:
             raise ConfigError(f"{key}.limit: must be >= 1 or null, got {task.limit}")
+    d = p.decision
+    if d.bootstrap.resamples < 100:
+        raise ConfigError(f"decision.bootstrap.resamples: at least 100, got {d.bootstrap.resamples}")
+    if not 0.5 < d.bootstrap.confidence < 1:
+        raise ConfigError(f"decision.bootstrap.confidence: must be in (0.5, 1), got {d.bootstrap.confidence}")
+    if d.length_buckets != sorted(set(d.length_buckets)) or not d.length_buckets:
+        raise ConfigError(f"decision.length_buckets: must be strictly increasing, got {d.length_buckets}")
+    mem = p.memory
+    if not 0 < mem.gpu_memory_utilization <= 1:
+        raise ConfigError(f"memory.gpu_memory_utilization: must be in (0, 1], got {mem.gpu_memory_utilization}")
+    for gname, g in mem.target_gpus.items():
+        if g.memory_gib <= 0 or g.bandwidth_gbps <= 0:
+            raise ConfigError(f"memory.target_gpus.{gname}: memory_gib and bandwidth_gbps must be positive")
     b = p.decision.baseline
     if b.tier not in p.tiers:
         raise ConfigError(f"decision.baseline.tier: {b.tier!r} is not a tier (tiers: {', '.join(p.tiers)})")
@@ -287,6 +340,12 @@ def validate(p: Params, root: Path) -> None:
         value = tol.abs if tol.abs is not None else tol.rel
         if value < 0:
             raise ConfigError(f"{key}: a tolerance is the allowed drop and must be >= 0, got {value}")
+
+
+def hardware_kinds() -> list[str]:
+    from pipeline.hardware import table
+
+    return list(table()[1])
 
 
 def _check_source(key: str, source: str, root: Path) -> None:

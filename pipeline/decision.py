@@ -1,8 +1,12 @@
-"""The decision rule: per-metric verdicts against the baseline and the recommended tier. Pure.
+"""The decision rule: per-metric non-inferiority verdicts against the baseline, and the
+recommended variant. Pure.
 
-A metric *passes* when the tier's drop vs the baseline is within its tolerance, *fails* when it
-is not, and is *inconclusive* when the baseline itself scores below `min_baseline` (a model that
-cannot do the task says nothing about its quantized copies) or no comparable baseline exists.
+For each metric with a tolerance T (absolute, or relative to the baseline score) and the 95% paired
+bootstrap interval [lo, hi] of tier - baseline (sign flipped for lower-is-better metrics):
+  pass          lo >= -T   (the tier is, with 95% confidence, no worse than T)
+  fail          hi <  -T   (with 95% confidence worse than T)
+  inconclusive  otherwise, or when the baseline scores below `min_baseline` (the model cannot do
+                the task, so a difference means nothing), or no comparable baseline exists.
 """
 from __future__ import annotations
 
@@ -11,8 +15,10 @@ from typing import Any
 
 from pipeline.config import Decision, Tolerance
 from pipeline.metrics import HIGHER_IS_BETTER
+from pipeline.stats import Interval
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+NOT_CAPABLE = "the baseline cannot do this task"
 
 
 @dataclass
@@ -24,6 +30,7 @@ class Row:
     backend: str | None = None
     reason: str | None = None
     metrics: dict[str, float] = field(default_factory=dict)
+    intervals: dict[str, Interval] = field(default_factory=dict)
     weight_bytes: int | None = None
     kv_bytes_per_token: int | None = None
     tokens_per_s: float | None = None
@@ -41,26 +48,35 @@ def allowed_drop(tol: Tolerance, baseline: float) -> float:
     return tol.abs if tol.abs is not None else tol.rel * abs(baseline)
 
 
-def judge_metric(metric: str, value: float, base: float | None, tol: Tolerance,
-                 min_base: float | None) -> tuple[str, str, float | None]:
-    """(verdict, reason, delta) for one metric; delta is tier minus baseline."""
+def judge_metric(metric: str, base: float | None, interval: Interval | None, tol: Tolerance,
+                 min_base: float | None) -> tuple[str, str]:
+    """(verdict, reason) for one metric of one variant."""
     if base is None:
-        return INCONCLUSIVE, "no comparable baseline", None
-    delta = value - base
+        return INCONCLUSIVE, "no comparable baseline"
     if min_base is not None and base < min_base:
-        return INCONCLUSIVE, f"baseline {base:.1f} < {min_base:g}: the model cannot do this task", delta
-    drop = -delta if HIGHER_IS_BETTER.get(metric, True) else delta
+        return INCONCLUSIVE, f"{NOT_CAPABLE} (baseline {base:.1f} < min_baseline {min_base:g})"
+    if interval is None:
+        return INCONCLUSIVE, "no per-sample data for an interval"
+    sign = 1.0 if HIGHER_IS_BETTER.get(metric, True) else -1.0
+    lo, hi = sorted((sign * interval.lo, sign * interval.hi))
     limit = allowed_drop(tol, base)
-    if drop <= limit + 1e-9:
-        return PASS, f"drop {max(drop, 0):.2f} <= tolerance {limit:.2f}", delta
-    return FAIL, f"drop {drop:.2f} > tolerance {limit:.2f}", delta
+    ci = f"95% CI [{lo:+.2f}, {hi:+.2f}] (n={interval.n})"
+    if lo >= -limit - 1e-9:
+        return PASS, f"{ci} lies above -{limit:.2f}"
+    if hi < -limit:
+        return FAIL, f"{ci} lies below -{limit:.2f}"
+    return INCONCLUSIVE, f"{ci} straddles -{limit:.2f}"
+
+
+def baselines(rows: list[Row], rule: Decision) -> dict[tuple[str, str | None], Row]:
+    """The baseline row per (model, backend): rows of different backends are never compared."""
+    return {(r.model, r.backend): r for r in rows
+            if r.tier == rule.baseline.tier and r.kv == rule.baseline.kv and r.status == "ok"}
 
 
 def judge(rows: list[Row], rule: Decision) -> None:
-    """Fill deltas, verdicts and overall for every row, in place. Baselines are per model and
-    per backend: rows served by different backends are never compared."""
-    base_rows = {(r.model, r.backend): r for r in rows
-                 if r.tier == rule.baseline.tier and r.kv == rule.baseline.kv and r.status == "ok"}
+    """Fill verdicts and overall for every row, in place (intervals must already be set)."""
+    base_rows = baselines(rows, rule)
     for r in rows:
         if r.status != "ok":
             r.overall = r.status
@@ -70,18 +86,21 @@ def judge(rows: list[Row], rule: Decision) -> None:
             if metric not in r.metrics:
                 continue
             base_value = base.metrics.get(metric) if base else None
-            verdict, why, delta = judge_metric(metric, r.metrics[metric], base_value, tol,
-                                               rule.min_baseline.get(metric))
-            r.verdicts[metric] = (verdict, why)
-            if delta is not None:
-                r.deltas[metric] = delta
-        verdicts = [v for v, _ in r.verdicts.values()]
-        if FAIL in verdicts:
-            r.overall = FAIL
-        elif PASS in verdicts:
-            r.overall = PASS
-        else:
-            r.overall = INCONCLUSIVE
+            if base_value is not None:
+                r.deltas[metric] = r.metrics[metric] - base_value
+            r.verdicts[metric] = judge_metric(metric, base_value, r.intervals.get(metric), tol,
+                                              rule.min_baseline.get(metric))
+        r.overall = overall(r.verdicts)
+
+
+def overall(verdicts: dict[str, tuple[str, str]]) -> str:
+    """fail if any metric fails; pass if every metric the model can do passes; else inconclusive."""
+    relevant = [v for v, why in verdicts.values() if not why.startswith(NOT_CAPABLE)]
+    if FAIL in relevant:
+        return FAIL
+    if relevant and all(v == PASS for v in relevant):
+        return PASS
+    return INCONCLUSIVE
 
 
 def memory_key(r: Row) -> tuple[float, float]:
@@ -89,17 +108,18 @@ def memory_key(r: Row) -> tuple[float, float]:
             r.kv_bytes_per_token if r.kv_bytes_per_token is not None else float("inf"))
 
 
-def recommend(rows: list[Row], model: str) -> tuple[Row | None, str]:
-    """The smallest-memory variant (weights, then KV bytes/token) of `model` with no failing
-    metric and at least one passing one. Returns (row, explanation)."""
-    mine = [r for r in rows if r.model == model]
+def recommend(rows: list[Row], model: str, allowed: set[tuple[str, str]] | None = None
+              ) -> tuple[Row | None, str]:
+    """The smallest-memory variant (weights, then KV bytes/token) of `model` that passes every
+    metric the model can do. `allowed` restricts the candidates (e.g. to what a GPU can run)."""
+    mine = [r for r in rows if r.model == model and (allowed is None or (r.tier, r.kv) in allowed)]
     ok = [r for r in mine if r.overall == PASS]
     if not ok:
         if not any(r.status == "ok" for r in mine):
             return None, "no variant ran successfully"
-        return None, ("no variant passes: every variant either fails a metric or has only "
-                      "inconclusive metrics (see the table)")
+        return None, ("no variant passes: each one fails a metric or has an interval too wide to "
+                      "show non-inferiority (see the verdicts below the table)")
     best = min(ok, key=memory_key)
     conclusive = [m for m, (v, _) in best.verdicts.items() if v == PASS]
-    return best, (f"smallest memory among the {len(ok)} variants that pass every conclusive metric "
-                  f"({', '.join(conclusive)})")
+    return best, (f"smallest memory among the {len(ok)} variants that pass every metric the model "
+                  f"can do ({', '.join(conclusive)})")
