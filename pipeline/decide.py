@@ -1,4 +1,5 @@
-"""Stage decide: every variant's results -> results/decision.md, decision.json, metrics.json.
+"""Stage decide: every variant's results -> results/decision.md, decision.json, metrics.json,
+regressions/, plots/.
 
     python -m pipeline.decide
 
@@ -13,29 +14,15 @@ import platform
 import sys
 from pathlib import Path
 
-from pipeline import config, decision, io, launch, memory, paths, report
+from pipeline import analysis, config, decision, hardware, io, launch, memory, paths, planner, plots, report
+from pipeline.calibration import read_jsonl
 from pipeline.decision import Row
 
-NOTES = [
-    "Each metric cell is `score (delta vs baseline, verdict)`. All metrics are on a 0-100 scale. "
-    "BLEU/chrF: sacrebleu corpus scores; ROUGE-L: rouge-score F-measure with stemming, mean over samples; "
-    "Accuracy: log-likelihood choice over the label set.",
-    "A metric is *inconclusive* when the baseline scores below `decision.min_baseline` in params.yaml "
-    "(the model cannot do the task, so a drop or gain means nothing); otherwise it passes when the drop is "
-    "within `decision.tolerances`. A tier passes when no metric fails and at least one passes.",
-    "Quality comes from the backend named in the last column. On the reference backend (transformers on "
-    "CPU) every tier is evaluated in float32: quantized weights are decompressed exactly, W8A8 activations "
-    "are fake-quantized per token, and the fp8 KV cache is *simulated* by rounding K/V through float8_e4m3 "
-    "(scale 1.0, as vLLM without calibrated scales).",
-    "Gen tok/s is batched greedy generation on this machine's CPU with dense float kernels: it ranks "
-    "nothing about quantized kernels on a GPU. Weights are the checkpoint files on disk; KV bytes/token = "
-    "2 x layers x KV heads x head dim x bytes of the KV dtype as vLLM stores it (auto = model dtype).",
-    "The recommended tier is the smallest-memory variant that passes; its command assumes a GPU with vLLM.",
-]
+MAX_NUM_SEQS_CAP = 256   # vLLM's default --max-num-seqs; the planner never suggests more
 
 
-def hardware() -> str:
-    cpu = platform.processor() or platform.machine()
+def hardware_desc() -> str:
+    cpu = platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -43,16 +30,19 @@ def hardware() -> str:
                 break
     except OSError:
         pass
-    return f"{cpu}, {os.cpu_count()} cores, no GPU" if not _gpu() else f"{cpu} + GPU"
+    from pipeline.compat import accelerator_available
+
+    return f"{cpu}, {os.cpu_count()} cores, " + ("with an accelerator" if accelerator_available() else "no GPU")
 
 
-def _gpu() -> bool:
-    try:
-        from pipeline.compat import accelerator_available
+def tier_kind(params: config.Params, model: str, tier: str) -> str:
+    t = params.tiers[tier]
+    return t.hardware or ("bf16" if params.models[model].dtype == "bfloat16" else "fp16")
 
-        return accelerator_available()
-    except Exception:  # noqa: BLE001 - torch missing: no GPU either
-        return False
+
+def load_samples(model: str, tier: str, kv: str) -> dict[str, list[dict]]:
+    folder = paths.eval_dir(model, tier, kv) / "samples"
+    return {f.stem: read_jsonl(f) for f in sorted(folder.glob("*.jsonl"))} if folder.is_dir() else {}
 
 
 def build_row(params: config.Params, model: str, tier: str, kv: str) -> Row:
@@ -61,14 +51,16 @@ def build_row(params: config.Params, model: str, tier: str, kv: str) -> Row:
         return Row(model, tier, kv, status="failed", reason=f"no result: {result_file} is missing")
     res = io.read_json(result_file)
     row = Row(model, tier, kv, status=res["status"], backend=res.get("backend"), reason=res.get("reason"))
-    row.extra["scheme"] = params.tiers[tier].label or params.tiers[tier].method
-    row.extra["serving"] = res.get("serving", {})
-    row.extra["num_samples"] = res.get("num_samples", {})
+    row.extra.update(scheme=params.tiers[tier].label or params.tiers[tier].method,
+                     serving=res.get("serving", {}), num_samples=res.get("num_samples", {}),
+                     task_metrics=res.get("metrics", {}), hardware=tier_kind(params, model, tier))
     for task_metrics in res.get("metrics", {}).values():
         row.metrics.update(task_metrics)
     row.tokens_per_s = res.get("throughput", {}).get("gen_tokens_per_s")
     ckpt = paths.tier_dir(model, tier)
-    if ckpt.is_dir() and not (ckpt / "FAILED.txt").exists():
+    if (ckpt / paths.LOAD_SPEC).is_file():
+        row.weight_bytes = res.get("serving", {}).get("weight_bytes_serving")
+    elif ckpt.is_dir() and not (ckpt / "FAILED.txt").exists():
         row.weight_bytes = memory.weight_bytes(ckpt)
     cfg_file = paths.source_dir(model) / "config.json"
     if cfg_file.is_file():
@@ -78,45 +70,116 @@ def build_row(params: config.Params, model: str, tier: str, kv: str) -> Row:
     return row
 
 
-def row_json(r: Row) -> dict:
-    return {"model": r.model, "tier": r.tier, "kv": r.kv, "status": r.status, "reason": r.reason,
-            "backend": r.backend, "metrics": r.metrics, "deltas": r.deltas,
-            "verdicts": {m: {"verdict": v, "why": w} for m, (v, w) in r.verdicts.items()},
-            "overall": r.overall, "weight_bytes": r.weight_bytes, "kv_bytes_per_token": r.kv_bytes_per_token,
-            "gen_tokens_per_s": r.tokens_per_s, "scheme": r.extra.get("scheme"),
-            "serving": r.extra.get("serving")}
+def compare(params: config.Params, rows: list[Row]) -> dict:
+    """Intervals, flips, regressions and KV length sensitivity for every ok row vs its baseline."""
+    rule = params.decision
+    bases = decision.baselines(rows, rule)
+    samples = {(r.model, r.tier, r.kv): load_samples(r.model, r.tier, r.kv) for r in rows if r.status == "ok"}
+    by_key = {(r.model, r.tier, r.kv, r.backend): r for r in rows}
+    extra: dict = {"flips": {}, "regressions": {}, "kv_length": []}
+    for r in rows:
+        base = bases.get((r.model, r.backend))
+        if r.status != "ok" or base is None or base is r:
+            continue
+        mine, theirs = samples[(r.model, r.tier, r.kv)], samples[(base.model, base.tier, base.kv)]
+        regress: dict[str, list] = {}
+        for task, task_rows in mine.items():
+            if task not in theirs:
+                continue
+            pairs = analysis.align(theirs[task], task_rows)
+            r.intervals.update(analysis.intervals(list(r.extra["task_metrics"].get(task, {})), pairs, rule.bootstrap))
+            if "logliks" in task_rows[0]:
+                extra["flips"].setdefault(r.model, {}).setdefault(r.variant, {})[task] = analysis.flips(pairs)
+            regress[task] = analysis.largest_regressions(pairs, rule.regressions_per_task)
+        extra["regressions"].setdefault(r.model, {})[r.variant] = regress
+        ref = by_key.get((r.model, r.tier, rule.baseline.kv, r.backend))
+        if r.kv != rule.baseline.kv and ref is not None and ref.status == "ok":
+            ref_samples = samples[(ref.model, ref.tier, ref.kv)]
+            for task, task_rows in mine.items():
+                if task in ref_samples:
+                    buckets = analysis.by_length(analysis.align(ref_samples[task], task_rows), rule.length_buckets)
+                    extra["kv_length"].append((r.model, r.variant, ref.variant, task, buckets))
+    return extra
+
+
+def plan_rows(params: config.Params, rows: list[Row]) -> dict:
+    mem = params.memory
+    budget = planner.Budget(mem.max_model_len, mem.gpu_memory_utilization, mem.block_size,
+                            mem.activation_peak_gib, mem.non_torch_overhead_gib)
+    gpus = {n: planner.Gpu(n, g.memory_gib, g.bandwidth_gbps, g.compute_capability) for n, g in mem.target_gpus.items()}
+    plans: dict = {}
+    for r in rows:
+        if r.weight_bytes and r.kv_bytes_per_token:
+            plans[(r.model, r.variant)] = {n: planner.plan(g, budget, r.weight_bytes, r.kv_bytes_per_token)
+                                           for n, g in gpus.items()}
+    return {"budget": budget, "gpus": gpus, "plans": plans}
+
+
+def gpu_recommendations(params: config.Params, rows: list[Row], model: str, planned: dict) -> dict:
+    recs = {}
+    for name, gpu in planned["gpus"].items():
+        allowed = {(r.tier, r.kv) for r in rows if r.model == model
+                   and hardware.supports(r.extra.get("hardware", "fp16"), gpu.compute_capability)
+                   and planned["plans"].get((model, r.variant), {}).get(name) is not None
+                   and planned["plans"][(model, r.variant)][name].fits}
+        best, why = decision.recommend(rows, model, allowed)
+        command = None
+        if best is not None:
+            p = planned["plans"][(model, best.variant)][name]
+            command = serve_command(params, model, best, planned["budget"], p)
+        recs[name] = (best, why, command)
+    return recs
+
+
+def serve_command(params: config.Params, model: str, row: Row, budget: planner.Budget | None = None,
+                  plan: planner.Plan | None = None) -> str:
+    kind = hardware.kind(row.extra.get("hardware", "fp16"))
+    extra: dict[str, object] = {"quantization": kind.vllm_quantization_flag}
+    if budget is not None and plan is not None:
+        extra.update(max_model_len=budget.max_model_len, gpu_memory_utilization=budget.gpu_memory_utilization,
+                     max_num_seqs=max(1, min(MAX_NUM_SEQS_CAP, int(plan.max_concurrency))))
+    ckpt = paths.tier_dir(model, row.tier)
+    spec = ckpt / paths.LOAD_SPEC
+    target = io.read_json(spec)["load_from"] if spec.is_file() else str(ckpt)
+    return launch.as_shell(launch.vllm_serve_args(target, params.models[model].dtype,
+                                                  params.kv_modes[row.kv].cache_dtype, extra))
 
 
 def main() -> None:
     params = config.load_or_exit()
     rows = [build_row(params, *v) for v in params.variants()]
+    extra = compare(params, rows)
     decision.judge(rows, params.decision)
+    planned = plan_rows(params, rows)
     base = (params.decision.baseline.tier, params.decision.baseline.kv)
     models, dvc_metrics, summary = {}, {}, []
     for name, m in params.models.items():
         mine = [r for r in rows if r.model == name]
         rec, why = decision.recommend(rows, name)
-        command = None
-        if rec is not None:
-            command = launch.as_shell(launch.vllm_serve_args(str(paths.tier_dir(name, rec.tier)), m.dtype,
-                                                             params.kv_modes[rec.kv].cache_dtype))
-        num = next((r.extra["num_samples"] for r in mine if r.extra.get("num_samples")), {})
-        models[name] = {"rows": mine, "recommended": rec, "why": why, "command": command,
-                        "source": m.source, "num_samples": num}
-        dvc_metrics[name] = {r.variant: {**{k: round(v, 3) for k, v in r.metrics.items()},
-                                         "weight_mib": round(memory.mib(r.weight_bytes), 2) if r.weight_bytes else None,
-                                         "gen_tokens_per_s": r.tokens_per_s} for r in mine if r.status == "ok"}
-        summary.append(f"  {name}: recommended "
-                       + (f"{rec.tier} + KV {rec.kv}" if rec else f"none ({why})"))
+        regress_links = {}
+        for variant, per_task in extra["regressions"].get(name, {}).items():
+            link = f"regressions/{name}-{variant}.md"
+            io.atomic_write_text(paths.RESULTS / link, report.regressions_md(name, variant, base, per_task))
+            regress_links[variant] = link
+        plot = f"plots/{name}-quality_vs_memory.png"
+        plots.quality_vs_memory(mine, list(params.decision.tolerances), paths.RESULTS / plot,
+                                f"{name}: quality delta (95% CI) vs weight memory")
+        models[name] = report.ModelReport(
+            name=name, source=m.source, rows=mine, recommended=rec, why=why,
+            command=serve_command(params, name, rec) if rec else None,
+            num_samples=next((r.extra["num_samples"] for r in mine if r.extra.get("num_samples")), {}),
+            flips=extra["flips"].get(name, {}), regression_links=regress_links,
+            kv_length=[x[1:] for x in extra["kv_length"] if x[0] == name],
+            plans={v: p for (mn, v), p in planned["plans"].items() if mn == name},
+            gpu_recs=gpu_recommendations(params, rows, name, planned), plot=plot)
+        dvc_metrics[name] = report.dvc_metrics(mine)
+        summary.append(f"  {name}: recommended " + (f"{rec.tier} + KV {rec.kv}" if rec else f"none ({why})"))
     header = {"generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-              "hardware": hardware()}
-    io.atomic_write_text(paths.RESULTS / "decision.md", report.render(models, base, NOTES, header))
-    io.atomic_write_json(paths.RESULTS / "decision.json", {
-        "header": header, "baseline": {"tier": base[0], "kv": base[1]},
-        "recommended": {n: (None if m["recommended"] is None else
-                            {"tier": m["recommended"].tier, "kv": m["recommended"].kv, "why": m["why"],
-                             "command": m["command"]}) for n, m in models.items()},
-        "rows": [row_json(r) for r in rows]})
+              "hardware": hardware_desc(), "baseline": base,
+              "bootstrap": params.decision.bootstrap, "budget": planned["budget"], "gpus": planned["gpus"],
+              "hardware_docs": hardware.table()[0]}
+    io.atomic_write_text(paths.RESULTS / "decision.md", report.render(models, header))
+    io.atomic_write_json(paths.RESULTS / "decision.json", report.decision_json(models, header))
     io.atomic_write_json(paths.RESULTS / "metrics.json", dvc_metrics)
     failed = [r for r in rows if r.status == "failed"]
     print("\n".join(["", "qtier: results/decision.md written", *summary]))

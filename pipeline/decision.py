@@ -82,6 +82,9 @@ def judge(rows: list[Row], rule: Decision) -> None:
             r.overall = r.status
             continue
         base = base_rows.get((r.model, r.backend))
+        if base is r:
+            r.overall = "baseline"
+            continue
         for metric, tol in rule.tolerances.items():
             if metric not in r.metrics:
                 continue

@@ -3,6 +3,7 @@ from pathlib import Path
 
 ARTIFACTS = Path("artifacts")
 RESULTS = Path("results")
+LOAD_SPEC = "qtier_load.json"   # in a tier folder: "load <source> with this load-time quantization"
 
 
 def source_dir(model: str) -> Path:

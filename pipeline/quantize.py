@@ -42,6 +42,14 @@ def quantize(params: config.Params, model_name: str, tier_name: str, out: Path) 
     info: dict = {"method": tier.method, "label": tier.label}
     tokenizer = AutoTokenizer.from_pretrained(src)
 
+    if tier.method in config.BNB_METHODS:
+        # bitsandbytes quantizes at load time: the tier is a record of its config, nothing more.
+        bnb = recipes.bnb_config(tier)
+        with io.AtomicDir(out) as tmp:
+            io.atomic_write_json(tmp / paths.LOAD_SPEC, {"load_from": str(src), "bitsandbytes": bnb})
+        info.update(scheme=tier.method, bitsandbytes=bnb)
+        return info
+
     if tier.method == "baseline":
         model = AutoModelForCausalLM.from_pretrained(src, dtype=getattr(torch, model_cfg.dtype))
         with io.AtomicDir(out) as tmp:
@@ -62,20 +70,14 @@ def quantize(params: config.Params, model_name: str, tier_name: str, out: Path) 
 
     info["pin_memory_patched"] = patch_llmcompressor_pin_memory()
     cal = params.calibration
-    ds = Dataset.from_dict({"text": calibration.texts(cal)})
     model = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32)
-    oneshot(
-        model=model,
-        tokenizer=tokenizer,
-        dataset=ds,
-        text_column="text",
-        recipe=recipes.to_yaml(recipe),
-        num_calibration_samples=cal.num_samples,
-        max_seq_length=cal.max_seq_len,
-        shuffle_calibration_samples=False,  # default True makes every run differ
-        log_dir=None,
-    )
-    info["calibration"] = {"path": cal.path, "num_samples": cal.num_samples, "max_seq_len": cal.max_seq_len}
+    data: dict = {}
+    if tier.method in config.CALIBRATED_METHODS:
+        data = dict(dataset=Dataset.from_dict({"text": calibration.texts(cal)}), text_column="text",
+                    num_calibration_samples=cal.num_samples, max_seq_length=cal.max_seq_len,
+                    shuffle_calibration_samples=False)  # default True makes every run differ
+        info["calibration"] = {"path": cal.path, "num_samples": cal.num_samples, "max_seq_len": cal.max_seq_len}
+    oneshot(model=model, tokenizer=tokenizer, recipe=recipes.to_yaml(recipe), log_dir=None, **data)
     model = model.to(getattr(torch, model_cfg.dtype))
     with io.AtomicDir(out) as tmp:
         model.save_pretrained(tmp, save_compressed=True)

@@ -90,3 +90,16 @@ def load_template(path: str) -> dict:
 
 def to_yaml(recipe: dict) -> str:
     return yaml.safe_dump(recipe, sort_keys=False)
+
+
+def bnb_config(tier: Tier) -> dict:
+    """transformers BitsAndBytesConfig kwargs for a bitsandbytes tier."""
+    if tier.method == "bnb-int8":
+        base = {"load_in_8bit": True}
+    elif tier.method == "bnb-nf4":
+        base = {"load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}
+    else:
+        raise RecipeError(f"{tier.method!r} is not a bitsandbytes method")
+    if tier.ignore:
+        base["llm_int8_skip_modules"] = list(tier.ignore)
+    return {**base, **tier.bnb_options}

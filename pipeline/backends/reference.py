@@ -10,8 +10,36 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+from pathlib import Path
+
 from pipeline.backends.base import Unsupported, Variant
 from pipeline.config import Eval, Reference
+from pipeline.io import read_json
+from pipeline.paths import LOAD_SPEC
+
+
+def bnb_config(options: dict, compute_dtype):
+    from transformers import BitsAndBytesConfig
+
+    opts = dict(options)
+    if opts.get("load_in_4bit"):
+        opts.setdefault("bnb_4bit_compute_dtype", compute_dtype)
+    return BitsAndBytesConfig(**opts)
+
+
+def serving_weight_bytes(model, serving_dtype: str) -> int:
+    """Weight bytes as served: integer-packed tensors at their size, float ones in the serving dtype
+    (the reference backend computes in float32, the deployment stores float16/bfloat16)."""
+    import torch
+
+    float_bytes = torch.empty(0, dtype=getattr(torch, serving_dtype)).element_size()
+    total = 0
+    for p in model.parameters():
+        if p.dtype.is_floating_point:
+            total += p.numel() * float_bytes
+        else:
+            total += p.numel() * p.element_size()
+    return total
 
 
 class ReferenceSession:
@@ -73,8 +101,16 @@ class ReferenceBackend:
         else:
             raise Unsupported(f"kv cache dtype {kv.cache_dtype!r} is not implemented by the reference backend")
 
-        tokenizer = AutoTokenizer.from_pretrained(variant.checkpoint)
-        model = AutoModelForCausalLM.from_pretrained(variant.checkpoint, **kwargs).eval()
+        path = variant.checkpoint
+        spec_file = variant.checkpoint / LOAD_SPEC
+        if spec_file.is_file():
+            spec = read_json(spec_file)
+            path = Path(spec["load_from"])
+            kwargs["quantization_config"] = bnb_config(spec["bitsandbytes"], kwargs["dtype"])
+            info["quantized_at_load"] = f"bitsandbytes {spec['bitsandbytes']}"
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path, **kwargs).eval()
+        info["weight_bytes_serving"] = serving_weight_bytes(model, variant.model_cfg.dtype)
         if kv.cache_dtype == "fp8_e4m3":
             info["kv_layers_quantized"] = kvcache.set_scales(model, kv.scale, kv.scale)
         lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=self.ev.batch_size,

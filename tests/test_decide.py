@@ -1,0 +1,109 @@
+"""decide.main on synthetic per-sample results: every section rendered, nothing needs a model."""
+import json
+import shutil
+
+import pytest
+import yaml
+
+from pipeline import decide, io, paths
+
+HF = {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+      "hidden_size": 64, "intermediate_size": 128}
+
+
+def samples(task, n, quality):
+    """quality(i) -> per-sample score for generation tasks or correct/incorrect for classify."""
+    rows = []
+    for i in range(n):
+        if task == "classification":
+            right = quality(i)
+            rows.append({"id": f"c{i}", "doc_id": i, "input": {"text": f"text {i}"}, "target": 0, "choices": ["a", "b"],
+                         "gold": 0, "logliks": [-1.0, -2.0] if right else [-2.0, -1.0], "pred": 0 if right else 1,
+                         "prompt_chars": 100 + 10 * i, "scores": {"acc": 100.0 if right else 0.0}})
+        else:
+            good = quality(i)
+            ref = f"Der Satz Nummer {i} ist gut."
+            out = ref if good else f"Satz {i}."
+            rows.append({"id": f"t{i}", "doc_id": i, "input": {"source": f"Sentence {i}", "reference": ref},
+                         "target": ref, "output": out, "prompt_chars": 100 + 50 * i,
+                         "scores": {"chrf": 100.0 if good else 30.0, "rouge1": 100.0 if good else 40.0,
+                                    "rouge2": 100.0 if good else 20.0, "rougeL": 100.0 if good else 40.0}})
+    return rows
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch, root):
+    for f in ("eval_sets", "recipes", "calibration"):
+        shutil.copytree(root / f, tmp_path / f)
+    p = yaml.safe_load((root / "params.yaml").read_text())
+    p["models"] = {"m": {"source": "embedded:smollm2-135m-instruct", "dtype": "float16"}}
+    p["tiers"] = {k: p["tiers"][k] for k in ("fp16", "int8", "int4-gptq", "nf4-bnb")}
+    p["decision"]["bootstrap"]["resamples"] = 200
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(p))
+    monkeypatch.chdir(tmp_path)
+    src = paths.source_dir("m")
+    src.mkdir(parents=True)
+    (src / "config.json").write_text(json.dumps(HF))
+    sizes = {"fp16": 4000, "int8": 2000, "int4-gptq": 1000}
+    quality = {"fp16": lambda i: True, "int8": lambda i: True, "int4-gptq": lambda i: i % 4 != 0,
+               "nf4-bnb": lambda i: True}
+    for tier in p["tiers"]:
+        d = paths.tier_dir("m", tier)
+        d.mkdir(parents=True)
+        if tier == "nf4-bnb":
+            io.atomic_write_json(d / paths.LOAD_SPEC, {"load_from": str(src), "bitsandbytes": {"load_in_4bit": True}})
+        else:
+            (d / "model.safetensors").write_bytes(b"x" * sizes[tier])
+        for kv in p["kv_modes"]:
+            out = paths.eval_dir("m", tier, kv)
+            if tier == "int8" and kv == "fp8":
+                io.atomic_write_json(out / "result.json", {"status": "unsupported", "reason": "no AVX-512 here"})
+                continue
+            q = quality[tier]
+            res = {"status": "ok", "backend": "reference", "num_samples": {"translation": 40, "classification": 200},
+                   "serving": {"weight_bytes_serving": 1500} if tier == "nf4-bnb" else {},
+                   "throughput": {"gen_tokens_per_s": 50.0}, "metrics": {}}
+            for task, n in (("translation", 40), ("classification", 200)):
+                rows = samples(task, n, q)
+                io.atomic_write_jsonl(out / "samples" / f"{task}.jsonl", rows)
+            res["metrics"] = {"translation": {"bleu": 60.0 if q(1) else 1.0, "chrf": 80.0},
+                              "classification": {"acc": 75.0 if tier == "int4-gptq" else 100.0, "macro_f1": 50.0}}
+            io.atomic_write_json(out / "result.json", res)
+    return tmp_path
+
+
+def test_decide_renders_every_section(project):
+    decide.main()
+    md = (project / "results/decision.md").read_text()
+    data = json.loads((project / "results/decision.json").read_text())
+    assert len(data["rows"]) == 8
+    rows = {(r["tier"], r["kv"]): r for r in data["rows"]}
+    assert rows[("int8", "fp8")]["status"] == "unsupported"
+    assert "unsupported here: no AVX-512 here" in md
+    assert rows[("int4-gptq", "auto")]["verdicts"]["acc"]["verdict"] == "fail"
+    assert rows[("int4-gptq", "auto")]["flips"]["classification"] == {"right_to_wrong": 50, "wrong_to_right": 0, "n": 200}
+    assert rows[("int8", "auto")]["intervals"]["acc"] == {"delta": 0.0, "lo": 0.0, "hi": 0.0, "n": 200}
+    assert rows[("nf4-bnb", "auto")]["weight_bytes"] == 1500
+    # smallest passing: nf4-bnb (1500 B) with fp8 KV beats int8 (2000 B)
+    assert data["recommended"]["m"]["tier"] == "nf4-bnb" and data["recommended"]["m"]["kv"] == "fp8"
+    assert "--quantization bitsandbytes" in data["recommended"]["m"]["command"]
+    assert data["per_gpu"]["m"]["A100-80G"]["tier"] == "nf4-bnb"
+    for section in ("### Per target GPU", "### Which GPUs can serve each tier", "### Memory bill",
+                    "### KV-cache quantization by input length", "Why each verdict", "[regressions](regressions/"):
+        assert section in md
+    reg = (project / "results/regressions/m-int4-gptq-auto.md").read_text()
+    assert "## classification" in reg and "doc 0" in reg
+    assert (project / "results/plots/m-quality_vs_memory.png").stat().st_size > 1000
+    metrics = json.loads((project / "results/metrics.json").read_text())
+    assert metrics["m"]["int4-gptq-auto"]["delta_acc"] == -25.0
+
+
+def test_missing_result_is_a_failed_row_and_exit_1(project):
+    (paths.eval_dir("m", "int4-gptq", "fp8") / "result.json").unlink()
+    with pytest.raises(SystemExit) as e:
+        decide.main()
+    assert e.value.code == 1
+    data = json.loads((project / "results/decision.json").read_text())
+    failed = [r for r in data["rows"] if r["status"] == "failed"]
+    assert len(failed) == 1 and "is missing" in failed[0]["reason"]
+    assert (project / "results/decision.md").is_file()

@@ -1,0 +1,79 @@
+import pytest
+
+from pipeline import stats
+from pipeline.config import Baseline, Decision, Tolerance
+from pipeline.decision import FAIL, INCONCLUSIVE, PASS, judge_metric
+
+TOL = Tolerance(abs=3.0)
+
+
+def test_identical_outputs_pass_with_zero_width_interval():
+    scores = [100.0, 0.0, 100.0, 100.0, 0.0] * 10
+    iv = stats.paired_mean(scores, scores, resamples=500, seed=1)
+    assert (iv.delta, iv.lo, iv.hi) == (0.0, 0.0, 0.0)
+    assert judge_metric("acc", 60.0, iv, TOL, None)[0] == PASS
+    refs = ["Der Hund schläft.", "Es regnet heute."] * 5
+    civ = stats.paired_corpus("chrf", refs, refs, refs, resamples=200, seed=1)
+    assert (civ.delta, civ.lo, civ.hi) == (0.0, 0.0, 0.0)
+
+
+def test_truly_worse_by_twice_the_tolerance_fails():
+    base = [100.0] * 600
+    tier = [100.0] * 564 + [0.0] * 36          # 6 points worse = 2 x tolerance 3
+    iv = stats.paired_mean(base, tier, resamples=1000, seed=7)
+    assert iv.delta == pytest.approx(-6.0)
+    verdict, why = judge_metric("acc", 100.0, iv, TOL, None)
+    assert verdict == FAIL and "below -3.00" in why
+
+
+def test_ten_samples_small_drop_is_inconclusive():
+    base = [100.0] * 10
+    tier = [100.0] * 9 + [0.0]                  # -10 points on n=10: interval far too wide
+    iv = stats.paired_mean(base, tier, resamples=1000, seed=3)
+    assert iv.lo < -3.0 <= iv.hi
+    assert judge_metric("acc", 100.0, iv, TOL, None)[0] == INCONCLUSIVE
+
+
+def test_bootstrap_reproducible_with_seed_and_differs_otherwise():
+    base = [float(i % 7) for i in range(60)]
+    tier = [float((i * 3) % 7) for i in range(60)]
+    a = stats.paired_mean(base, tier, 1000, seed=42)
+    b = stats.paired_mean(base, tier, 1000, seed=42)
+    c = stats.paired_mean(base, tier, 1000, seed=43)
+    assert a == b and (a.lo, a.hi) != (c.lo, c.hi)
+    refs = [f"Satz Nummer {i} ist hier." for i in range(20)]
+    hyp = [f"Satz {i} ist da." for i in range(20)]
+    x = stats.paired_corpus("bleu", refs, refs, hyp, 300, seed=5)
+    y = stats.paired_corpus("bleu", refs, refs, hyp, 300, seed=5)
+    assert x == y and x.delta < 0 and x.lo <= x.delta <= x.hi
+
+
+def test_corpus_delta_matches_sacrebleu():
+    import sacrebleu
+
+    refs = ["Der Zug fährt um neun.", "Bitte Salz hinzufügen.", "Morgen regnet es."]
+    base = ["Der Zug fährt um neun.", "Bitte Salz.", "Morgen regnet es."]
+    tier = ["Zug um neun.", "Bitte Salz.", "Es regnet."]
+    iv = stats.paired_corpus("bleu", refs, base, tier, 100, seed=0)
+    expected = sacrebleu.corpus_bleu(tier, [refs]).score - sacrebleu.corpus_bleu(base, [refs]).score
+    assert iv.delta == pytest.approx(expected)
+
+
+def test_flips_counted_exactly():
+    golds = [0, 1, 0, 1, 0, 1]
+    base = [0, 1, 1, 1, 0, 0]
+    tier = [0, 0, 0, 1, 1, 1]
+    f = stats.flips(golds, base, tier)
+    assert (f.right_to_wrong, f.wrong_to_right, f.n) == (2, 2, 6)
+    assert f.rate == pytest.approx(4 / 6)
+
+
+def test_near_zero_baseline_is_inconclusive_even_with_a_tight_interval():
+    iv = stats.Interval(0.0, 0.0, 0.0, 100)
+    verdict, why = judge_metric("bleu", 0.3, iv, Tolerance(abs=1.0), 5.0)
+    assert verdict == INCONCLUSIVE and "cannot do this task" in why
+
+
+def test_mismatched_lengths_rejected():
+    with pytest.raises(ValueError):
+        stats.paired_mean([1.0], [1.0, 2.0], 100, 0)
