@@ -14,7 +14,7 @@ def parse(d, root):
 def test_shipped_params_parse(params_dict, root):
     p = parse(params_dict, root)
     assert list(p.models) == ["smollm2-135m"]
-    assert len(p.variants()) == len(p.tiers) * len(p.kv_modes) == 8
+    assert len(p.variants()) == len(p.tiers) * len(p.kv_modes) == 14
     assert p.tiers["int4-awq"].group_size == "auto"
 
 
