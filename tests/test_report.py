@@ -1,6 +1,11 @@
-from pipeline import decision, report
-from pipeline.config import Baseline, Decision, Tolerance
+from pipeline import decision, planner, report
+from pipeline.config import Baseline, Bootstrap, Decision, Tolerance
 from pipeline.decision import Row
+from pipeline.stats import Interval
+
+HEADER = {"generated": "now", "hardware": "cpu", "baseline": ("fp16", "auto"), "bootstrap": Bootstrap(),
+          "budget": planner.Budget(), "gpus": {"A100-80G": planner.Gpu("A100-80G", 80, 2039, 8.0)},
+          "hardware_docs": "0.15.1"}
 
 
 def rows():
@@ -9,32 +14,38 @@ def rows():
          Row("m", "int4", "fp8", "ok", backend="reference", metrics={"acc": 89.0, "bleu": 0.2},
              weight_bytes=2**20 * 100, kv_bytes_per_token=11520, tokens_per_s=48.0),
          Row("m", "int8", "fp8", "unsupported", reason="FP8 KV cache on CPU requires AVX-512")]
+    r[1].intervals = {"acc": Interval(-1.0, -2.0, 0.0, 160), "bleu": Interval(-0.1, -0.3, 0.1, 40)}
     for x in r:
-        x.extra["scheme"] = x.tier
+        x.extra.update(scheme=x.tier, hardware="fp16" if x.tier == "fp16" else "int4-w4a16")
     decision.judge(r, Decision(Baseline("fp16", "auto"), {"acc": Tolerance(abs=3.0), "bleu": Tolerance(abs=1.0)},
                                {"bleu": 5.0}))
     return r
 
 
+def model_report(rs, rec=None, why="", command=None):
+    return report.ModelReport(name="m", source="embedded:x", rows=rs, recommended=rec, why=why, command=command,
+                              num_samples={"classification": 160})
+
+
 def test_render_has_every_row_reason_and_command():
     rs = rows()
     best, why = decision.recommend(rs, "m")
-    md = report.render({"m": {"rows": rs, "recommended": best, "why": why, "command": "vllm serve x",
-                              "source": "embedded:x", "num_samples": {"classification": 160}}},
-                       ("fp16", "auto"), ["a note"], {"generated": "now", "hardware": "cpu"})
-    table = [line for line in md.splitlines() if line.startswith("| ")]
-    assert len(table) == 1 + 3
+    md = report.render({"m": model_report(rs, best, why, "vllm serve x")}, HEADER)
+    table = [line for line in md.splitlines() if line.startswith("| ") and "KV cache" not in line
+             and ("fp16" in line or "int" in line) and "|---" not in line]
+    assert len([t for t in table if t.startswith(("| fp16 | auto", "| int4 | fp8", "| int8 | fp8"))]) == 3
     assert "**Recommended: `int4` with KV cache `fp8`**" in md
     assert "```bash\nvllm serve x\n```" in md
-    assert "unsupported: FP8 KV cache on CPU requires AVX-512" in md
-    assert "0.2 (-0.1, inconclusive)" in md and "89.0 (-1.0, pass)" in md
+    assert "unsupported here: FP8 KV cache on CPU requires AVX-512" in md
+    assert "0.2 (-0.1 [-0.3, +0.1], inconclusive)" in md and "89.0 (-1.0 [-2.0, +0.0], pass)" in md
     assert "90.0 (baseline)" in md
-    assert "- a note" in md
 
 
 def test_render_without_recommendation_says_why():
-    rs = rows()[:1]
-    md = report.render({"m": {"rows": rs, "recommended": None, "why": "no variant passes", "command": None,
-                              "source": "s", "num_samples": {}}}, ("fp16", "auto"), [],
-                       {"generated": "now", "hardware": "cpu"})
+    md = report.render({"m": model_report(rows()[:1], None, "no variant passes")}, HEADER)
     assert "**No tier can be recommended**: no variant passes." in md
+
+
+def test_hardware_table_lists_target_gpus():
+    lines = report.hardware_table(model_report(rows()), HEADER["gpus"])
+    assert any("int4" in x and "A100-80G (SM >= 8)" in x for x in lines)
