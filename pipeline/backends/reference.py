@@ -27,6 +27,11 @@ def bnb_config(options: dict, compute_dtype):
     return BitsAndBytesConfig(**opts)
 
 
+def _quant_method(checkpoint: Path) -> str | None:
+    cfg = read_json(checkpoint / "config.json")
+    return (cfg.get("quantization_config") or {}).get("quant_method")
+
+
 def serving_weight_bytes(model, serving_dtype: str) -> int:
     """Weight bytes as served: integer-packed tensors at their size, float ones in the serving dtype
     (the reference backend computes in float32, the deployment stores float16/bfloat16)."""
@@ -108,6 +113,12 @@ class ReferenceBackend:
             path = Path(spec["load_from"])
             kwargs["quantization_config"] = bnb_config(spec["bitsandbytes"], kwargs["dtype"])
             info["quantized_at_load"] = f"bitsandbytes {spec['bitsandbytes']}"
+        elif _quant_method(path) == "compressed-tensors":
+            from transformers import CompressedTensorsConfig
+
+            # Decompress to dense float on load (fp8 weights otherwise stay float8 and CPU matmul fails);
+            # activation quantization is still applied in forward, so W8A8 tiers stay faithful.
+            kwargs["quantization_config"] = CompressedTensorsConfig(run_compressed=False)
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = AutoModelForCausalLM.from_pretrained(path, **kwargs).eval()
         info["weight_bytes_serving"] = serving_weight_bytes(model, variant.model_cfg.dtype)
