@@ -4,20 +4,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pipeline.config import Calibration
+from pipeline.config import Calibration, ConfigError
 
 
-class DataError(ValueError):
-    pass
+class DataError(ConfigError):
+    """A data file problem; the message names the file and line."""
 
 
-def read_jsonl(path: str | Path, required: tuple[str, ...] = ()) -> list[dict]:
+def read_jsonl(path: str | Path, required: tuple[str, ...] = (), root: Path | None = None) -> list[dict]:
     """Read a JSONL file; errors name the file and line."""
     path = Path(path)
-    if not path.is_file():
+    full = path if root is None or path.is_absolute() else root / path
+    if not full.is_file():
         raise DataError(f"{path}: file not found")
     rows = []
-    with path.open(encoding="utf-8") as f:
+    with full.open(encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue
@@ -36,8 +37,8 @@ def read_jsonl(path: str | Path, required: tuple[str, ...] = ()) -> list[dict]:
     return rows
 
 
-def texts(cal: Calibration) -> list[str]:
-    rows = read_jsonl(cal.path, (cal.text_field,))
+def texts(cal: Calibration, root: Path | None = None) -> list[str]:
+    rows = read_jsonl(cal.path, (cal.text_field,), root)
     if len(rows) < cal.num_samples:
         raise DataError(
             f"calibration.num_samples: {cal.num_samples} requested but {cal.path} has {len(rows)} rows"

@@ -315,6 +315,13 @@ def validate(p: Params, root: Path) -> None:
             raise ConfigError(f"{key}.labels: a classify task needs at least two labels")
         if task.limit is not None and task.limit < 1:
             raise ConfigError(f"{key}.limit: must be >= 1 or null, got {task.limit}")
+        from pipeline.tasks import check_data
+
+        check_data(name, task, root)
+    from pipeline.calibration import texts
+
+    texts(c, root)
+    _check_group_sizes(p, root)
     d = p.decision
     if d.bootstrap.resamples < 100:
         raise ConfigError(f"decision.bootstrap.resamples: at least 100, got {d.bootstrap.resamples}")
@@ -340,6 +347,29 @@ def validate(p: Params, root: Path) -> None:
         value = tol.abs if tol.abs is not None else tol.rel
         if value < 0:
             raise ConfigError(f"{key}: a tolerance is the allowed drop and must be >= 0, got {value}")
+
+
+def _check_group_sizes(p: Params, root: Path) -> None:
+    """Group sizes against each model's dimensions, where its config is already on disk
+    (a local source, or a prepared one); other models are checked when quantize starts."""
+    import json
+
+    from pipeline.recipes import RecipeError, pick_group_size
+
+    for name, m in p.models.items():
+        kind, _, ref = m.source.partition(":")
+        candidates = [root / "artifacts" / name / "source" / "config.json"]
+        if kind == "local":
+            candidates.insert(0, (Path(ref) if Path(ref).is_absolute() else root / ref) / "config.json")
+        cfg_file = next((c for c in candidates if c.is_file()), None)
+        if cfg_file is None:
+            continue
+        hf = json.loads(cfg_file.read_text())
+        for tname, t in p.tiers.items():
+            try:
+                pick_group_size(t, hf, f"tiers.{tname}")
+            except RecipeError as e:
+                raise ConfigError(f"{e} (model {name})") from None
 
 
 def hardware_kinds() -> list[str]:

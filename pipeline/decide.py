@@ -53,7 +53,8 @@ def build_row(params: config.Params, model: str, tier: str, kv: str) -> Row:
     row = Row(model, tier, kv, status=res["status"], backend=res.get("backend"), reason=res.get("reason"))
     row.extra.update(scheme=params.tiers[tier].label or params.tiers[tier].method,
                      serving=res.get("serving", {}), num_samples=res.get("num_samples", {}),
-                     task_metrics=res.get("metrics", {}), hardware=tier_kind(params, model, tier))
+                     task_metrics=res.get("metrics", {}), hardware=tier_kind(params, model, tier),
+                     versions=res.get("versions", {}))
     for task_metrics in res.get("metrics", {}).values():
         row.metrics.update(task_metrics)
     row.tokens_per_s = res.get("throughput", {}).get("gen_tokens_per_s")
@@ -177,7 +178,8 @@ def main() -> None:
     header = {"generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
               "hardware": hardware_desc(), "baseline": base,
               "bootstrap": params.decision.bootstrap, "budget": planned["budget"], "gpus": planned["gpus"],
-              "hardware_docs": hardware.table()[0]}
+              "hardware_docs": hardware.table()[0],
+              "versions": next((r.extra["versions"] for r in rows if r.extra.get("versions")), {})}
     io.atomic_write_text(paths.RESULTS / "decision.md", report.render(models, header))
     io.atomic_write_json(paths.RESULTS / "decision.json", report.decision_json(models, header))
     io.atomic_write_json(paths.RESULTS / "metrics.json", dvc_metrics)

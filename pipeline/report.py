@@ -175,6 +175,8 @@ def render(models: dict[str, ModelReport], header: dict) -> str:
              f"Generated {header['generated']} by `dvc repro` on {header['hardware']}. Baseline: tier "
              f"`{base[0]}` with KV cache `{base[1]}`. Intervals: {b.confidence:.0%} paired bootstrap, "
              f"{b.resamples} resamples, seed {b.seed}.", ""]
+    if header.get("versions"):
+        lines += ["Versions: " + ", ".join(f"{k} {v}" for k, v in header["versions"].items()) + ".", ""]
     for m in models.values():
         lines += [f"## {m.name}", "", f"Source: `{m.source}`. Samples per task: "
                   + ", ".join(f"{t} {n}" for t, n in m.num_samples.items()) + ".", ""]
@@ -250,6 +252,7 @@ def _row_json(r: Row, m: ModelReport) -> dict:
 def decision_json(models: dict[str, ModelReport], header: dict) -> dict:
     return {
         "generated": header["generated"], "hardware": header["hardware"],
+        "versions": header.get("versions", {}),
         "baseline": {"tier": header["baseline"][0], "kv": header["baseline"][1]},
         "bootstrap": dataclasses.asdict(header["bootstrap"]), "budget": dataclasses.asdict(header["budget"]),
         "recommended": {n: None if m.recommended is None else

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from pipeline.calibration import DataError, read_jsonl
 from pipeline.config import Task
 
@@ -30,6 +32,23 @@ def load_yaml(path: str | Path) -> dict:
     from lm_eval.tasks._yaml_loader import load_yaml as lm_load_yaml
 
     return lm_load_yaml(Path(path), resolve_func=True, recursive=True)
+
+
+class _DeclLoader(yaml.SafeLoader):
+    """Reads a task YAML for validation without importing its `!function` hooks."""
+
+
+_DeclLoader.add_constructor("!function", lambda loader, node: f"!function {loader.construct_scalar(node)}")
+
+
+def check_data(name: str, task: Task, root: Path) -> int:
+    """Validate a task's data file against its template and labels, before any model is loaded.
+    Returns the number of rows. Errors name the file and line."""
+    cfg = yaml.load((root / task.config).read_text(encoding="utf-8"), Loader=_DeclLoader)  # noqa: S506
+    canonical = [f for f in template_fields(cfg) if not (task.kind == "classify" and f in ("gold", "choices"))]
+    rows = read_jsonl(task.data, root=root)
+    check_rows(name, task, rows, field_map(task, canonical))
+    return len(rows)
 
 
 def template_fields(cfg: dict) -> list[str]:

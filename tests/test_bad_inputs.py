@@ -1,0 +1,140 @@
+"""Bad input costs seconds, not a GPU hour: every case is rejected by a stage's first line, with
+exit code 2 and one message naming the key / file / line, and nothing under results/ changes."""
+import copy
+import hashlib
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline import quantize
+
+SMOL = {"hidden_size": 576, "num_attention_heads": 9, "head_dim": 64, "intermediate_size": 1536,
+        "num_hidden_layers": 30, "num_key_value_heads": 3}
+
+
+def tree_digest(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch, root):
+    for f in ("eval_sets", "recipes", "calibration"):
+        shutil.copytree(root / f, tmp_path / f)
+    shutil.copy(root / "params.yaml", tmp_path / "params.yaml")
+    (tmp_path / "results" / "evals").mkdir(parents=True)
+    (tmp_path / "results" / "decision.md").write_text("# an earlier decision\n")
+    (tmp_path / "results" / "evals" / "r.json").write_text('{"kept": true}\n')
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def rejects(project, capsys, mutate, expected: str):
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    mutate(params, project)
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    before = tree_digest(project / "results")
+    t0 = time.perf_counter()
+    with pytest.raises(SystemExit) as e:
+        sys.argv = ["quantize", "smollm2-135m", "int4-gptq"]
+        quantize.main()
+    elapsed = time.perf_counter() - t0
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 2
+    assert expected in err, err
+    assert len(err.splitlines()) == 1
+    assert tree_digest(project / "results") == before
+    assert elapsed < 5
+
+
+def set_in(path: str, value):
+    def mutate(p, _):
+        *keys, last = path.split(".")
+        d = p
+        for k in keys:
+            d = d[k]
+        d[last] = value
+    return mutate
+
+
+CASES = {
+    "unknown key": (set_in("tiers.int4-gptq.grup_size", 64), "tiers.int4-gptq.grup_size: unknown key (did you mean 'group_size'?)"),
+    "wrong type": (set_in("eval.batch_size", "eight"), "eval.batch_size: expected an integer, got 'eight'"),
+    "unknown method": (set_in("tiers.int4-gptq.method", "squeezellm"), "tiers.int4-gptq.method: unknown method 'squeezellm'"),
+    "unknown kv mode": (set_in("kv_modes.fp8.cache_dtype", "fp4"), "kv_modes.fp8.cache_dtype: 'fp4' is not one of"),
+    "negative tolerance": (set_in("decision.tolerances.chrf", {"abs": -2.0}), "decision.tolerances.chrf: a tolerance is the allowed drop"),
+    "missing local model": (set_in("models.smollm2-135m.source", "local:models/nope"), "models.smollm2-135m.source: local model folder not found: models/nope"),
+    "missing eval file": (set_in("eval.tasks.summarization.data", "eval_sets/nope.jsonl"), "eval.tasks.summarization.data: file not found: eval_sets/nope.jsonl"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_params_errors(project, capsys, case):
+    mutate, expected = CASES[case]
+    rejects(project, capsys, mutate, expected)
+
+
+def test_local_model_without_config(project, capsys):
+    (project / "models" / "empty").mkdir(parents=True)
+    rejects(project, capsys, set_in("models.smollm2-135m.source", "local:models/empty"), "models/empty has no config.json")
+
+
+def test_duplicate_model_names(project, capsys):
+    text = (project / "params.yaml").read_text()
+    (project / "params.yaml").write_text(text.replace(
+        "models:\n", "models:\n  smollm2-135m:\n    source: embedded:smollm2-135m-instruct\n", 1))
+    before = tree_digest(project / "results")
+    with pytest.raises(SystemExit) as e:
+        sys.argv = ["quantize", "smollm2-135m", "fp16"]
+        quantize.main()
+    assert e.value.code == 2
+    assert "smollm2-135m: duplicate key" in capsys.readouterr().err
+    assert tree_digest(project / "results") == before
+
+
+def _write(project, name, text):
+    f = project / "eval_sets" / name
+    f.write_text(text, encoding="utf-8")
+    return f"eval_sets/{name}"
+
+
+def test_empty_eval_file(project, capsys):
+    path = _write(project, "empty.jsonl", "")
+    rejects(project, capsys, set_in("eval.tasks.translation.data", path), f"{path}: file is empty")
+
+
+def test_invalid_json_on_line_n(project, capsys):
+    path = _write(project, "bad.jsonl", '{"source": "a", "reference": "b"}\n{"source": "a",\n')
+    rejects(project, capsys, set_in("eval.tasks.translation.data", path), f"{path}:2: not valid JSON")
+
+
+def test_missing_mapped_field(project, capsys):
+    path = _write(project, "fields.jsonl", json.dumps({"en": "Hello", "de": "Hallo"}) + "\n")
+    rejects(project, capsys, set_in("eval.tasks.translation.data", path),
+            f"{path}:1: missing field 'source' (eval.tasks.translation.fields.source)")
+
+
+def test_label_outside_label_list(project, capsys):
+    path = _write(project, "labels.jsonl", json.dumps({"text": "ok", "label": "neutral"}) + "\n")
+    rejects(project, capsys, set_in("eval.tasks.classification.data", path),
+            f"{path}:1: label 'neutral' is not in eval.tasks.classification.labels")
+
+
+def test_group_size_that_does_not_divide(project, capsys):
+    model = project / "models" / "smol"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text(json.dumps(SMOL))
+
+    def mutate(p, _):
+        p["models"]["smollm2-135m"]["source"] = "local:models/smol"
+        p["tiers"]["int4-gptq"]["group_size"] = 128
+    rejects(project, capsys, mutate, "tiers.int4-gptq.group_size: 128 does not divide")
+
+
+def test_calibration_file_too_short(project, capsys):
+    rejects(project, capsys, set_in("calibration.num_samples", 10_000), "calibration.num_samples: 10000 requested")
