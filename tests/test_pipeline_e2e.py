@@ -54,9 +54,9 @@ def test_repro_writes_complete_decision(project):
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     decision = json.loads((project / "results/decision.json").read_text())
     rows = decision["rows"]
-    assert len(rows) == 8
-    assert {(x["tier"], x["kv"]) for x in rows} == {(t, k) for t in ("fp16", "int8", "int4-awq", "int4-gptq")
-                                                     for k in ("auto", "fp8")}
+    tiers = yaml.safe_load((project / "params.yaml").read_text())["tiers"]
+    assert len(rows) == 2 * len(tiers) == 14
+    assert {(x["tier"], x["kv"]) for x in rows} == {(t, k) for t in tiers for k in ("auto", "fp8")}
     for x in rows:
         assert x["status"] == "ok", x
         assert set(x["metrics"]) >= {"bleu", "chrf", "rouge1", "rouge2", "rougeL", "acc", "macro_f1"}
@@ -64,8 +64,10 @@ def test_repro_writes_complete_decision(project):
         assert x["kv_bytes_per_token"] == 2 * 2 * 2 * 16 * (1 if x["kv"] == "fp8" else 2)
     sizes = {x["tier"]: x["weight_bytes"] for x in rows}
     assert sizes["int4-gptq"] < sizes["int8"] < sizes["fp16"]
+    assert sizes["nf4-bnb"] < sizes["int8-bnb"] < sizes["fp16"]
     md = (project / "results/decision.md").read_text()
-    assert len([line for line in md.splitlines() if line.startswith("| ") and "---" not in line]) == 1 + 8
+    table = md.split("| Tier | KV cache |", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert len(table) == 1 + 1 + 14
     assert "Recommended" in md or "No tier can be recommended" in md
     quant = json.loads((project / "results/quantize/tiny-int4-awq.json").read_text())
     assert quant["status"] == "ok" and quant["group_size"] == 64
@@ -90,4 +92,55 @@ def test_adding_a_model_adds_only_its_stages(project):
     changed = set(json.loads(r.stdout))
     assert changed, r.stdout
     assert all("tiny-copy" in s for s in changed - {"decide"}), changed
-    assert sum("tiny-copy" in s for s in changed) == 1 + 4 + 8
+    assert sum("tiny-copy" in s for s in changed) == 1 + 7 + 14
+    p["models"].pop("tiny-copy")
+    (project / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
+
+
+def _project_processes(project: Path) -> list:
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if proc.pid != os.getpid() and Path(proc.cwd()) == project:
+                found.append(proc.info)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return found
+
+
+def test_ctrl_c_during_a_stage_stops_everything_and_keeps_results(project):
+    import signal
+    import time
+
+    keep = {p: p.read_bytes() for p in (project / "results").rglob("*") if p.is_file()
+            and "evals" not in p.parts}
+    p = yaml.safe_load((project / "params.yaml").read_text())
+    original = p["eval"]["throughput"]["new_tokens"]
+    p["eval"]["throughput"]["new_tokens"] = original + 1          # every evaluate stage is now stale
+    (project / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    proc = subprocess.Popen(["dvc", "repro"], cwd=project, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    seen = ""
+    deadline = time.time() + 600
+    while "Running stage 'evaluate@" not in seen and time.time() < deadline:
+        seen += proc.stdout.readline()
+    time.sleep(3)                                                   # inside the stage's model load / eval
+    os.killpg(proc.pid, signal.SIGINT)                              # what Ctrl-C in a terminal does
+    proc.communicate(timeout=120)
+    assert proc.returncode != 0
+    time.sleep(1)
+    assert _project_processes(project) == []
+    for path, content in keep.items():
+        assert path.read_bytes() == content, path
+    p["eval"]["throughput"]["new_tokens"] = original
+    (project / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
+    r = run(["dvc", "status", "--json"], project)
+    stale = set(json.loads(r.stdout))
+    assert stale and stale <= {"decide"} | {s for s in stale if s.startswith("evaluate@")}
+    assert len([s for s in stale if s.startswith("evaluate@")]) == 1     # only the interrupted one
+    r = run(["dvc", "repro"], project)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert json.loads(run(["dvc", "status", "--json"], project).stdout) == {}
