@@ -174,7 +174,12 @@ def main() -> None:
             plans={v: p for (mn, v), p in planned["plans"].items() if mn == name},
             gpu_recs=gpu_recommendations(params, rows, name, planned), plot=plot)
         dvc_metrics[name] = report.dvc_metrics(mine)
+        counts = {k: sum(1 for r in mine if (r.overall if r.status == "ok" else r.status) == k)
+                  for k in ("pass", "fail", "inconclusive", "unsupported", "failed")}
         summary.append(f"  {name}: recommended " + (f"{rec.tier} + KV {rec.kv}" if rec else f"none ({why})"))
+        summary.append("    variants: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v))
+        for gpu, (grow, _, _) in models[name].gpu_recs.items():
+            summary.append(f"    {gpu}: " + (f"{grow.tier} + KV {grow.kv}" if grow else "nothing passes and fits"))
     header = {"generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
               "hardware": hardware_desc(), "baseline": base,
               "bootstrap": params.decision.bootstrap, "budget": planned["budget"], "gpus": planned["gpus"],
@@ -184,7 +189,8 @@ def main() -> None:
     io.atomic_write_json(paths.RESULTS / "decision.json", report.decision_json(models, header))
     io.atomic_write_json(paths.RESULTS / "metrics.json", dvc_metrics)
     failed = [r for r in rows if r.status == "failed"]
-    print("\n".join(["", "qtier: results/decision.md written", *summary]))
+    print("\n".join(["", "qtier: decision written to results/decision.md (details: results/decision.json)",
+                      *summary]))
     if failed:
         print(f"qtier: {len(failed)} variant(s) failed: "
               + ", ".join(f"{r.model}/{r.variant} ({r.reason})" for r in failed), file=sys.stderr)
