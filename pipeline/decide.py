@@ -47,12 +47,14 @@ def load_samples(model: str, tier: str, kv: str) -> dict[str, list[dict]]:
 
 def build_row(params: config.Params, model: str, tier: str, kv: str) -> Row:
     result_file = paths.eval_dir(model, tier, kv) / "result.json"
+    scheme = params.tiers[tier].label or params.tiers[tier].method
     if not result_file.is_file():
-        return Row(model, tier, kv, status="failed", reason=f"no result: {result_file} is missing")
+        row = Row(model, tier, kv, status="failed", reason=f"no result: {result_file} is missing")
+        row.extra.update(scheme=scheme, hardware=tier_kind(params, model, tier))
+        return row
     res = io.read_json(result_file)
     row = Row(model, tier, kv, status=res["status"], backend=res.get("backend"), reason=res.get("reason"))
-    row.extra.update(scheme=params.tiers[tier].label or params.tiers[tier].method,
-                     serving=res.get("serving", {}), num_samples=res.get("num_samples", {}),
+    row.extra.update(scheme=scheme, serving=res.get("serving", {}), num_samples=res.get("num_samples", {}),
                      task_metrics=res.get("metrics", {}), hardware=tier_kind(params, model, tier),
                      versions=res.get("versions", {}))
     for task_metrics in res.get("metrics", {}).values():
