@@ -60,6 +60,7 @@ def build_row(params: config.Params, model: str, tier: str, kv: str) -> Row:
     for task_metrics in res.get("metrics", {}).values():
         row.metrics.update(task_metrics)
     row.tokens_per_s = res.get("throughput", {}).get("gen_tokens_per_s")
+    row.extra["throughput"] = res.get("throughput", {})
     ckpt = paths.tier_dir(model, tier)
     if (ckpt / paths.LOAD_SPEC).is_file():
         row.weight_bytes = res.get("serving", {}).get("weight_bytes_serving")
@@ -70,7 +71,19 @@ def build_row(params: config.Params, model: str, tier: str, kv: str) -> Row:
         hf = json.loads(cfg_file.read_text())
         nbytes = memory.kv_dtype_bytes(params.kv_modes[kv].cache_dtype, params.models[model].dtype)
         row.kv_bytes_per_token = memory.kv_bytes_per_token(hf, nbytes)
+        row.extra["kv_formula"] = engine_kv_check(hf, params.kv_modes[kv].cache_dtype, row.extra["serving"])
     return row
+
+
+def engine_kv_check(hf: dict, cache_dtype: str, serving: dict) -> str | None:
+    """The planner's formula applied to the KV memory vLLM reported, beside the tokens it logged."""
+    gib, tokens = serving.get("kv_cache_gib"), serving.get("kv_cache_tokens")
+    if not gib or not tokens:
+        return None
+    served = str(serving.get("engine", {}).get("dtype", "float16")).replace("torch.", "")
+    per_token = memory.kv_bytes_per_token(hf, memory.kv_dtype_bytes(cache_dtype, served))
+    formula = planner.kv_capacity_tokens(gib * planner.GIB, per_token, 16)
+    return f"{formula:,} tokens ({(formula - tokens) / tokens:+.2%}) from {gib} GiB x {per_token:,} B/token"
 
 
 def compare(params: config.Params, rows: list[Row]) -> dict:

@@ -10,6 +10,7 @@ cannot run here is recorded as status "unsupported" (with the reason), one that 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 import traceback
@@ -101,7 +102,13 @@ def evaluate(params: config.Params, model: str, tier: str, kv: str, out_dir: Pat
     return result
 
 
+def _interrupt(signum, frame):  # noqa: ARG001
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main() -> None:
+    # SIGTERM unwinds like Ctrl-C, so `finally` blocks stop any server before the process exits.
+    signal.signal(signal.SIGTERM, _interrupt)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a hub from this stage
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     model, tier, kv = sys.argv[1:4]

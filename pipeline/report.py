@@ -157,6 +157,39 @@ def kv_length_lines(m: ModelReport) -> list[str]:
     return lines
 
 
+def serving_lines(m: ModelReport) -> list[str]:
+    """Engine facts and load figures for rows served by vLLM."""
+    served = [r for r in m.rows if r.backend == "vllm"]
+    if not served:
+        return []
+    lines = ["### Served by vLLM", "",
+             _cells(["Variant", "Status", "Startup (s)", "Engine quantization / KV dtype", "KV cache (engine)",
+                     "KV cache (formula)", "Max concurrency", "Server log"]), "|---|---|---|---|---|---|---|---|"]
+    for r in served:
+        s = r.extra.get("serving", {})
+        eng = s.get("engine", {})
+        formula = r.extra.get("kv_formula")
+        lines.append(_cells([r.variant, status_cell(r) if r.status != "ok" else "ok", s.get("startup_s", "–"),
+                             f"{eng.get('quantization', '–')} / {eng.get('kv_cache_dtype', '–')}",
+                             f"{s['kv_cache_tokens']:,} tokens" if s.get("kv_cache_tokens") else "–",
+                             formula or "–",
+                             f"{s['max_concurrency']:.2f}x at {s.get('max_model_len')}" if s.get("max_concurrency")
+                             else "–", f"evals/{r.model}/{r.variant}/vllm_server.log"]))
+    bench = [(r, c, f) for r in served if r.status == "ok"
+             for c, f in (r.extra.get("throughput", {}).get("bench") or {}).items()]
+    if bench:
+        lines += ["", "Load (`vllm bench serve`, random prompts):", "",
+                  _cells(["Variant", "Concurrency", "TTFT p50/p99 (ms)", "TPOT p50/p99 (ms)", "ITL p50/p99 (ms)",
+                          "Output tok/s", "Requests/s"]), "|---|---|---|---|---|---|---|"]
+        for r, c, f in bench:
+            lines.append(_cells([r.variant, c,
+                                 f"{f.get('median_ttft_ms', 0):.0f} / {f.get('p99_ttft_ms', 0):.0f}",
+                                 f"{f.get('median_tpot_ms', 0):.1f} / {f.get('p99_tpot_ms', 0):.1f}",
+                                 f"{f.get('median_itl_ms', 0):.1f} / {f.get('p99_itl_ms', 0):.1f}",
+                                 f"{f.get('output_throughput', 0):.1f}", f"{f.get('request_throughput', 0):.2f}"]))
+    return lines + [""]
+
+
 def gpu_lines(m: ModelReport) -> list[str]:
     out = []
     for gpu, (row, why, command) in m.gpu_recs.items():
@@ -186,6 +219,7 @@ def render(models: dict[str, ModelReport], header: dict) -> str:
         else:
             lines += [f"**No tier can be recommended**: {m.why}.", ""]
         lines += main_table(m, base) + ["", "Why each verdict:", ""] + reasons(m.rows) + [""]
+        lines += serving_lines(m)
         if m.plot:
             lines += [f"![quality delta vs weight memory]({m.plot})", ""]
         lines += [f"### Per target GPU (max_model_len {budget.max_model_len}, gpu_memory_utilization "

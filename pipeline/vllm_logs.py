@@ -15,6 +15,7 @@ _KV = re.compile(r"(?:GPU |CPU )?KV cache size: ([\d,]+) tokens")
 _CONC = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
 _CFG = re.compile(r"Initializing a V1 LLM engine \(v([^)]+)\) with config: (.*)")
 _FIELD = re.compile(r"(\w+)=([^,]+)")
+_KV_MEM = re.compile(r"Auto set \(([\d.]+)/[\d.]+\) GiB for KV cache|Available KV cache memory: ([\d.]+) GiB")
 _KERNEL = re.compile(r"Using (\S+) (?:kernel|linear kernel|backend)", re.IGNORECASE)
 _ERROR_LINE = re.compile(r"^(?:\w+(?:\.\w+)*(?:Error|Exception)|AssertionError|NotImplementedError)\b.*")
 _PREFIX = re.compile(r"^\((?:[A-Za-z_]+(?:-\d+)?) pid=\d+\)\s+(?:\w+ \d\d-\d\d [\d:]+ \[[^\]]+\]\s+)?")
@@ -40,6 +41,13 @@ def capacity(log: str) -> Capacity | None:
     return Capacity(int(kv.group(1).replace(",", "")),
                     int(conc.group(1).replace(",", "")) if conc else None,
                     float(conc.group(2)) if conc else None)
+
+
+def kv_memory_gib(log: str) -> float | None:
+    """Memory vLLM gave the KV cache (CPU: 'Auto set (x/y) GiB for KV cache'; GPU: 'Available KV
+    cache memory: x GiB'), as printed (2 decimals)."""
+    m = _KV_MEM.search(log)
+    return float(m.group(1) or m.group(2)) if m else None
 
 
 def engine_config(log: str) -> dict[str, str]:

@@ -79,3 +79,10 @@ def test_bitsandbytes_rejection_carries_pydantic_detail():
     reason = vllm_logs.failure_reason(BNB_REJECTED)
     assert reason.startswith("pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig: "
                              "Value error, Unknown quantization method: bitsandbytes")
+
+
+def test_kv_memory_cpu_and_gpu_lines():
+    assert vllm_logs.kv_memory_gib(STARTUP) == 1.36
+    gpu = "INFO 05-01 12:00:00 [gpu_worker.py:276] Available KV cache memory: 11.47 GiB"
+    assert vllm_logs.kv_memory_gib(gpu) == 11.47
+    assert vllm_logs.kv_memory_gib("nothing") is None

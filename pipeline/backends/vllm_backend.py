@@ -140,7 +140,7 @@ class VllmBackend:
                     else "uncalibrated: vLLM's default scale 1.0"
             if cap is not None:
                 info.update(kv_cache_tokens=cap.kv_tokens, max_concurrency=cap.max_concurrency,
-                            max_model_len=cap.max_model_len)
+                            max_model_len=cap.max_model_len, kv_cache_gib=vllm_logs.kv_memory_gib(log))
             lm = _local_completions(server.base_url, variant.key, target, self.cfg, self.ev)
             yield VllmSession(server, self.cfg, target, variant.key, lm, info, out_dir, env)
         except Unsupported:

