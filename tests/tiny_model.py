@@ -19,7 +19,8 @@ def _corpus(root: Path) -> list[str]:
     return texts
 
 
-def build(out: Path, root: Path, vocab_size: int = 512, layers: int = 2) -> Path:
+def build(out: Path, root: Path, vocab_size: int = 512, layers: int = 2, hidden: int = 64, heads: int = 4,
+          kv_heads: int = 2, head_dim: int = 16) -> Path:
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -34,8 +35,9 @@ def build(out: Path, root: Path, vocab_size: int = 512, layers: int = 2) -> Path
                                    pad_token="<|im_end|>", unk_token="<|endoftext|>", model_max_length=1024)
     fast.chat_template = CHAT_TEMPLATE
     torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=len(fast), hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
-                      num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=1024,
+    cfg = LlamaConfig(vocab_size=len(fast), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+                      num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=head_dim,
+                      max_position_embeddings=1024,
                       bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id,
                       pad_token_id=fast.pad_token_id, tie_word_embeddings=True)
     model = LlamaForCausalLM(cfg)
