@@ -17,7 +17,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from pipeline import calibration, config, io, paths, tasks
+from pipeline import calibration, config, errors, io, paths, tasks
 from pipeline.backends import Unsupported, Variant, select
 from pipeline.quantize import record_path
 
@@ -125,7 +125,7 @@ def main() -> None:
     except Exception as e:  # noqa: BLE001 - one broken variant must not lose the others
         traceback.print_exc()
         result = {"model": model, "tier": tier, "kv": kv, "status": "failed",
-                  "reason": f"{type(e).__name__}: {e}".splitlines()[0][:300]}
+                  "reason": errors.one_line(e)}
     result["seconds"] = round(time.perf_counter() - t0, 1)
     io.atomic_write_json(out_dir / "result.json", result)
     print(f"evaluate@{model}-{tier}-{kv}: {result['status']} in {result['seconds']}s"

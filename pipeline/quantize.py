@@ -15,7 +15,7 @@ import time
 import traceback
 from pathlib import Path
 
-from pipeline import calibration, config, io, paths, recipes
+from pipeline import calibration, config, errors, io, paths, recipes
 
 
 def record_path(model: str, tier: str) -> Path:
@@ -104,7 +104,7 @@ def main() -> None:
     except Exception as e:  # noqa: BLE001 - any failure becomes a recorded, visible row
         traceback.print_exc()
         info = {"method": params.tiers[tier_name].method, "status": "failed",
-                "reason": f"{type(e).__name__}: {e}".splitlines()[0][:300]}
+                "reason": errors.one_line(e)}
         out.mkdir(parents=True, exist_ok=True)
         (out / "FAILED.txt").write_text(info["reason"] + "\n")
     info.update(model=model_name, tier=tier_name, seconds=round(time.perf_counter() - t0, 1), threads=threads)

@@ -32,3 +32,11 @@ def test_atomic_dir_keeps_old_dir_on_failure(tmp_path):
             raise RuntimeError("crash")
     assert (d / "w").read_text() == "v1"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
+
+
+def test_one_line_keeps_the_cause_line():
+    from pipeline.errors import one_line
+
+    e = ValueError("1 validation error for GPTQModifier\nno_such_option\n  Extra inputs are not permitted")
+    assert one_line(e) == "ValueError: 1 validation error for GPTQModifier / no_such_option"
+    assert one_line(RuntimeError("x" * 500)).startswith("RuntimeError: x") and len(one_line(RuntimeError("x" * 500))) == 300
