@@ -178,8 +178,11 @@ def main() -> None:
             io.atomic_write_text(paths.RESULTS / link, report.regressions_md(name, variant, base, per_task))
             regress_links[variant] = link
         plot = f"plots/{name}-quality_vs_memory.png"
+        base_row = next((r for r in mine if (r.tier, r.kv) == base and r.status == "ok"), None)
+        limits = {k: decision.allowed_drop(t, base_row.metrics.get(k, 0.0)) for k, t in params.decision.tolerances.items()
+                  if base_row is not None}
         plots.quality_vs_memory(mine, list(params.decision.tolerances), paths.RESULTS / plot,
-                                f"{name}: quality delta (95% CI) vs weight memory")
+                                f"{name}: quality delta (95% CI) vs weight memory", limits)
         models[name] = report.ModelReport(
             name=name, source=m.source, rows=mine, recommended=rec, why=why,
             command=serve_command(params, name, rec) if rec else None,

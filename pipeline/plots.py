@@ -7,7 +7,9 @@ from pipeline.decision import Row
 from pipeline.memory import mib
 
 
-def quality_vs_memory(rows: list[Row], metrics: list[str], out: Path, title: str) -> None:
+def quality_vs_memory(rows: list[Row], metrics: list[str], out: Path, title: str,
+                      limits: dict[str, float] | None = None) -> None:
+    """limits: metric -> allowed drop (drawn as a dashed line at -limit)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -25,6 +27,9 @@ def quality_vs_memory(rows: list[Row], metrics: list[str], out: Path, title: str
             ax.errorbar(x, iv.delta, yerr=[[iv.delta - iv.lo], [iv.hi - iv.delta]], fmt=marker, capsize=3)
             ax.annotate(r.variant, (x, iv.delta), fontsize=7, xytext=(3, 3), textcoords="offset points")
         ax.axhline(0, color="grey", lw=0.8)
+        if limits and metric in limits:
+            ax.axhline(-limits[metric], color="red", lw=0.8, ls="--", label="-tolerance")
+            ax.legend(loc="lower right", fontsize=7)
         ax.set_xlabel("weights (MiB)")
         ax.set_ylabel(f"{metric} delta vs baseline")
         ax.set_title(metric)
