@@ -79,9 +79,11 @@ def _cells(cells: list[str]) -> str:
     return "| " + " | ".join(str(c).replace("|", "/").replace("\n", " ") for c in cells) + " |"
 
 
-def main_table(m: ModelReport, baseline: tuple[str, str]) -> list[str]:
+def main_table(m: ModelReport, baseline: tuple[str, str], gpus: dict | None = None) -> list[str]:
+    cc = {n: g.compute_capability for n, g in (gpus or {}).items()}
     head = (["Tier", "KV cache", "Scheme"] + [METRIC_LABELS[x] for x in TABLE_METRICS]
-            + ["Flips (R→W / W→R)", "Verdict", "Weights (MiB)", "KV bytes/token", "Gen tok/s (this CPU)", "Backend"])
+            + ["Flips (R→W / W→R)", "Verdict", "Weights (MiB)", "KV bytes/token", "Gen tok/s (this CPU)", "Backend",
+               "vLLM GPUs"])
     lines = [_cells(head), "|" + "---|" * len(head)]
     for r in m.rows:
         is_base = (r.tier, r.kv) == baseline
@@ -95,7 +97,8 @@ def main_table(m: ModelReport, baseline: tuple[str, str]) -> list[str]:
                             + [flip, verdict,
                                f"{mib(r.weight_bytes):.1f}" if r.weight_bytes else "–",
                                f"{r.kv_bytes_per_token:,}" if r.kv_bytes_per_token else "–",
-                               f"{r.tokens_per_s:.1f}" if r.tokens_per_s else "–", r.backend or "–"]))
+                               f"{r.tokens_per_s:.1f}" if r.tokens_per_s else "–", r.backend or "–",
+                               hardware.describe(r.extra.get("hardware", "fp16"), cc) if cc else "–"]))
     return lines
 
 
@@ -218,7 +221,7 @@ def render(models: dict[str, ModelReport], header: dict) -> str:
                       "```bash", m.command or "", "```", ""]
         else:
             lines += [f"**No tier can be recommended**: {m.why}.", ""]
-        lines += main_table(m, base) + ["", "Why each verdict:", ""] + reasons(m.rows) + [""]
+        lines += main_table(m, base, header["gpus"]) + ["", "Why each verdict:", ""] + reasons(m.rows) + [""]
         lines += serving_lines(m)
         if m.plot:
             lines += [f"![quality delta vs weight memory]({m.plot})", ""]

@@ -107,3 +107,28 @@ def test_load_or_exit_exits_2_with_one_line(tmp_path, capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("qtier: params error: ") and "\n" not in err
+
+
+def test_a_tier_differing_only_in_group_size_gets_its_own_stages(tmp_path, root):
+    """Adding a tier is data: dvc.yaml's matrix gives it quantize/evaluate stages, no code change."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    for f in ("dvc.yaml", "params.yaml"):
+        shutil.copy(root / f, tmp_path / f)
+    p = yaml.safe_load((tmp_path / "params.yaml").read_text())
+    p["tiers"]["int4-gptq-g32"] = dict(p["tiers"]["int4-gptq"], group_size=32)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
+    for f in ("eval_sets", "recipes", "calibration"):
+        shutil.copytree(root / f, tmp_path / f)
+    assert config.load(tmp_path / "params.yaml").tiers["int4-gptq-g32"].group_size == 32
+    dvc = str(Path(sys.executable).parent / "dvc")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run([dvc, "init", "-q"], cwd=tmp_path, check=True)
+    out = subprocess.run([dvc, "stage", "list", "--name-only"], cwd=tmp_path, capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert "quantize@smollm2-135m-int4-gptq-g32" in out
+    assert {"evaluate@smollm2-135m-int4-gptq-g32-auto", "evaluate@smollm2-135m-int4-gptq-g32-fp8"} <= set(out)
+    assert "quantize@smollm2-135m-int4-gptq" in out
