@@ -113,7 +113,7 @@ class VllmBench:
 class Vllm:
     python: str = ".venv-vllm/bin/python"      # the vLLM environment (scripts/install.sh --vllm-cpu / --vllm)
     device: Literal["auto", "cpu", "gpu"] = "auto"
-    dtype: str = "auto"                         # auto: float32 on CPU (AVX2 build), the model's dtype on GPU
+    dtype: str = "auto"                         # auto: GPU model dtype; CPU float32, bfloat16 if quantized
     max_model_len: int = 2048
     gpu_memory_utilization: float = 0.9
     cpu_memory_utilization: float = 0.25        # vLLM's CPU backend reads --gpu-memory-utilization as a RAM share

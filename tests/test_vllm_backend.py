@@ -44,6 +44,15 @@ def test_cpu_serve_line_uses_float32_ram_share_and_eager(tmp_path):
     assert "--host 127.0.0.1" in flags
 
 
+def test_cpu_quantized_checkpoint_is_served_in_bfloat16(tmp_path):
+    v = variant(tmp_path)
+    (v.checkpoint / "config.json").write_text('{"quantization_config": {"quant_method": "compressed-tensors"}}')
+    argv, _ = vllm_backend.serve_argv(Vllm(), v, 9000, "cpu")
+    assert "--dtype bfloat16" in " ".join(argv)
+    argv, _ = vllm_backend.serve_argv(Vllm(dtype="float16"), v, 9000, "cpu")
+    assert "--dtype float16" in " ".join(argv)
+
+
 def test_bitsandbytes_tier_serves_the_source_with_quantization_flag(tmp_path):
     argv, target = vllm_backend.serve_argv(Vllm(), variant(tmp_path, bnb=True), 9000, "gpu")
     assert target == "artifacts/m/source" and argv[3] == target

