@@ -11,8 +11,6 @@ from pipeline import metrics, stats
 from pipeline.config import Bootstrap
 
 CORPUS_METRICS = ("bleu", "chrf")
-# Per-sample score used to rank regressions and length buckets, per task kind / metric set.
-SAMPLE_SCORE = {"classify": "acc", "translation": "chrf", "summarization": "rougeL"}
 
 
 def align(base: list[dict], tier: list[dict]) -> list[tuple[dict, dict]]:

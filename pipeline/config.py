@@ -23,8 +23,6 @@ RECIPE_METHODS = ("rtn", "gptq", "awq", "smoothquant-gptq")
 CALIBRATED_METHODS = ("gptq", "awq", "smoothquant-gptq")
 BNB_METHODS = ("bnb-int8", "bnb-nf4")
 KV_DTYPES = ("auto", "fp8_e4m3")
-BACKENDS = ("auto", "reference", "vllm")
-TASK_KINDS = ("generate", "classify")
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.]*(?:-[a-z0-9_.]+)*$")
 
 

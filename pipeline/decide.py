@@ -7,6 +7,7 @@ Exits 1 (after writing everything) when any variant failed, so `dvc repro` repor
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -120,8 +121,8 @@ def compare(params: config.Params, rows: list[Row]) -> dict:
 
 def plan_rows(params: config.Params, rows: list[Row]) -> dict:
     mem = params.memory
-    budget = planner.Budget(mem.max_model_len, mem.gpu_memory_utilization, mem.block_size,
-                            mem.activation_peak_gib, mem.non_torch_overhead_gib)
+    # memory.* in params carries the planner's budget under the same names
+    budget = planner.Budget(**{f.name: getattr(mem, f.name) for f in dataclasses.fields(planner.Budget)})
     gpus = {n: planner.Gpu(n, g.memory_gib, g.bandwidth_gbps, g.compute_capability) for n, g in mem.target_gpus.items()}
     plans: dict = {}
     for r in rows:
