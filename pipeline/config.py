@@ -332,7 +332,11 @@ def validate(p: Params, root: Path) -> None:
         raise ConfigError("eval.tasks: at least one task is required")
     for name, task in p.eval.tasks.items():
         key = f"eval.tasks.{name}"
+        from pipeline.public_sets import is_public
+
         for attr in ("config", "data"):
+            if attr == "data" and is_public(task.data):
+                continue        # a public set: checked by tasks.check_data below
             if not (root / getattr(task, attr)).is_file():
                 raise ConfigError(f"{key}.{attr}: file not found: {getattr(task, attr)}")
         if task.kind == "classify" and len(task.labels) < 2:

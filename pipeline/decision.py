@@ -10,6 +10,7 @@ bootstrap interval [lo, hi] of tier - baseline (sign flipped for lower-is-better
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,7 +66,19 @@ def judge_metric(metric: str, base: float | None, interval: Interval | None, tol
         return PASS, f"{ci} lies above -{limit:.2f}"
     if hi < -limit:
         return FAIL, f"{ci} lies below -{limit:.2f}"
-    return INCONCLUSIVE, f"{ci} straddles -{limit:.2f}"
+    return INCONCLUSIVE, f"{ci} straddles -{limit:.2f}; {samples_to_settle(sign * interval.delta, lo, hi, limit, interval.n)}"
+
+
+def samples_to_settle(delta: float, lo: float, hi: float, limit: float, n: int) -> str:
+    """How many samples would settle an inconclusive verdict if the observed effect held: the interval's
+    half-width shrinks as 1/sqrt(n), and it must shrink to the distance between delta and -limit."""
+    margin = abs(delta + limit)
+    half = (hi - lo) / 2
+    if margin < 1e-9 or half <= 0:
+        return "the estimate sits on the tolerance, so no sample size settles it"
+    needed = math.ceil(n * (half / margin) ** 2)
+    outcome = "pass" if delta > -limit else "fail"
+    return f"at this effect size about {needed:,} samples would be needed to {outcome}"
 
 
 def baselines(rows: list[Row], rule: Decision) -> dict[tuple[str, str | None], Row]:
@@ -114,15 +127,37 @@ def memory_key(r: Row) -> tuple[float, float]:
 def recommend(rows: list[Row], model: str, allowed: set[tuple[str, str]] | None = None
               ) -> tuple[Row | None, str]:
     """The smallest-memory variant (weights, then KV bytes/token) of `model` that passes every
-    metric the model can do. `allowed` restricts the candidates (e.g. to what a GPU can run)."""
+    metric the model can do; the baseline itself when no other variant passes (it is the reference,
+    so it cannot be worse than itself). `allowed` restricts the candidates (e.g. to what a GPU can
+    run); None comes back only when neither a passing variant nor the baseline is allowed."""
     mine = [r for r in rows if r.model == model and (allowed is None or (r.tier, r.kv) in allowed)]
     ok = [r for r in mine if r.overall == PASS]
-    if not ok:
-        if not any(r.status == "ok" for r in mine):
-            return None, "no variant ran successfully"
-        return None, ("no variant passes: each one fails a metric or has an interval too wide to "
-                      "show non-inferiority (see the verdicts below the table)")
-    best = min(ok, key=memory_key)
-    conclusive = [m for m, (v, _) in best.verdicts.items() if v == PASS]
-    return best, (f"smallest memory among the {len(ok)} variants that pass every metric the model "
-                  f"can do ({', '.join(conclusive)})")
+    if ok:
+        best = min(ok, key=memory_key)
+        conclusive = [m for m, (v, _) in best.verdicts.items() if v == PASS]
+        return best, (f"smallest memory among the {len(ok)} variants that pass every metric the model "
+                      f"can do ({', '.join(conclusive)})")
+    base = next((r for r in mine if r.overall == "baseline"), None)
+    if base is not None:
+        others = [r for r in mine if r.status == "ok" and r is not base]
+        if not others:
+            return base, "the baseline is the only variant that ran here; nothing smaller was shown to be as good"
+        return base, ("the baseline itself: no smaller variant was shown non-inferior: each fails a metric or "
+                      "has an interval too wide to show non-inferiority (see the verdicts below the table)"
+                      + closest(others))
+    if not any(r.status == "ok" for r in mine):
+        return None, "no variant ran successfully" + ("" if allowed is None else " among those that fit")
+    return None, ("the baseline is not among the candidates (it does not fit or cannot run there) and no "
+                  "smaller variant passes")
+
+
+def closest(rows: list[Row]) -> str:
+    """The inconclusive variant nearest to passing, for the reader who wants to try harder."""
+    cands = [r for r in rows if r.overall == INCONCLUSIVE]
+    if not cands:
+        return ""
+    def not_passing(r: Row) -> int:
+        return sum(1 for v, why in r.verdicts.values() if v != PASS and not why.startswith(NOT_CAPABLE))
+    best = min(cands, key=lambda r: (not_passing(r), memory_key(r)))
+    metrics = [m for m, (v, why) in best.verdicts.items() if v == INCONCLUSIVE and not why.startswith(NOT_CAPABLE)]
+    return f"; closest: `{best.variant}`, inconclusive on {', '.join(metrics)}"

@@ -16,3 +16,11 @@ def tier_dir(model: str, tier: str) -> Path:
 
 def eval_dir(model: str, tier: str, kv: str) -> Path:
     return RESULTS / "evals" / model / f"{tier}-{kv}"
+
+
+EVAL_DATA_MANIFEST = ARTIFACTS / "eval_data" / "manifest.json"   # task -> public spec it holds
+
+
+def eval_data(task: str) -> Path:
+    """Local copy of a public eval set named in params (written by the evalsets stage)."""
+    return ARTIFACTS / "eval_data" / f"{task}.jsonl"

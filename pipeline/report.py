@@ -22,7 +22,11 @@ NOTES = [
     "Non-inferiority: a metric *passes* when the interval's lower bound is at or above -tolerance, *fails* "
     "when its upper bound is below -tolerance, and is *inconclusive* otherwise - or when the baseline scores "
     "below `decision.min_baseline` (the model cannot do the task, so differences mean nothing). A variant "
-    "passes when every metric the model can do passes.",
+    "passes when every metric the model can do passes. An inconclusive metric says how many samples would "
+    "settle it if the observed effect held (the interval narrows as 1/sqrt(n)).",
+    "Recommendation: the passing variant with the least memory (weights, then KV bytes per token); when no "
+    "variant passes, the baseline itself, since only it is known to be as good as the baseline. Per GPU, "
+    "only variants that GPU can run and that fit its memory are candidates.",
     "Quality comes from the backend in the last column. On the reference backend (transformers on CPU) every "
     "tier is evaluated in float32: quantized weights are decompressed exactly, W8A8 activations are "
     "fake-quantized per token, bitsandbytes tiers run bitsandbytes' own CPU kernels, and the fp8 KV cache is "
@@ -270,6 +274,8 @@ def dvc_metrics(rows: list[Row]) -> dict:
         entry.update({f"delta_{k}": round(v, 3) for k, v in r.deltas.items()})
         entry["weight_mib"] = round(mib(r.weight_bytes), 2) if r.weight_bytes else None
         entry["gen_tokens_per_s"] = r.tokens_per_s
+        if r.overall != "baseline":
+            entry["passes"] = int(r.overall == "pass")     # numeric, so `dvc exp show` can sort on it
         out[r.variant] = entry
     return out
 

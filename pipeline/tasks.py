@@ -5,6 +5,7 @@ columns, so a user points a task at their own data without touching the YAML.
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from pipeline import paths, public_sets
 from pipeline.calibration import DataError, read_jsonl
 from pipeline.config import Task
 
@@ -41,13 +43,25 @@ class _DeclLoader(yaml.SafeLoader):
 _DeclLoader.add_constructor("!function", lambda loader, node: f"!function {loader.construct_scalar(node)}")
 
 
-def check_data(name: str, task: Task, root: Path) -> int:
+def data_file(name: str, task: Task) -> Path:
+    """The JSONL a task reads: its local file, or the evalsets stage's copy of a public set."""
+    return paths.eval_data(name) if public_sets.is_public(task.data) else Path(task.data)
+
+
+def check_data(name: str, task: Task, root: Path) -> int | None:
     """Validate a task's data file against its template and labels, before any model is loaded.
-    Returns the number of rows. Errors name the file and line."""
+    Returns the number of rows, or None for a public set not downloaded yet. Errors name the file and line."""
     cfg = yaml.load((root / task.config).read_text(encoding="utf-8"), Loader=_DeclLoader)  # noqa: S506
     canonical = [f for f in template_fields(cfg) if not (task.kind == "classify" and f in ("gold", "choices"))]
-    rows = read_jsonl(task.data, root=root)
-    check_rows(name, task, rows, field_map(task, canonical))
+    path = data_file(name, task)
+    if public_sets.is_public(task.data):
+        public_sets.parse(f"eval.tasks.{name}.data", task.data)
+        manifest = root / paths.EVAL_DATA_MANIFEST
+        if not (root / path).is_file() or not manifest.is_file() \
+                or json.loads(manifest.read_text()).get(name) != task.data:
+            return None     # not fetched yet (or fetched for another spec): the evalsets stage will
+    rows = read_jsonl(path, root=root)
+    check_rows(name, task, rows, field_map(task, canonical), path)
     return len(rows)
 
 
@@ -74,21 +88,21 @@ def normalise(row: dict, mapping: dict[str, str], task: Task) -> dict:
     return doc
 
 
-def check_rows(name: str, task: Task, rows: list[dict], mapping: dict[str, str]) -> None:
+def check_rows(name: str, task: Task, rows: list[dict], mapping: dict[str, str], path: Path) -> None:
     """Every row has every mapped field; every label is in the label list. Errors name file:line."""
     label_field = task.fields.get("label", "label")
     for n, row in enumerate(rows, 1):
         for canon, user in mapping.items():
             if user not in row or row[user] in (None, ""):
                 raise DataError(
-                    f"{task.data}:{n}: missing field {user!r} (eval.tasks.{name}.fields.{canon})"
+                    f"{path}:{n}: missing field {user!r} (eval.tasks.{name}.fields.{canon})"
                 )
         if task.kind == "classify":
             if label_field not in row:
-                raise DataError(f"{task.data}:{n}: missing label field {label_field!r}")
+                raise DataError(f"{path}:{n}: missing label field {label_field!r}")
             if row[label_field] not in task.labels:
                 raise DataError(
-                    f"{task.data}:{n}: label {row[label_field]!r} is not in eval.tasks.{name}.labels {task.labels}"
+                    f"{path}:{n}: label {row[label_field]!r} is not in eval.tasks.{name}.labels {task.labels}"
                 )
 
 
@@ -96,8 +110,9 @@ def build(name: str, task: Task) -> TaskSpec:
     cfg = load_yaml(task.config)
     canonical = [f for f in template_fields(cfg) if not (task.kind == "classify" and f in ("gold", "choices"))]
     mapping = field_map(task, canonical)
-    rows = read_jsonl(task.data)
-    check_rows(name, task, rows, mapping)
+    path = data_file(name, task)
+    rows = read_jsonl(path)
+    check_rows(name, task, rows, mapping, path)
     n = len(rows) if task.limit is None else min(task.limit, len(rows))
 
     def process_docs(dataset):
@@ -105,7 +120,7 @@ def build(name: str, task: Task) -> TaskSpec:
 
     cfg = dict(cfg)
     cfg["dataset_path"] = "json"
-    cfg["dataset_kwargs"] = {"data_files": {"test": str(Path(task.data))}}
+    cfg["dataset_kwargs"] = {"data_files": {"test": str(path)}}
     cfg["test_split"] = "test"
     cfg["process_docs"] = process_docs
     hib = {m["metric"]: bool(m.get("higher_is_better", True)) for m in cfg.get("metric_list", [])}

@@ -70,6 +70,8 @@ CASES = {
     "negative tolerance": (set_in("decision.tolerances.chrf", {"abs": -2.0}), "decision.tolerances.chrf: a tolerance is the allowed drop"),
     "missing local model": (set_in("models.smollm2-135m.source", "local:models/nope"), "models.smollm2-135m.source: local model folder not found: models/nope"),
     "missing eval file": (set_in("eval.tasks.summarization.data", "eval_sets/nope.jsonl"), "eval.tasks.summarization.data: file not found: eval_sets/nope.jsonl"),
+    "unknown public set": (set_in("eval.tasks.translation.data", "sacrebleu:wmt99?langpair=en-de"), "eval.tasks.translation.data: sacrebleu has no test set 'wmt99'"),
+    "public set without split": (set_in("eval.tasks.summarization.data", "hf:abisee/cnn_dailymail?name=3.0.0"), "eval.tasks.summarization.data: 'hf:abisee/cnn_dailymail?name=3.0.0' needs ?split="),
 }
 
 

@@ -54,7 +54,18 @@ def test_wide_interval_blocks_a_pass():
     rows[1].intervals = {"acc": Interval(0.0, -8.0, 8.0, 10)}
     decision.judge(rows, RULE)
     assert rows[1].overall == INCONCLUSIVE
-    assert decision.recommend(rows, "m")[0] is None
+    best, why = decision.recommend(rows, "m")
+    assert best is rows[0] and "baseline itself" in why and "closest: `int4-auto`, inconclusive on acc" in why
+    assert decision.recommend(rows, "m", allowed={("int4", "auto")})[0] is None
+
+
+def test_inconclusive_says_how_many_samples_would_settle_it():
+    # delta -2, half-width 2 at n=100, tolerance 3: the half-width must shrink to 1 -> n x (2/1)^2
+    v, why = decision.judge_metric("acc", 90.0, Interval(-2.0, -4.0, 0.0, 100), Tolerance(abs=3.0), None)
+    assert v == INCONCLUSIVE and "about 400 samples would be needed to pass" in why
+    v, why = decision.judge_metric("acc", 90.0, Interval(-4.0, -6.0, -2.0, 50), Tolerance(abs=3.0), None)
+    assert v == INCONCLUSIVE and "about 200 samples would be needed to fail" in why
+    assert "no sample size" in decision.samples_to_settle(-3.0, -5.0, -1.0, 3.0, 10)
 
 
 def test_rows_from_other_backend_are_not_compared():
@@ -70,4 +81,7 @@ def test_failed_rows_keep_status_and_nothing_passes():
     decision.judge(rows, RULE)
     assert rows[1].overall == "failed"
     best, why = decision.recommend(rows, "m")
-    assert best is None and "no variant passes" in why
+    assert best is rows[0] and "only variant that ran" in why
+    rows = [Row("m", "fp16", "auto", "failed", reason="boom"), Row("m", "int4", "auto", "failed", reason="boom")]
+    decision.judge(rows, RULE)
+    assert decision.recommend(rows, "m") == (None, "no variant ran successfully")

@@ -68,7 +68,7 @@ def test_repro_writes_complete_decision(project):
     md = (project / "results/decision.md").read_text()
     table = md.split("| Tier | KV cache |", 1)[1].split("\n\n", 1)[0].splitlines()
     assert len(table) == 1 + 1 + 14
-    assert "Recommended" in md or "No tier can be recommended" in md
+    assert "**Recommended: `" in md and "vllm serve" in md
     quant = json.loads((project / "results/quantize/tiny-int4-awq.json").read_text())
     assert quant["status"] == "ok" and quant["group_size"] == 64
     samples = (project / "results/evals/tiny/int4-gptq-fp8/samples/classification.jsonl").read_text().splitlines()
@@ -145,3 +145,21 @@ def test_ctrl_c_during_a_stage_stops_everything_and_keeps_results(project):
     r = run(["dvc", "repro"], project)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert json.loads(run(["dvc", "status", "--json"], project).stdout) == {}
+
+
+def test_exp_run_set_param_reruns_only_decide(project):
+    """`dvc exp run -S` tries a tolerance change: only decide runs and the metrics show the effect."""
+    env_git = ["-c", "user.name=qtier-test", "-c", "user.email=qtier@localhost"]
+    assert run(["git", "add", "-A"], project).returncode == 0
+    r = run(["git", *env_git, "commit", "-qm", "baseline run"], project)
+    assert r.returncode == 0, r.stderr
+    before = json.loads((project / "results/metrics.json").read_text())["tiny"]
+    r = run(["dvc", "exp", "run", "-n", "lenient", "-S", "decision.min_baseline.acc=0",
+             "-S", "decision.tolerances.acc.abs=100"], project)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    ran = [line for line in r.stdout.splitlines() if line.startswith("Running stage")]
+    assert ran == ["Running stage 'decide':"], ran
+    after = json.loads((project / "results/metrics.json").read_text())["tiny"]
+    assert sum(v.get("passes", 0) for v in after.values()) == 13 > sum(v.get("passes", 0) for v in before.values())
+    shown = run(["dvc", "exp", "show", "--json"], project)
+    assert shown.returncode == 0 and "lenient" in shown.stdout and "passes" in shown.stdout
