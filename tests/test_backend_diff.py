@@ -1,0 +1,48 @@
+import json
+
+import pytest
+
+from pipeline import backend_diff
+from pipeline.config import Bootstrap
+
+BOOT = Bootstrap(resamples=200, seed=1, confidence=0.95)
+
+
+def write_run(root, variant, status="ok", preds=(1, 0, 1, 1), backend="reference", reason=None):
+    d = root / "evals" / "m" / variant
+    (d / "samples").mkdir(parents=True)
+    gold = [1, 0, 1, 0]
+    acc = [100.0 * (p == g) for p, g in zip(preds, gold)]
+    result = {"status": status, "backend": backend, "reason": reason,
+              "metrics": {"classification": {"acc": sum(acc) / len(acc)}} if status == "ok" else {}}
+    (d / "result.json").write_text(json.dumps(result))
+    if status == "ok":
+        rows = [{"doc_id": i, "gold": g, "pred": p, "scores": {"acc": a}, "output": "", "target": ""}
+                for i, (g, p, a) in enumerate(zip(gold, preds, acc))]
+        (d / "samples" / "classification.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_identical_differs_missing_and_unsupported(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    write_run(a, "fp16-auto")
+    write_run(b, "fp16-auto", backend="vllm")
+    write_run(a, "int8-auto")
+    write_run(b, "int8-auto", preds=(0, 1, 0, 1), backend="vllm")
+    write_run(a, "int4-auto")
+    write_run(b, "int4-auto", status="unsupported", reason="cpu_gemm_wna16 | not implemented\nmore")
+    write_run(a, "fp8-auto")
+    rows = {v: (note, ivs) for _, v, note, ivs in backend_diff.compare_dirs(a, b, BOOT)}
+    assert rows["fp16-auto"][0] == "A reference, B vllm"
+    assert backend_diff.verdict(rows["fp16-auto"][1]["acc"]) == "identical"
+    iv = rows["int8-auto"][1]["acc"]
+    assert iv.delta == pytest.approx(-75.0) and iv.hi < 0 and backend_diff.verdict(iv) == "differs"
+    assert rows["int4-auto"] == ("A ok, B unsupported: cpu_gemm_wna16 / not implemented", {})
+    assert rows["fp8-auto"] == ("only in A", {})
+    md = backend_diff.render(list(backend_diff.compare_dirs(a, b, BOOT)), a, b, BOOT)
+    assert "| m | int8-auto | A reference, B vllm | -75.00 [" in md
+
+
+def test_cli_rejects_a_dir_without_evals(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        backend_diff.main([str(tmp_path), str(tmp_path)])
+    assert e.value.code == 2 and "no evals/ folder" in capsys.readouterr().err
