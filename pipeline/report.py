@@ -222,7 +222,9 @@ def render(models: dict[str, ModelReport], header: dict) -> str:
                   + ", ".join(f"{t} {n}" for t, n in m.num_samples.items()) + ".", ""]
         if m.recommended is not None:
             lines += [f"**Recommended: `{m.recommended.tier}` with KV cache `{m.recommended.kv}`** - {m.why}.", "",
-                      "```bash", m.command or "", "```", ""]
+                      "```bash", m.command or "", "```", "",
+                      "Sized for each target GPU (`--max-model-len`, `--gpu-memory-utilization`, `--max-num-seqs`) "
+                      "under *Per target GPU* below.", ""]
         else:
             lines += [f"**No tier can be recommended**: {m.why}.", ""]
         lines += main_table(m, base, header["gpus"]) + ["", "Why each verdict:", ""] + reasons(m.rows) + [""]
