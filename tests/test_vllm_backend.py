@@ -10,7 +10,7 @@ import pytest
 
 from pipeline.backends import vllm_backend
 from pipeline.backends.base import Unsupported, Variant
-from pipeline.backends.server import Server, free_port
+from pipeline.backends.server import Server, first_completion, free_port
 from pipeline.config import Eval, KvMode, Model, Tier, Vllm, VllmBench
 
 
@@ -136,3 +136,46 @@ def test_stop_ends_the_whole_process_group(tmp_path):
         server.stop(grace_s=5)
     time.sleep(0.5)
     assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in family)
+
+
+SLOW_SERVER = textwrap.dedent("""
+    import http.server, sys, time
+    port = int(sys.argv[sys.argv.index("--port") + 1])
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200); self.end_headers()
+        def do_POST(self):
+            time.sleep(600)                 # an engine with no usable kernel: up, but never answers
+        def log_message(self, *a): pass
+    http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+""")
+
+
+def test_engine_too_slow_for_one_token_is_unsupported_and_stopped(tmp_path, monkeypatch):
+    fake = tmp_path / "fake_launch.py"
+    fake.write_text(SLOW_SERVER)
+    monkeypatch.setattr(vllm_backend, "LAUNCHER", fake)
+    backend = vllm_backend.VllmBackend(Vllm(python=sys.executable, startup_timeout_s=30, first_request_timeout_s=2),
+                                       Eval(tasks={}), lambda v: tmp_path / "out")
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    with pytest.raises(Unsupported, match=r"too slow to evaluate here: a 1-token request did not finish in 2 s"):
+        with backend.session(variant(tmp_path)):
+            pass
+    time.sleep(0.5)
+    left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before
+            and p.status() != psutil.STATUS_ZOMBIE]
+    assert left == []
+
+
+def test_first_completion_times_an_answer(tmp_path):
+    script = tmp_path / "srv.py"
+    script.write_text(SLOW_SERVER.replace("time.sleep(600)", "self.send_response(200); self.end_headers(); "
+                                                             "self.wfile.write(b'{}')"))
+    port = free_port()
+    server = Server([sys.executable, str(script), "--port", str(port)], {"PATH": "/usr/bin:/bin"}, tmp_path / "log", port)
+    server.start()
+    try:
+        server.wait_healthy(30, poll_s=0.2)
+        assert 0 <= first_completion(server.base_url, "m", 10) < 10
+    finally:
+        server.stop(grace_s=5)

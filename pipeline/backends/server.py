@@ -5,6 +5,7 @@ after a grace period - on success, error, timeout and Ctrl-C alike (stop() runs 
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -23,6 +24,25 @@ def free_port() -> int:
 
 class ServerDied(RuntimeError):
     pass
+
+
+def first_completion(base_url: str, model: str, timeout_s: float) -> float:
+    """Seconds for one 1-token completion: proof that the engine can run this model at a usable
+    speed. TimeoutError when it does not answer within timeout_s."""
+    body = json.dumps({"model": model, "prompt": "Hello", "max_tokens": 1, "temperature": 0}).encode()
+    req = urllib.request.Request(f"{base_url}/v1/completions", data=body,
+                                 headers={"Content-Type": "application/json"})
+    t0 = time.monotonic()
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as r:
+            r.read()
+    except (TimeoutError, socket.timeout):
+        raise TimeoutError(f"no answer in {timeout_s:.0f} s") from None
+    except urllib.error.URLError as e:
+        if isinstance(e.reason, (TimeoutError, socket.timeout)):
+            raise TimeoutError(f"no answer in {timeout_s:.0f} s") from None
+        raise
+    return time.monotonic() - t0
 
 
 class Server:

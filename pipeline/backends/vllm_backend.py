@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 from pipeline import vllm_logs
 from pipeline.backends.base import Unsupported, Variant
-from pipeline.backends.server import Server, ServerDied, free_port
+from pipeline.backends.server import Server, ServerDied, first_completion, free_port
 from pipeline.config import Eval, Vllm
 from pipeline.io import read_json
 from pipeline.launch import vllm_serve_args
@@ -135,11 +135,19 @@ class VllmBackend:
                 startup_s = server.wait_healthy(self.cfg.startup_timeout_s)
             except (ServerDied, TimeoutError) as e:
                 raise Unsupported(vllm_logs.failure_reason(server.log()) or str(e)) from None
+            try:
+                first_s = first_completion(server.base_url, variant.key, self.cfg.first_request_timeout_s)
+            except TimeoutError:
+                raise Unsupported(
+                    f"too slow to evaluate here: a 1-token request did not finish in "
+                    f"{self.cfg.first_request_timeout_s} s (serving.vllm.first_request_timeout_s); the engine "
+                    f"is up but has no fast kernel for this scheme on this hardware") from None
             log = server.log()
             cap = vllm_logs.capacity(log)
             engine = vllm_logs.engine_config(log)
             info: dict[str, Any] = {
                 "backend": self.name, "device": dev, "startup_s": round(startup_s, 1),
+                "first_request_s": round(first_s, 2),
                 "command": " ".join(argv[2:]), "engine": {k: engine[k] for k in
                                                           ("vllm_version", "dtype", "quantization", "kv_cache_dtype")
                                                           if k in engine},
