@@ -119,7 +119,7 @@ class Vllm:
     tensor_parallel_size: int = 1
     enforce_eager: bool = True                  # CPU: starts in ~1 min instead of several
     startup_timeout_s: int = 600
-    first_request_timeout_s: int = 180          # a 1-token request slower than this: no usable kernel here
+    first_request_timeout_s: int = 30           # a 1-token request slower than this: no usable kernel here
     num_concurrent: int = 4                     # lm-eval requests in flight
     bench: VllmBench = field(default_factory=VllmBench)
 

