@@ -1,0 +1,104 @@
+"""Per-sample comparisons of a variant against its baseline: intervals, flips, the largest
+regressions and KV-cache sensitivity by input length. Pure: sample rows in, numbers out.
+
+Sample rows are the JSONL records written by pipeline/evaluate.py (see tasks.sample_row).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipeline import metrics, stats
+from pipeline.config import Bootstrap
+
+CORPUS_METRICS = ("bleu", "chrf")
+
+
+def align(base: list[dict], tier: list[dict]) -> list[tuple[dict, dict]]:
+    """Pair samples by doc_id; both runs must have scored the same documents."""
+    b = {r["doc_id"]: r for r in base}
+    t = {r["doc_id"]: r for r in tier}
+    if b.keys() != t.keys():
+        raise ValueError(f"baseline and variant scored different samples ({len(b)} vs {len(t)})")
+    return [(b[k], t[k]) for k in sorted(b)]
+
+
+def sample_score_key(task_rows: list[dict]) -> str:
+    scores = task_rows[0]["scores"] if task_rows else {}
+    for key in ("acc", "rougeL", "chrf"):
+        if key in scores:
+            return key
+    raise ValueError("sample rows carry no per-sample score")
+
+
+def intervals(task_metrics: list[str], pairs: list[tuple[dict, dict]], boot: Bootstrap
+              ) -> dict[str, stats.Interval]:
+    """Paired bootstrap interval of tier - baseline for each metric a task reports."""
+    out: dict[str, stats.Interval] = {}
+    for m in task_metrics:
+        if m in CORPUS_METRICS:
+            refs = [str(b["target"]) for b, _ in pairs]
+            bh = [metrics.clean_generation(b["output"]) for b, _ in pairs]
+            th = [metrics.clean_generation(t["output"]) for _, t in pairs]
+            out[m] = stats.paired_corpus(m, refs, bh, th, boot.resamples, boot.seed, boot.confidence)
+        elif all(m in b["scores"] for b, _ in pairs):
+            out[m] = stats.paired_mean([b["scores"][m] for b, _ in pairs], [t["scores"][m] for _, t in pairs],
+                                       boot.resamples, boot.seed, boot.confidence)
+    return out
+
+
+def flips(pairs: list[tuple[dict, dict]]) -> stats.Flips:
+    return stats.flips([b["gold"] for b, _ in pairs], [b["pred"] for b, _ in pairs], [t["pred"] for _, t in pairs])
+
+
+@dataclass(frozen=True)
+class Regression:
+    doc_id: int
+    drop: float
+    base: dict
+    tier: dict
+
+
+def _margin(row: dict) -> float:
+    """Log-likelihood margin of the gold label over the best other label."""
+    ll = row["logliks"]
+    gold = row["gold"]
+    others = [x for i, x in enumerate(ll) if i != gold]
+    return ll[gold] - max(others) if others else 0.0
+
+
+def largest_regressions(pairs: list[tuple[dict, dict]], k: int) -> list[Regression]:
+    """The k samples whose score dropped most (classification: right->wrong flips first, then the
+    largest loss of gold-label margin). Only real drops are listed."""
+    if not pairs:
+        return []
+    if "logliks" in pairs[0][0]:
+        ranked = [Regression(b["doc_id"], (b["scores"]["acc"] - t["scores"]["acc"]) + (_margin(b) - _margin(t)), b, t)
+                  for b, t in pairs]
+    else:
+        key = sample_score_key([b for b, _ in pairs])
+        ranked = [Regression(b["doc_id"], b["scores"][key] - t["scores"][key], b, t) for b, t in pairs]
+    ranked = [r for r in ranked if r.drop > 1e-9]
+    return sorted(ranked, key=lambda r: (-r.drop, r.doc_id))[:k]
+
+
+@dataclass(frozen=True)
+class Bucket:
+    lo: int
+    hi: int | None
+    n: int
+    delta: float | None      # mean per-sample score delta, tier - reference
+
+
+def by_length(pairs: list[tuple[dict, dict]], edges: list[int]) -> list[Bucket]:
+    """Mean per-sample score delta per prompt-length bucket (edges are lower bounds, in characters)."""
+    if not pairs:
+        return []
+    key = sample_score_key([b for b, _ in pairs])
+    out = []
+    for i, lo in enumerate(edges):
+        hi = edges[i + 1] if i + 1 < len(edges) else None
+        sel = [(b, t) for b, t in pairs
+               if (b.get("prompt_chars") or 0) >= lo and (hi is None or (b.get("prompt_chars") or 0) < hi)]
+        delta = metrics.mean([t["scores"][key] - b["scores"][key] for b, t in sel]) if sel else None
+        out.append(Bucket(lo, hi, len(sel), delta))
+    return out

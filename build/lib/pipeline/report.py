@@ -1,0 +1,309 @@
+"""Render the decision as markdown and JSON. Pure: rows and analysis in, text out."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline import hardware
+from pipeline.decision import Row
+from pipeline.memory import mib
+
+METRIC_LABELS = {"bleu": "BLEU", "chrf": "chrF", "rouge1": "ROUGE-1", "rouge2": "ROUGE-2",
+                 "rougeL": "ROUGE-L", "acc": "Accuracy", "macro_f1": "Macro-F1"}
+TABLE_METRICS = ("bleu", "chrf", "rougeL", "acc")
+MARK = {"pass": "pass", "fail": "**FAIL**", "inconclusive": "inconclusive"}
+
+NOTES = [
+    "Metric cells read `score (delta [95% CI], verdict)`, all on a 0-100 scale. BLEU/chrF: sacrebleu corpus "
+    "scores, intervals by sacrebleu-style paired bootstrap; ROUGE-L: rouge-score F-measure with stemming, mean "
+    "over samples; Accuracy: log-likelihood choice over the label set; ROUGE/accuracy intervals resample "
+    "per-sample scores. Same samples, same seed for every variant.",
+    "Non-inferiority: a metric *passes* when the interval's lower bound is at or above -tolerance, *fails* "
+    "when its upper bound is below -tolerance, and is *inconclusive* otherwise - or when the baseline scores "
+    "below `decision.min_baseline` (the model cannot do the task, so differences mean nothing). A variant "
+    "passes when every metric the model can do passes. An inconclusive metric says how many samples would "
+    "settle it if the observed effect held (the interval narrows as 1/sqrt(n)).",
+    "Recommendation: the passing variant with the least memory (weights, then KV bytes per token); when no "
+    "variant passes, the baseline itself, since only it is known to be as good as the baseline. Per GPU, "
+    "only variants that GPU can run and that fit its memory are candidates.",
+    "Quality comes from the backend in the last column. On the reference backend (transformers on CPU) every "
+    "tier is evaluated in float32: quantized weights are decompressed exactly, W8A8 activations are "
+    "fake-quantized per token, bitsandbytes tiers run bitsandbytes' own CPU kernels, and the fp8 KV cache is "
+    "*simulated* by rounding K/V through float8_e4m3 (scale 1.0, as vLLM without calibrated scales).",
+    "Gen tok/s is batched greedy generation on this machine's CPU: it does not rank quantized GPU kernels. "
+    "Weights are the checkpoint's weight files (bitsandbytes: the packed tensors after load-time "
+    "quantization, float tensors counted in the serving dtype). KV bytes/token = 2 x layers x KV heads x "
+    "head dim x bytes of the KV dtype as vLLM stores it (auto = model dtype).",
+]
+
+
+@dataclass
+class ModelReport:
+    name: str
+    source: str
+    rows: list[Row]
+    recommended: Row | None
+    why: str
+    command: str | None
+    num_samples: dict[str, int]
+    flips: dict[str, dict[str, Any]] = field(default_factory=dict)
+    regression_links: dict[str, str] = field(default_factory=dict)
+    kv_length: list[tuple] = field(default_factory=list)
+    plans: dict[str, dict[str, Any]] = field(default_factory=dict)
+    gpu_recs: dict[str, tuple] = field(default_factory=dict)
+    plot: str | None = None
+
+
+def metric_cell(r: Row, metric: str, is_baseline: bool) -> str:
+    if r.status != "ok":
+        return "–"
+    if metric not in r.metrics:
+        return "not measured"
+    value = f"{r.metrics[metric]:.1f}"
+    if is_baseline:
+        return f"{value} (baseline)"
+    iv = r.intervals.get(metric)
+    delta = r.deltas.get(metric)
+    d = "n/a" if delta is None else f"{delta:+.1f}"
+    if iv is not None:
+        d += f" [{iv.lo:+.1f}, {iv.hi:+.1f}]"
+    verdict = r.verdicts.get(metric)
+    return f"{value} ({d}, {MARK[verdict[0]]})" if verdict else f"{value} ({d})"
+
+
+def status_cell(r: Row) -> str:
+    if r.status == "ok":
+        return MARK.get(r.overall, r.overall)
+    label = "unsupported here" if r.status == "unsupported" else r.status
+    return f"{label}: {r.reason}" if r.reason else label
+
+
+def _cells(cells: list[str]) -> str:
+    return "| " + " | ".join(str(c).replace("|", "/").replace("\n", " ") for c in cells) + " |"
+
+
+def main_table(m: ModelReport, baseline: tuple[str, str], gpus: dict | None = None) -> list[str]:
+    cc = {n: g.compute_capability for n, g in (gpus or {}).items()}
+    head = (["Tier", "KV cache", "Scheme"] + [METRIC_LABELS[x] for x in TABLE_METRICS]
+            + ["Flips (R→W / W→R)", "Verdict", "Weights (MiB)", "KV bytes/token", "Gen tok/s (this CPU)", "Backend",
+               "vLLM GPUs"])
+    lines = [_cells(head), "|" + "---|" * len(head)]
+    for r in m.rows:
+        is_base = (r.tier, r.kv) == baseline
+        flips = m.flips.get(r.variant, {})
+        flip = ", ".join(f"{f.right_to_wrong}/{f.wrong_to_right}" for f in flips.values()) if flips else "–"
+        verdict = "baseline" if is_base and r.status == "ok" else status_cell(r)
+        if r.variant in m.regression_links and r.status == "ok":
+            verdict += f" ([regressions]({m.regression_links[r.variant]}))"
+        lines.append(_cells([r.tier, r.kv, r.extra.get("scheme", "")]
+                            + [metric_cell(r, x, is_base) for x in TABLE_METRICS]
+                            + [flip, verdict,
+                               f"{mib(r.weight_bytes):.1f}" if r.weight_bytes else "–",
+                               f"{r.kv_bytes_per_token:,}" if r.kv_bytes_per_token else "–",
+                               f"{r.tokens_per_s:.1f}" if r.tokens_per_s else "–", r.backend or "–",
+                               hardware.describe(r.extra.get("hardware", "fp16"), cc) if cc else "–"]))
+    return lines
+
+
+def reasons(rows: list[Row]) -> list[str]:
+    out = []
+    for r in rows:
+        parts = [f"{METRIC_LABELS.get(x, x)} {v}: {why}" for x, (v, why) in r.verdicts.items()]
+        if parts:
+            out.append(f"- **{r.variant}** → {r.overall}. " + "; ".join(parts))
+    return out
+
+
+def hardware_table(m: ModelReport, gpus: dict) -> list[str]:
+    cc = {n: g.compute_capability for n, g in gpus.items()}
+    seen: dict[str, str] = {}
+    for r in m.rows:
+        seen.setdefault(r.tier, r.extra.get("hardware", "fp16"))
+    lines = [_cells(["Tier", "vLLM kernel family", "Target GPUs that can serve it", "Basis"]), "|---|---|---|---|"]
+    for tier, kind in seen.items():
+        k = hardware.kind(kind)
+        lines.append(_cells([tier, k.label, hardware.describe(kind, cc), k.source]))
+    return lines
+
+
+def planner_table(m: ModelReport, gpus: dict) -> list[str]:
+    names = list(gpus)
+    lines = [_cells(["Variant", "Weights (MiB)"] + [f"{n}: KV tokens / max concurrency / decode roofline tok/s"
+                                                    for n in names]), "|" + "---|" * (2 + len(names))]
+    for r in m.rows:
+        plans = m.plans.get(r.variant)
+        if not plans:
+            continue
+        cells = [r.variant, f"{mib(r.weight_bytes):.1f}"]
+        for n in names:
+            p = plans[n]
+            cells.append(f"{p.kv_tokens:,} / {p.max_concurrency:,.1f} / {p.roofline_tokens_per_s:,.0f}"
+                         if p.fits else f"does not fit: {p.reason}")
+        lines.append(_cells(cells))
+    return lines
+
+
+def kv_length_lines(m: ModelReport) -> list[str]:
+    if not m.kv_length:
+        return ["No KV-quantized variant had a same-tier reference to compare against."]
+    lines = [_cells(["Variant", "vs", "Task", "Buckets (prompt chars: n, mean score delta)"]), "|---|---|---|---|"]
+    worse_long = 0
+    comparable = 0
+    for variant, ref, task, buckets in m.kv_length:
+        parts = [f"{b.lo}-{b.hi if b.hi is not None else '∞'}: n={b.n}, "
+                 + ("–" if b.delta is None else f"{b.delta:+.2f}") for b in buckets]
+        filled = [b for b in buckets if b.delta is not None]
+        if len(filled) >= 2:
+            comparable += 1
+            worse_long += filled[-1].delta < filled[0].delta
+        lines.append(_cells([variant, ref, task, "; ".join(parts)]))
+    lines += ["", f"Longest bucket worse than shortest in {worse_long} of {comparable} comparisons "
+              "(field experience says KV quantization hurts long inputs most; with these sample sizes a "
+              "difference of a few points is within noise)."]
+    return lines
+
+
+def serving_lines(m: ModelReport) -> list[str]:
+    """Engine facts and load figures for rows served by vLLM."""
+    served = [r for r in m.rows if r.backend == "vllm"]
+    if not served:
+        return []
+    lines = ["### Served by vLLM", "",
+             _cells(["Variant", "Status", "Startup (s)", "Engine quantization / KV dtype", "KV cache (engine)",
+                     "KV cache (formula)", "Max concurrency", "Server log"]), "|---|---|---|---|---|---|---|---|"]
+    for r in served:
+        s = r.extra.get("serving", {})
+        eng = s.get("engine", {})
+        formula = r.extra.get("kv_formula")
+        lines.append(_cells([r.variant, status_cell(r) if r.status != "ok" else "ok", s.get("startup_s", "–"),
+                             f"{eng.get('quantization', '–')} / {eng.get('kv_cache_dtype', '–')}",
+                             f"{s['kv_cache_tokens']:,} tokens" if s.get("kv_cache_tokens") else "–",
+                             formula or "–",
+                             f"{s['max_concurrency']:.2f}x at {s.get('max_model_len')}" if s.get("max_concurrency")
+                             else "–", f"evals/{r.model}/{r.variant}/vllm_server.log"]))
+    bench = [(r, c, f) for r in served if r.status == "ok"
+             for c, f in (r.extra.get("throughput", {}).get("bench") or {}).items()]
+    if bench:
+        lines += ["", "Load (`vllm bench serve`, random prompts):", "",
+                  _cells(["Variant", "Concurrency", "TTFT p50/p99 (ms)", "TPOT p50/p99 (ms)", "ITL p50/p99 (ms)",
+                          "Output tok/s", "Requests/s"]), "|---|---|---|---|---|---|---|"]
+        for r, c, f in bench:
+            lines.append(_cells([r.variant, c,
+                                 f"{f.get('median_ttft_ms', 0):.0f} / {f.get('p99_ttft_ms', 0):.0f}",
+                                 f"{f.get('median_tpot_ms', 0):.1f} / {f.get('p99_tpot_ms', 0):.1f}",
+                                 f"{f.get('median_itl_ms', 0):.1f} / {f.get('p99_itl_ms', 0):.1f}",
+                                 f"{f.get('output_throughput', 0):.1f}", f"{f.get('request_throughput', 0):.2f}"]))
+    return lines + [""]
+
+
+def gpu_lines(m: ModelReport) -> list[str]:
+    out = []
+    for gpu, (row, why, command) in m.gpu_recs.items():
+        if row is None:
+            out += [f"- **{gpu}**: nothing to recommend - {why}."]
+        else:
+            out += [f"- **{gpu}**: `{row.tier}` + KV `{row.kv}`", "", "  ```bash", f"  {command}", "  ```"]
+    return out
+
+
+def render(models: dict[str, ModelReport], header: dict) -> str:
+    base = header["baseline"]
+    b = header["bootstrap"]
+    budget = header["budget"]
+    lines = ["# qtier decision", "",
+             f"Generated {header['generated']} by `dvc repro` on {header['hardware']}. Baseline: tier "
+             f"`{base[0]}` with KV cache `{base[1]}`. Intervals: {b.confidence:.0%} paired bootstrap, "
+             f"{b.resamples} resamples, seed {b.seed}.", ""]
+    if header.get("versions"):
+        lines += ["Versions: " + ", ".join(f"{k} {v}" for k, v in header["versions"].items()) + ".", ""]
+    for m in models.values():
+        lines += [f"## {m.name}", "", f"Source: `{m.source}`. Samples per task: "
+                  + ", ".join(f"{t} {n}" for t, n in m.num_samples.items()) + ".", ""]
+        if m.recommended is not None:
+            lines += [f"**Recommended: `{m.recommended.tier}` with KV cache `{m.recommended.kv}`** - {m.why}.", "",
+                      "```bash", m.command or "", "```", "",
+                      "Sized for each target GPU (`--max-model-len`, `--gpu-memory-utilization`, `--max-num-seqs`) "
+                      "under *Per target GPU* below.", ""]
+        else:
+            lines += [f"**No tier can be recommended**: {m.why}.", ""]
+        lines += main_table(m, base, header["gpus"]) + ["", "Why each verdict:", ""] + reasons(m.rows) + [""]
+        lines += serving_lines(m)
+        if m.plot:
+            lines += [f"![quality delta vs weight memory]({m.plot})", ""]
+        lines += [f"### Per target GPU (max_model_len {budget.max_model_len}, gpu_memory_utilization "
+                  f"{budget.gpu_memory_utilization}, block size {budget.block_size})", ""]
+        lines += gpu_lines(m) + [""]
+        lines += ["### Which GPUs can serve each tier (vLLM docs v" + header["hardware_docs"] + ")", ""]
+        lines += hardware_table(m, header["gpus"]) + [""]
+        lines += ["### Memory bill", "",
+                  f"available KV = memory x utilization - weights - {budget.activation_peak_gib} GiB activations "
+                  f"- {budget.non_torch_overhead_gib} GiB non-torch; roofline at context "
+                  f"{budget.max_model_len // 2} for one sequence.", ""]
+        lines += planner_table(m, header["gpus"]) + [""]
+        lines += ["### KV-cache quantization by input length", ""] + kv_length_lines(m) + [""]
+    lines += ["## How to read this", ""] + [f"- {n}" for n in NOTES] + [""]
+    return "\n".join(lines)
+
+
+def regressions_md(model: str, variant: str, baseline: tuple[str, str], per_task: dict[str, list]) -> str:
+    lines = [f"# Largest regressions: {model} {variant} vs {baseline[0]}-{baseline[1]}", ""]
+    for task, regs in per_task.items():
+        lines += [f"## {task}", ""]
+        if not regs:
+            lines += ["No sample got worse.", ""]
+            continue
+        for g in regs:
+            inp = "; ".join(f"{k}: {v}" for k, v in g.base["input"].items() if k != "reference")
+            lines += [f"### doc {g.doc_id} (drop {g.drop:.2f})", "", f"- **input**: {inp}",
+                      f"- **reference**: {g.base.get('target')}"]
+            if "logliks" in g.base:
+                ch = g.base["choices"]
+                lines += [f"- **baseline**: {ch[g.base['pred']]} (log-likelihoods {g.base['logliks']})",
+                          f"- **{variant}**: {ch[g.tier['pred']]} (log-likelihoods {g.tier['logliks']})"]
+            else:
+                lines += [f"- **baseline**: {g.base['output']}", f"- **{variant}**: {g.tier['output']}"]
+            lines.append("")
+    return "\n".join(lines)
+
+
+def dvc_metrics(rows: list[Row]) -> dict:
+    out = {}
+    for r in rows:
+        if r.status != "ok":
+            continue
+        entry: dict[str, Any] = {k: round(v, 3) for k, v in r.metrics.items()}
+        entry.update({f"delta_{k}": round(v, 3) for k, v in r.deltas.items()})
+        entry["weight_mib"] = round(mib(r.weight_bytes), 2) if r.weight_bytes else None
+        entry["gen_tokens_per_s"] = r.tokens_per_s
+        if r.overall != "baseline":
+            entry["passes"] = int(r.overall == "pass")     # numeric, so `dvc exp show` can sort on it
+        out[r.variant] = entry
+    return out
+
+
+def _row_json(r: Row, m: ModelReport) -> dict:
+    return {"model": r.model, "tier": r.tier, "kv": r.kv, "status": r.status, "reason": r.reason,
+            "backend": r.backend, "metrics": r.metrics, "deltas": r.deltas,
+            "intervals": {k: v.as_dict() for k, v in r.intervals.items()},
+            "verdicts": {k: {"verdict": v, "why": w} for k, (v, w) in r.verdicts.items()},
+            "overall": r.overall, "weight_bytes": r.weight_bytes, "kv_bytes_per_token": r.kv_bytes_per_token,
+            "gen_tokens_per_s": r.tokens_per_s, "scheme": r.extra.get("scheme"),
+            "hardware": r.extra.get("hardware"), "serving": r.extra.get("serving"),
+            "flips": {t: dataclasses.asdict(f) for t, f in m.flips.get(r.variant, {}).items()},
+            "plans": {g: dataclasses.asdict(p) for g, p in m.plans.get(r.variant, {}).items()}}
+
+
+def decision_json(models: dict[str, ModelReport], header: dict) -> dict:
+    return {
+        "generated": header["generated"], "hardware": header["hardware"],
+        "versions": header.get("versions", {}),
+        "baseline": {"tier": header["baseline"][0], "kv": header["baseline"][1]},
+        "bootstrap": dataclasses.asdict(header["bootstrap"]), "budget": dataclasses.asdict(header["budget"]),
+        "recommended": {n: None if m.recommended is None else
+                        {"tier": m.recommended.tier, "kv": m.recommended.kv, "why": m.why, "command": m.command}
+                        for n, m in models.items()},
+        "per_gpu": {n: {g: None if row is None else {"tier": row.tier, "kv": row.kv, "command": cmd}
+                        for g, (row, _, cmd) in m.gpu_recs.items()} for n, m in models.items()},
+        "rows": [_row_json(r, m) for m in models.values() for r in m.rows],
+    }
