@@ -6,6 +6,8 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -110,9 +112,26 @@ def _project_processes(project: Path) -> list:
     return found
 
 
+def _wait_for_process(project: Path, needle: str, min_age_s: float, timeout_s: float):
+    """A process of this project whose command line contains `needle`, running for min_age_s
+    (past interpreter start-up, inside the stage's own work)."""
+    import psutil
+
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        for p in psutil.process_iter(["cmdline", "create_time"]):
+            try:
+                if needle in " ".join(p.info["cmdline"] or []) and Path(p.cwd()) == project \
+                        and time.time() - p.info["create_time"] >= min_age_s:
+                    return p
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                pass
+        time.sleep(0.2)
+    return None
+
+
 def test_ctrl_c_during_a_stage_stops_everything_and_keeps_results(project):
     import signal
-    import time
 
     keep = {p: p.read_bytes() for p in (project / "results").rglob("*") if p.is_file()
             and "evals" not in p.parts}
@@ -120,17 +139,19 @@ def test_ctrl_c_during_a_stage_stops_everything_and_keeps_results(project):
     original = p["eval"]["throughput"]["new_tokens"]
     p["eval"]["throughput"]["new_tokens"] = original + 1          # every evaluate stage is now stale
     (project / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}", PYTHONUNBUFFERED="1")
+    env.pop("PYTHONPATH", None)
     proc = subprocess.Popen(["dvc", "repro"], cwd=project, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    seen = ""
-    deadline = time.time() + 600
-    while "Running stage 'evaluate@" not in seen and time.time() < deadline:
-        seen += proc.stdout.readline()
-    time.sleep(3)                                                   # inside the stage's model load / eval
+    output: list[str] = []
+    reader = threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True)
+    reader.start()                                                  # never let a full pipe stall the stage
+    stage = _wait_for_process(project, "pipeline.evaluate", min_age_s=4.0, timeout_s=600)
+    assert stage is not None, "".join(output)[-3000:]
     os.killpg(proc.pid, signal.SIGINT)                              # what Ctrl-C in a terminal does
-    proc.communicate(timeout=120)
-    assert proc.returncode != 0
+    proc.wait(timeout=120)
+    reader.join(timeout=10)
+    assert proc.returncode != 0, "".join(output)[-3000:]
     time.sleep(1)
     assert _project_processes(project) == []
     for path, content in keep.items():
