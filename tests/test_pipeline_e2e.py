@@ -141,8 +141,11 @@ def test_ctrl_c_during_a_stage_stops_everything_and_keeps_results(project):
     (project / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}", PYTHONUNBUFFERED="1")
     env.pop("PYTHONPATH", None)
+    # A shell's background job (e.g. `nohup pytest &`) inherits SIGINT ignored, and so would DVC and its
+    # stages; a terminal's Ctrl-C reaches processes with the default disposition, so give DVC that.
     proc = subprocess.Popen(["dvc", "repro"], cwd=project, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     output: list[str] = []
     reader = threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True)
     reader.start()                                                  # never let a full pipe stall the stage
