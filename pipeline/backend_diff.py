@@ -15,8 +15,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline import analysis, config, io
-from pipeline.calibration import read_jsonl
+from pipeline import analysis, config, io, tasks
 from pipeline.stats import Interval
 
 
@@ -34,9 +33,8 @@ def load_run(variant_dir: Path) -> Run | None:
     if not result.is_file():
         return None
     res = io.read_json(result)
-    folder = variant_dir / "samples"
-    samples = {f.stem: read_jsonl(f) for f in sorted(folder.glob("*.jsonl"))} if folder.is_dir() else {}
-    return Run(res.get("backend", "?"), res["status"], res.get("reason"), res.get("metrics", {}), samples)
+    return Run(res.get("backend", "?"), res["status"], res.get("reason"), res.get("metrics", {}),
+               tasks.read_samples(variant_dir))
 
 
 def diff(a: Run, b: Run, boot: config.Bootstrap) -> dict[str, Interval]:

@@ -331,10 +331,10 @@ def validate(p: Params, root: Path) -> None:
         raise ConfigError("calibration.num_samples/max_seq_len: must be >= 1 and >= 8")
     if not p.eval.tasks:
         raise ConfigError("eval.tasks: at least one task is required")
+    from pipeline.public_sets import is_public
+
     for name, task in p.eval.tasks.items():
         key = f"eval.tasks.{name}"
-        from pipeline.public_sets import is_public
-
         for attr in ("config", "data"):
             if attr == "data" and is_public(task.data):
                 continue        # a public set: checked by tasks.check_data below

@@ -15,8 +15,7 @@ import platform
 import sys
 from pathlib import Path
 
-from pipeline import analysis, config, decision, hardware, io, launch, memory, paths, planner, plots, report
-from pipeline.calibration import read_jsonl
+from pipeline import analysis, config, decision, hardware, io, launch, memory, paths, planner, plots, report, tasks
 from pipeline.decision import Row
 
 MAX_NUM_SEQS_CAP = 256   # vLLM's default --max-num-seqs; the planner never suggests more
@@ -42,8 +41,7 @@ def tier_kind(params: config.Params, model: str, tier: str) -> str:
 
 
 def load_samples(model: str, tier: str, kv: str) -> dict[str, list[dict]]:
-    folder = paths.eval_dir(model, tier, kv) / "samples"
-    return {f.stem: read_jsonl(f) for f in sorted(folder.glob("*.jsonl"))} if folder.is_dir() else {}
+    return tasks.read_samples(paths.eval_dir(model, tier, kv))
 
 
 def build_row(params: config.Params, model: str, tier: str, kv: str) -> Row:

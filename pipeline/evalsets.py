@@ -36,14 +36,15 @@ def main() -> None:
     for gone in set(manifest) - set(wanted):
         paths.eval_data(gone).unlink(missing_ok=True)
         del manifest[gone]
+    io.atomic_write_json(MANIFEST, manifest)
     try:
         for name, task in params.eval.tasks.items():
             if name in wanted and (manifest.get(name) != task.data or not paths.eval_data(name).is_file()):
                 n = fetch(name, task.data)
                 print(f"qtier: eval set {name}: {n} rows from {task.data}")
                 manifest[name] = task.data
-            # the copy is recorded before it is checked: a mapping error must not cost a new download
-            io.atomic_write_json(MANIFEST, manifest)
+                # the copy is recorded before it is checked: a mapping error must not cost a new download
+                io.atomic_write_json(MANIFEST, manifest)
             tasks.check_data(name, task, Path("."))
     except ConfigError as e:
         print(f"qtier: error: {e}", file=sys.stderr)

@@ -5,7 +5,6 @@ columns, so a user points a task at their own data without touching the YAML.
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from pipeline import paths, public_sets
+from pipeline import io, paths, public_sets
 from pipeline.calibration import DataError, read_jsonl
 from pipeline.config import Task
 
@@ -58,11 +57,17 @@ def check_data(name: str, task: Task, root: Path) -> int | None:
         public_sets.parse(f"eval.tasks.{name}.data", task.data)
         manifest = root / paths.EVAL_DATA_MANIFEST
         if not (root / path).is_file() or not manifest.is_file() \
-                or json.loads(manifest.read_text()).get(name) != task.data:
+                or io.read_json(manifest).get(name) != task.data:
             return None     # not fetched yet (or fetched for another spec): the evalsets stage will
     rows = read_jsonl(path, root=root)
     check_rows(name, task, rows, field_map(task, canonical), path)
     return len(rows)
+
+
+def read_samples(variant_dir: Path) -> dict[str, list[dict]]:
+    """task -> the per-sample rows an evaluate stage wrote under <variant_dir>/samples/ (see sample_row)."""
+    folder = variant_dir / "samples"
+    return {f.stem: read_jsonl(f) for f in sorted(folder.glob("*.jsonl"))} if folder.is_dir() else {}
 
 
 def template_fields(cfg: dict) -> list[str]:
