@@ -15,8 +15,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline import analysis, config, io, tasks
-from pipeline.stats import Interval
+from pipeline import io, schema
+from pipeline.domain import tasks
+from pipeline.scoring import analysis
+from pipeline.scoring.stats import Interval
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,7 @@ def load_run(variant_dir: Path) -> Run | None:
                tasks.read_samples(variant_dir))
 
 
-def diff(a: Run, b: Run, boot: config.Bootstrap) -> dict[str, Interval]:
+def diff(a: Run, b: Run, boot: schema.Bootstrap) -> dict[str, Interval]:
     """metric -> interval of B - A over the samples both scored."""
     out: dict[str, Interval] = {}
     for task, metric_scores in a.metrics.items():
@@ -54,7 +56,7 @@ def verdict(iv: Interval) -> str:
     return "within noise" if iv.lo <= 0 <= iv.hi else "differs"
 
 
-def compare_dirs(dir_a: Path, dir_b: Path, boot: config.Bootstrap) -> list[tuple[str, str, str, dict]]:
+def compare_dirs(dir_a: Path, dir_b: Path, boot: schema.Bootstrap) -> list[tuple[str, str, str, dict]]:
     """(model, variant, note, {metric: interval}) for every variant either run has."""
     rows = []
     variants = sorted({p.relative_to(d / "evals") for d in (dir_a, dir_b)
@@ -73,7 +75,7 @@ def compare_dirs(dir_a: Path, dir_b: Path, boot: config.Bootstrap) -> list[tuple
     return rows
 
 
-def render(rows: list[tuple[str, str, str, dict]], dir_a: Path, dir_b: Path, boot: config.Bootstrap) -> str:
+def render(rows: list[tuple[str, str, str, dict]], dir_a: Path, dir_b: Path, boot: schema.Bootstrap) -> str:
     metrics = sorted({m for *_, ivs in rows for m in ivs})
     lines = [f"# Backend comparison: B = `{dir_b}` minus A = `{dir_a}`", "",
              f"Paired bootstrap over the same samples, {boot.resamples} resamples, seed {boot.seed}, "
@@ -97,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
         if not (d / "evals").is_dir():
             print(f"qtier: error: {d}: no evals/ folder (expected a results/ dir of a finished run)", file=sys.stderr)
             sys.exit(2)
-    boot = config.load_or_exit().decision.bootstrap
+    boot = schema.load_or_exit().decision.bootstrap
     text = render(compare_dirs(args.a, args.b, boot), args.a, args.b, boot)
     if args.out:
         io.atomic_write_text(args.out, text)

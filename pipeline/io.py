@@ -1,4 +1,5 @@
-"""Atomic file writes: a crash never leaves a truncated result that a later stage reads as valid."""
+"""File I/O: atomic writes (a crash never leaves a truncated result a later stage reads as valid),
+and JSON/JSONL readers whose errors name the file and line."""
 from __future__ import annotations
 
 import json
@@ -7,6 +8,8 @@ import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from pipeline.schema import ConfigError
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
@@ -36,6 +39,36 @@ def atomic_write_jsonl(path: str | Path, rows: list[dict]) -> None:
 def read_json(path: str | Path) -> Any:
     with open(path, encoding="utf-8") as f:
         return json.load(f)
+
+
+class DataError(ConfigError):
+    """A data file problem; the message names the file and line."""
+
+
+def read_jsonl(path: str | Path, required: tuple[str, ...] = (), root: Path | None = None) -> list[dict]:
+    """Read a JSONL file; errors name the file and line."""
+    path = Path(path)
+    full = path if root is None or path.is_absolute() else root / path
+    if not full.is_file():
+        raise DataError(f"{path}: file not found")
+    rows = []
+    with full.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(f"{path}:{n}: not valid JSON ({e.msg})") from None
+            if not isinstance(row, dict):
+                raise DataError(f"{path}:{n}: expected a JSON object")
+            for field in required:
+                if field not in row or row[field] in (None, ""):
+                    raise DataError(f"{path}:{n}: missing field {field!r}")
+            rows.append(row)
+    if not rows:
+        raise DataError(f"{path}: file is empty")
+    return rows
 
 
 class AtomicDir:

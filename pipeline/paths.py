@@ -3,6 +3,7 @@ from pathlib import Path
 
 ARTIFACTS = Path("artifacts")
 RESULTS = Path("results")
+CHECKED = ARTIFACTS / "params.checked"   # the check stage's marker; every stage depends on it
 LOAD_SPEC = "qtier_load.json"   # in a tier folder: "load <source> with this load-time quantization"
 
 
@@ -12,6 +13,17 @@ def source_dir(model: str) -> Path:
 
 def tier_dir(model: str, tier: str) -> Path:
     return ARTIFACTS / model / "tiers" / tier
+
+
+def quantize_record(model: str, tier: str) -> Path:
+    """What quantize did, as later stages need it (status, serve path, weight bytes, ...)."""
+    return RESULTS / "quantize" / f"{model}-{tier}.json"
+
+
+def timing(stage: str) -> Path:
+    """Wall time of one stage run. No stage depends on these: a re-run that reproduces the same
+    outputs must not invalidate the stages after it."""
+    return RESULTS / "timings" / f"{stage}.json"
 
 
 def eval_dir(model: str, tier: str, kv: str) -> Path:

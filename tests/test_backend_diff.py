@@ -3,7 +3,7 @@ import json
 import pytest
 
 from pipeline import backend_diff
-from pipeline.config import Bootstrap
+from pipeline.schema import Bootstrap
 
 BOOT = Bootstrap(resamples=200, seed=1, confidence=0.95)
 

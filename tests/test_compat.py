@@ -1,6 +1,6 @@
 import torch
 
-from pipeline import compat
+from pipeline.quant import compat
 
 
 def test_pin_memory_patch_makes_awq_cache_usable_without_accelerator():
@@ -25,4 +25,4 @@ def test_unpatched_pin_memory_really_fails_here():
     except RuntimeError as e:
         assert "accelerator" in str(e).lower()
     else:
-        raise AssertionError("pin_memory works without an accelerator now: drop pipeline/compat.py's patch")
+        raise AssertionError("pin_memory works without an accelerator now: drop pipeline/quant/compat.py's patch")

@@ -3,12 +3,14 @@ import copy
 import pytest
 import yaml
 
-from pipeline import config
-from pipeline.config import ConfigError
+from pipeline import config, schema
+from pipeline.schema import ConfigError
 
 
 def parse(d, root):
-    return config.parse(d, root)
+    p = schema.parse(d)
+    config.check(p, root)
+    return p
 
 
 def test_shipped_params_parse(params_dict, root):

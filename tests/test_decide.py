@@ -5,7 +5,8 @@ import shutil
 import pytest
 import yaml
 
-from pipeline import decide, io, paths
+from pipeline import io, paths
+from pipeline.stages import decide
 
 HF = {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
       "hidden_size": 64, "intermediate_size": 128}
@@ -42,18 +43,14 @@ def project(tmp_path, monkeypatch, root):
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(p))
     monkeypatch.chdir(tmp_path)
     src = paths.source_dir("m")
-    src.mkdir(parents=True)
-    (src / "config.json").write_text(json.dumps(HF))
     sizes = {"fp16": 4000, "int8": 2000, "int4-gptq": 1000}
     quality = {"fp16": lambda i: True, "int8": lambda i: True, "int4-gptq": lambda i: i % 4 != 0,
                "nf4-bnb": lambda i: True}
     for tier in p["tiers"]:
-        d = paths.tier_dir("m", tier)
-        d.mkdir(parents=True)
-        if tier == "nf4-bnb":
-            io.atomic_write_json(d / paths.LOAD_SPEC, {"load_from": str(src), "bitsandbytes": {"load_in_4bit": True}})
-        else:
-            (d / "model.safetensors").write_bytes(b"x" * sizes[tier])
+        bnb = {"load_in_4bit": True} if tier == "nf4-bnb" else None
+        io.atomic_write_json(paths.quantize_record("m", tier), {
+            "status": "ok", "serve_path": str(src if bnb else paths.tier_dir("m", tier)), "load_quantization": bnb,
+            "weight_bytes": None if bnb else sizes[tier], "storage_dtype": "float16", "geometry": HF})
         for kv in p["kv_modes"]:
             out = paths.eval_dir("m", tier, kv)
             if tier == "int8" and kv == "fp8":

@@ -1,7 +1,7 @@
-from pipeline import decision
-from pipeline.config import Baseline, Decision, Tolerance
-from pipeline.decision import FAIL, INCONCLUSIVE, PASS, Row
-from pipeline.stats import Interval
+from pipeline.scoring import decision
+from pipeline.schema import Baseline, Decision, Tolerance
+from pipeline.scoring.decision import FAIL, INCONCLUSIVE, PASS, Row
+from pipeline.scoring.stats import Interval
 
 RULE = Decision(baseline=Baseline("fp16", "auto"),
                 tolerances={"acc": Tolerance(abs=3.0), "bleu": Tolerance(abs=1.0), "rougeL": Tolerance(rel=0.1)},

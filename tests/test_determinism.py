@@ -8,7 +8,9 @@ import sys
 import pytest
 import yaml
 
-from pipeline import evaluate, paths, prepare, quantize
+from pipeline.stages import evaluate, prepare, quantize
+
+from pipeline import paths
 from tests import tiny_model
 
 pytestmark = pytest.mark.slow

@@ -7,7 +7,11 @@ import datasets
 import pytest
 import yaml
 
-from pipeline import evalsets, paths, tasks
+from pipeline.stages import evalsets
+
+from pipeline import paths
+
+from pipeline.domain import tasks
 from tests.test_public_sets import fake_hub
 
 SPEC = "hf:stanfordnlp/sst2?split=validation"

@@ -7,7 +7,7 @@ import sys
 import pytest
 import yaml
 
-from pipeline import decide, evaluate, prepare, quantize
+from pipeline.stages import decide, evaluate, prepare, quantize
 from tests import tiny_model
 
 pytestmark = pytest.mark.slow

@@ -1,7 +1,8 @@
-from pipeline import decision, hardware
-from pipeline.config import Baseline, Decision, Tolerance
-from pipeline.decision import Row
-from pipeline.stats import Interval
+from pipeline.scoring import decision
+from pipeline.domain import hardware
+from pipeline.schema import Baseline, Decision, Tolerance
+from pipeline.scoring.decision import Row
+from pipeline.scoring.stats import Interval
 
 GPUS = {"A100-80G": 8.0, "H100-80G": 9.0, "L4-24G": 8.9, "T4-16G": 7.5}
 

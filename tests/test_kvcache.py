@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from pipeline import kvcache
+from pipeline.backends import kvcache
 
 
 def test_fp8_round_is_idempotent_and_close():

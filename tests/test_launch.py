@@ -1,4 +1,4 @@
-from pipeline import launch
+from pipeline.backends import launch
 
 
 def test_vllm_serve_args_for_fp8_kv():

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from pipeline import metrics
+from pipeline.domain import metrics
 
 
 def test_bleu_chrf_identical_is_100():

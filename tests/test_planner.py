@@ -1,6 +1,8 @@
 import pytest
 
-from pipeline import memory, planner
+from pipeline.domain import memory
+
+from pipeline.scoring import planner
 
 GIB = 2**30
 QWEN3_4B = {"num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,

@@ -1,6 +1,6 @@
 from types import SimpleNamespace
 
-from pipeline import prepare
+from pipeline.stages import prepare
 
 
 class FakeTokenizer:

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from pipeline import public_sets
-from pipeline.config import ConfigError
+from pipeline.domain import public_sets
+from pipeline.schema import ConfigError
 
 
 def test_parse_specs():

@@ -1,14 +1,15 @@
 import pytest
 
-from pipeline import recipes
-from pipeline.config import Tier
+from pipeline.quant import recipes
+from pipeline.schema import Tier
 
 SMOL = {"hidden_size": 576, "num_attention_heads": 9, "head_dim": 64, "intermediate_size": 1536}
 LLAMA8B = {"hidden_size": 4096, "num_attention_heads": 32, "intermediate_size": 14336}
 
 
 def tier(**kw):
-    base = dict(method="gptq", recipe="recipes/gptq_w4a16.yaml", weight_bits=4, group_size="auto")
+    base = dict(method="gptq", recipe="recipes/gptq_w4a16.yaml", weight_bits=4, group_size="auto",
+                hardware="int4-w4a16")
     base.update(kw)
     return Tier(**base)
 

@@ -1,7 +1,8 @@
-from pipeline import decision, planner, report
-from pipeline.config import Baseline, Bootstrap, Decision, Tolerance
-from pipeline.decision import Row
-from pipeline.stats import Interval
+from pipeline.scoring import decision, planner
+from pipeline.report import render as report
+from pipeline.schema import Baseline, Bootstrap, Decision, Tolerance
+from pipeline.scoring.decision import Row
+from pipeline.scoring.stats import Interval
 
 HEADER = {"generated": "now", "hardware": "cpu", "baseline": ("fp16", "auto"), "bootstrap": Bootstrap(),
           "budget": planner.Budget(), "gpus": {"A100-80G": planner.Gpu("A100-80G", 80, 2039, 8.0)},

@@ -1,8 +1,8 @@
 import pytest
 
-from pipeline import stats
-from pipeline.config import Baseline, Decision, Tolerance
-from pipeline.decision import FAIL, INCONCLUSIVE, PASS, judge_metric
+from pipeline.scoring import stats
+from pipeline.schema import Baseline, Decision, Tolerance
+from pipeline.scoring.decision import FAIL, INCONCLUSIVE, PASS, judge_metric
 
 TOL = Tolerance(abs=3.0)
 

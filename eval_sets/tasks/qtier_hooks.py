@@ -1,10 +1,10 @@
 """lm-eval hooks for the qtier task YAMLs (referenced as `!function qtier_hooks.<name>`).
 
-Thin adapters: the scoring itself lives in pipeline/metrics.py and is unit-tested there.
-Documents reach these hooks already normalised by pipeline/tasks.py to the canonical fields
+Thin adapters: the scoring itself lives in pipeline/domain/metrics.py and is unit-tested there.
+Documents reach these hooks already normalised by pipeline/domain/tasks.py to the canonical fields
 (translation: source/reference; summarization: document/reference; classification: text/choices/gold).
 """
-from pipeline import metrics
+from pipeline.domain import metrics
 
 
 def process_translation(doc, results):

@@ -2,8 +2,13 @@
 server subprocess). Both implement base.Backend; the stages do not know which one runs."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from pipeline.backends.base import Backend, Session, Unsupported, Variant
-from pipeline.config import Params
+from pipeline.backends.reference import ReferenceBackend
+from pipeline.backends.vllm_backend import VllmBackend
+from pipeline.domain.machine import accelerator_available
+from pipeline.schema import Params
 
 __all__ = ["Backend", "Session", "Unsupported", "Variant", "select"]
 
@@ -14,18 +19,9 @@ def select(params: Params) -> Backend:
     if choice == "auto":
         choice = "vllm" if _vllm_usable(params) else "reference"
     if choice == "reference":
-        from pipeline.backends.reference import ReferenceBackend
-
         return ReferenceBackend(params.serving.reference, params.eval)
-    from pipeline import paths
-    from pipeline.backends.vllm_backend import VllmBackend
-
-    return VllmBackend(params.serving.vllm, params.eval, lambda v: paths.eval_dir(v.model, v.tier, v.kv))
+    return VllmBackend(params.serving.vllm, params.eval)
 
 
 def _vllm_usable(params: Params) -> bool:
-    from pathlib import Path
-
-    from pipeline.compat import accelerator_available
-
     return Path(params.serving.vllm.python).is_file() and accelerator_available()

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from pipeline.config import KvMode, Model, Tier
+from pipeline.schema import KvMode, Model, Tier
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,9 @@ class Variant:
     model_cfg: Model
     tier_cfg: Tier
     kv_cfg: KvMode
+    serve_path: Path                        # what the engine loads (quantize's record says which)
+    load_quantization: dict | None = None   # bitsandbytes options applied at load time, else None
+    out_dir: Path | None = None             # the evaluate stage's own folder, for server logs and bench files
 
     @property
     def key(self) -> str:

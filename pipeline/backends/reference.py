@@ -2,20 +2,19 @@
 
 compressed-tensors checkpoints are decompressed at load and W8A8 activations are fake-quantized
 in forward, so quality follows the quantized weights faithfully; speed does not (kernels are
-dense float). fp8 KV cache is simulated (pipeline/kvcache.py).
+dense float). fp8 KV cache is simulated (pipeline/backends/kvcache.py).
 """
 from __future__ import annotations
 
 import time
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator
 
-from pathlib import Path
-
+from pipeline.backends import kvcache
 from pipeline.backends.base import Unsupported, Variant
-from pipeline.config import Eval, Reference
 from pipeline.io import read_json
-from pipeline.paths import LOAD_SPEC
+from pipeline.schema import Eval, Reference
 
 
 def bnb_config(options: dict, compute_dtype):
@@ -87,8 +86,6 @@ class ReferenceBackend:
         from lm_eval.models.huggingface import HFLM
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from pipeline import kvcache
-
         if self.ref.num_threads:
             torch.set_num_threads(self.ref.num_threads)
         kwargs: dict[str, Any] = {"dtype": getattr(torch, self.ref.dtype),
@@ -106,13 +103,10 @@ class ReferenceBackend:
         else:
             raise Unsupported(f"kv cache dtype {kv.cache_dtype!r} is not implemented by the reference backend")
 
-        path = variant.checkpoint
-        spec_file = variant.checkpoint / LOAD_SPEC
-        if spec_file.is_file():
-            spec = read_json(spec_file)
-            path = Path(spec["load_from"])
-            kwargs["quantization_config"] = bnb_config(spec["bitsandbytes"], kwargs["dtype"])
-            info["quantized_at_load"] = f"bitsandbytes {spec['bitsandbytes']}"
+        path = variant.serve_path
+        if variant.load_quantization is not None:
+            kwargs["quantization_config"] = bnb_config(variant.load_quantization, kwargs["dtype"])
+            info["quantized_at_load"] = f"bitsandbytes {variant.load_quantization}"
         elif _quant_method(path) == "compressed-tensors":
             from transformers import CompressedTensorsConfig
 

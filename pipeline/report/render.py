@@ -5,9 +5,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline import hardware
-from pipeline.decision import Row
-from pipeline.memory import mib
+from pipeline.domain import hardware
+from pipeline.domain.memory import mib
+from pipeline.scoring.decision import Row
 
 METRIC_LABELS = {"bleu": "BLEU", "chrf": "chrF", "rouge1": "ROUGE-1", "rouge2": "ROUGE-2",
                  "rougeL": "ROUGE-L", "acc": "Accuracy", "macro_f1": "Macro-F1"}

@@ -13,6 +13,15 @@ def weight_bytes(checkpoint: str | Path) -> int:
     return sum(p.stat().st_size for p in files)
 
 
+def kv_geometry(model_config: dict) -> dict[str, int]:
+    """The four numbers the KV cache size depends on, from an HF config dict."""
+    heads = model_config["num_attention_heads"]
+    return {"num_hidden_layers": model_config["num_hidden_layers"], "num_attention_heads": heads,
+            "num_key_value_heads": model_config.get("num_key_value_heads") or heads,
+            "head_dim": model_config.get("head_dim") or model_config["hidden_size"] // heads,
+            "hidden_size": model_config["hidden_size"]}
+
+
 def kv_bytes_per_token(model_config: dict, kv_dtype_bytes: int) -> int:
     """2 (K and V) x layers x KV heads x head dim x bytes per element; GQA-aware through
     num_key_value_heads (falls back to num_attention_heads for plain multi-head attention)."""

@@ -1,14 +1,15 @@
 """Per-sample comparisons of a variant against its baseline: intervals, flips, the largest
 regressions and KV-cache sensitivity by input length. Pure: sample rows in, numbers out.
 
-Sample rows are the JSONL records written by pipeline/evaluate.py (see tasks.sample_row).
+Sample rows are the JSONL records written by pipeline/stages/evaluate.py (see tasks.sample_row).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline import metrics, stats
-from pipeline.config import Bootstrap
+from pipeline.domain import metrics
+from pipeline.schema import Bootstrap
+from pipeline.scoring import stats
 
 CORPUS_METRICS = ("bleu", "chrf")
 

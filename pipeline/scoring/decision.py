@@ -14,9 +14,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.config import Decision, Tolerance
-from pipeline.metrics import HIGHER_IS_BETTER
-from pipeline.stats import Interval
+from pipeline.domain.metrics import HIGHER_IS_BETTER
+from pipeline.schema import Decision, Tolerance
+from pipeline.scoring.stats import Interval
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 NOT_CAPABLE = "the baseline cannot do this task"

@@ -5,7 +5,7 @@
                                                                    -> rows with the dataset's columns
                                                                       (ClassLabel ints become names)
 
-The `evalsets` stage (python -m pipeline.evalsets) downloads each one once into
+The `evalsets` stage (python -m pipeline.stages.evalsets) downloads each one once into
 artifacts/eval_data/<task>.jsonl; after that every stage reads the local copy like any JSONL.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import parse_qs
 
-from pipeline.config import ConfigError
+from pipeline.schema import ConfigError
 
 SCHEMES = ("sacrebleu", "hf")
 

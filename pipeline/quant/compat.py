@@ -7,14 +7,7 @@ accelerator it is a no-op by definition; we make it one instead of failing.
 """
 from __future__ import annotations
 
-import torch
-
-
-def accelerator_available() -> bool:
-    acc = getattr(torch, "accelerator", None)
-    if acc is not None and hasattr(acc, "is_available"):
-        return bool(acc.is_available())
-    return torch.cuda.is_available()
+from pipeline.domain.machine import accelerator_available
 
 
 def patch_llmcompressor_pin_memory() -> bool:

@@ -5,11 +5,10 @@ Pure functions: no model, no llm-compressor import.
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 import yaml
 
-from pipeline.config import Tier
+from pipeline.schema import Tier
 
 QUANT_MODIFIERS = ("GPTQModifier", "QuantizationModifier")
 

@@ -1,10 +1,12 @@
 """Stage quantize@<model>-<tier>: one tier's checkpoint from the prepared model.
 
-    python -m pipeline.quantize <model> <tier>
+    python -m pipeline.stages.quantize <model> <tier>
 
 Writes artifacts/<model>/tiers/<tier>/ (a compressed-tensors checkpoint vLLM loads, or the cast
-baseline) and results/quantize/<model>-<tier>.json (what was done, how long it took). A failure
-is recorded there as status "failed" with the reason, so the other tiers and the decision go on.
+baseline) and results/quantize/<model>-<tier>.json: what later stages need (status, the path to
+serve, load-time quantization, weight bytes, KV geometry) and what was done. Its wall time goes to
+results/timings/, which no stage reads, so re-making an identical checkpoint re-runs nothing after it.
+A failure is recorded as status "failed" with the reason, so the other tiers and the decision go on.
 """
 from __future__ import annotations
 
@@ -15,11 +17,10 @@ import time
 import traceback
 from pathlib import Path
 
-from pipeline import calibration, config, errors, io, paths, recipes
-
-
-def record_path(model: str, tier: str) -> Path:
-    return paths.RESULTS / "quantize" / f"{model}-{tier}.json"
+from pipeline import errors, io, paths, schema
+from pipeline.domain import calibration, memory
+from pipeline.quant import recipes
+from pipeline.quant.compat import patch_llmcompressor_pin_memory
 
 
 def set_threads() -> int:
@@ -30,7 +31,7 @@ def set_threads() -> int:
     return n
 
 
-def quantize(params: config.Params, model_name: str, tier_name: str, out: Path) -> dict:
+def quantize(params: schema.Params, model_name: str, tier_name: str, out: Path) -> dict:
     """Run the tier's method; returns the facts recorded for the decision table."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -42,7 +43,7 @@ def quantize(params: config.Params, model_name: str, tier_name: str, out: Path) 
     info: dict = {"method": tier.method, "label": tier.label}
     tokenizer = AutoTokenizer.from_pretrained(src)
 
-    if tier.method in config.BNB_METHODS:
+    if tier.method in schema.BNB_METHODS:
         # bitsandbytes quantizes at load time: the tier is a record of its config, nothing more.
         bnb = recipes.bnb_config(tier)
         with io.AtomicDir(out) as tmp:
@@ -66,13 +67,11 @@ def quantize(params: config.Params, model_name: str, tier_name: str, out: Path) 
     from datasets import Dataset
     from llmcompressor import oneshot
 
-    from pipeline.compat import patch_llmcompressor_pin_memory
-
     info["pin_memory_patched"] = patch_llmcompressor_pin_memory()
     cal = params.calibration
     model = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32)
     data: dict = {}
-    if tier.method in config.CALIBRATED_METHODS:
+    if tier.method in schema.CALIBRATED_METHODS:
         data = dict(dataset=Dataset.from_dict({"text": calibration.texts(cal)}), text_column="text",
                     num_calibration_samples=cal.num_samples, max_seq_length=cal.max_seq_len,
                     shuffle_calibration_samples=False)  # default True makes every run differ
@@ -85,11 +84,25 @@ def quantize(params: config.Params, model_name: str, tier_name: str, out: Path) 
     return info
 
 
+def handoff(params: schema.Params, model_name: str, tier_name: str, out: Path, info: dict) -> dict:
+    """What evaluate and decide read about this tier, so neither opens the tier folder or the source."""
+    hf = json.loads((paths.source_dir(model_name) / "config.json").read_text())
+    bnb = info.get("bitsandbytes")
+    return {
+        "serve_path": str(paths.source_dir(model_name) if bnb else out),
+        "load_quantization": bnb,
+        # bitsandbytes packs at load time: evaluate measures those bytes after loading
+        "weight_bytes": None if bnb else memory.weight_bytes(out),
+        "storage_dtype": params.models[model_name].dtype,
+        "geometry": memory.kv_geometry(hf),
+    }
+
+
 def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a hub from this stage
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     model_name, tier_name = sys.argv[1], sys.argv[2]
-    params = config.load_or_exit()
+    params = schema.load_or_exit()
     if model_name not in params.models or tier_name not in params.tiers:
         sys.exit(f"qtier: no variant {model_name}/{tier_name} in params.yaml")
     out = paths.tier_dir(model_name, tier_name)
@@ -98,7 +111,7 @@ def main() -> None:
     try:
         info = quantize(params, model_name, tier_name, out)
         info["status"] = "ok"
-    except (recipes.RecipeError, calibration.DataError) as e:
+    except io.DataError as e:
         print(f"qtier: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     except Exception as e:  # noqa: BLE001 - any failure becomes a recorded, visible row
@@ -107,9 +120,13 @@ def main() -> None:
                 "reason": errors.one_line(e)}
         out.mkdir(parents=True, exist_ok=True)
         (out / "FAILED.txt").write_text(info["reason"] + "\n")
-    info.update(model=model_name, tier=tier_name, seconds=round(time.perf_counter() - t0, 1), threads=threads)
-    io.atomic_write_json(record_path(model_name, tier_name), info)
-    print(f"quantize@{model_name}-{tier_name}: {info['status']} in {info['seconds']}s")
+    seconds = round(time.perf_counter() - t0, 1)
+    info.update(model=model_name, tier=tier_name)
+    if info["status"] == "ok":
+        info.update(handoff(params, model_name, tier_name, out, info))
+    io.atomic_write_json(paths.quantize_record(model_name, tier_name), info)
+    io.atomic_write_json(paths.timing(f"quantize-{model_name}-{tier_name}"), {"seconds": seconds, "threads": threads})
+    print(f"quantize@{model_name}-{tier_name}: {info['status']} in {seconds}s")
 
 
 if __name__ == "__main__":

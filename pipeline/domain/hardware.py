@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-DATA = Path(__file__).parent / "data" / "vllm_hardware.yaml"
+DATA = Path(__file__).resolve().parents[1] / "data" / "vllm_hardware.yaml"
 
 
 @dataclass(frozen=True)

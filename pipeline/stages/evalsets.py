@@ -2,15 +2,16 @@
 sacrebleu:... or hf:...) into artifacts/eval_data/, and check them like local JSONL. Local sets
 are only checked. Runs before any model work, so a wrong column name costs seconds.
 
-    python -m pipeline.evalsets
+    python -m pipeline.stages.evalsets
 """
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from pipeline import config, io, paths, public_sets, tasks
-from pipeline.config import ConfigError
+from pipeline import io, paths, schema
+from pipeline.domain import public_sets, tasks
+from pipeline.schema import ConfigError
 
 MANIFEST = paths.EVAL_DATA_MANIFEST
 
@@ -30,7 +31,7 @@ def fetch(name: str, data: str, root: Path = Path("."), load_dataset=None) -> in
 
 
 def main() -> None:
-    params = config.load_or_exit()
+    params = schema.load_or_exit()
     manifest = io.read_json(MANIFEST) if MANIFEST.is_file() else {}
     wanted = {n: t.data for n, t in params.eval.tasks.items() if public_sets.is_public(t.data)}
     for gone in set(manifest) - set(wanted):
@@ -45,7 +46,7 @@ def main() -> None:
                 manifest[name] = task.data
                 # the copy is recorded before it is checked: a mapping error must not cost a new download
                 io.atomic_write_json(MANIFEST, manifest)
-            tasks.check_data(name, task, Path("."))
+            tasks.check_data(name, task, Path("."), paths.eval_data(name) if name in wanted else None)
     except ConfigError as e:
         print(f"qtier: error: {e}", file=sys.stderr)
         sys.exit(2)

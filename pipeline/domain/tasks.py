@@ -12,9 +12,10 @@ from typing import Any
 
 import yaml
 
-from pipeline import io, paths, public_sets
-from pipeline.calibration import DataError, read_jsonl
-from pipeline.config import Task
+from pipeline import paths
+from pipeline.domain import metrics, public_sets
+from pipeline.io import DataError, read_jsonl
+from pipeline.schema import ConfigError, Task
 
 _VAR = re.compile(r"{{\s*([A-Za-z_]\w*)\s*}}")
 
@@ -47,18 +48,27 @@ def data_file(name: str, task: Task) -> Path:
     return paths.eval_data(name) if public_sets.is_public(task.data) else Path(task.data)
 
 
-def check_data(name: str, task: Task, root: Path) -> int | None:
-    """Validate a task's data file against its template and labels, before any model is loaded.
-    Returns the number of rows, or None for a public set not downloaded yet. Errors name the file and line."""
+def check_files(name: str, task: Task, root: Path) -> None:
+    """The task's YAML and (local) data file exist."""
+    for attr in ("config", "data"):
+        value = getattr(task, attr)
+        if attr == "data" and public_sets.is_public(value):
+            public_sets.parse(f"eval.tasks.{name}.data", value)    # offline: the name and options
+            continue
+        if not (root / value).is_file():
+            raise ConfigError(f"eval.tasks.{name}.{attr}: file not found: {value}")
+
+
+def check_data(name: str, task: Task, root: Path, path: Path | None = None) -> int | None:
+    """Validate a task's rows against its template and labels, before any model is loaded.
+    `path` defaults to the task's local file; a public set (no path given) is checked by the
+    evalsets stage once fetched, so this returns None for it. Errors name the file and line."""
+    if path is None:
+        if public_sets.is_public(task.data):
+            return None
+        path = Path(task.data)
     cfg = yaml.load((root / task.config).read_text(encoding="utf-8"), Loader=_DeclLoader)  # noqa: S506
     canonical = [f for f in template_fields(cfg) if not (task.kind == "classify" and f in ("gold", "choices"))]
-    path = data_file(name, task)
-    if public_sets.is_public(task.data):
-        public_sets.parse(f"eval.tasks.{name}.data", task.data)
-        manifest = root / paths.EVAL_DATA_MANIFEST
-        if not (root / path).is_file() or not manifest.is_file() \
-                or io.read_json(manifest).get(name) != task.data:
-            return None     # not fetched yet (or fetched for another spec): the evalsets stage will
     rows = read_jsonl(path, root=root)
     check_rows(name, task, rows, field_map(task, canonical), path)
     return len(rows)
@@ -158,8 +168,6 @@ def sample_row(spec: TaskSpec, s: dict[str, Any]) -> dict:
 
 def per_sample_scores(spec: TaskSpec, row: dict) -> dict[str, float]:
     """Per-sample scores for paired comparisons (corpus BLEU has no per-sample form: chrF stands in)."""
-    from pipeline import metrics
-
     hib = spec.higher_is_better
     if spec.kind == "classify":
         return {"acc": 100.0 * (row["pred"] == row["gold"])}

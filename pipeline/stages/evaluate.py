@@ -1,7 +1,7 @@
 """Stage evaluate@<model>-<tier>-<kv>: serve one variant with the configured backend, run the
 lm-eval tasks with per-sample logging, and measure generation throughput.
 
-    python -m pipeline.evaluate <model> <tier> <kv>
+    python -m pipeline.stages.evaluate <model> <tier> <kv>
 
 Writes results/evals/<model>/<tier>-<kv>/{result.json, samples/<task>.jsonl}. A variant that
 cannot run here is recorded as status "unsupported" (with the reason), one that breaks as
@@ -17,9 +17,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from pipeline import calibration, config, errors, io, paths, tasks
+from pipeline import errors, io, paths, schema
 from pipeline.backends import Unsupported, Variant, select
-from pipeline.quantize import record_path
+from pipeline.domain import tasks
 
 
 def throughput_prompts(specs: list[tasks.TaskSpec], n: int) -> list[str]:
@@ -28,7 +28,7 @@ def throughput_prompts(specs: list[tasks.TaskSpec], n: int) -> list[str]:
 
     spec = next((s for s in specs if s.kind == "generate"), specs[0])
     data = spec.config["dataset_kwargs"]["data_files"]["test"]
-    rows = calibration.read_jsonl(data)[:n]
+    rows = io.read_jsonl(data)[:n]
     dataset = spec.config["process_docs"](_to_dataset(rows))
     return [apply_template(spec.config["doc_to_text"], doc) for doc in dataset]
 
@@ -39,7 +39,7 @@ def _to_dataset(rows: list[dict]):
     return Dataset.from_list(rows)
 
 
-def run_tasks(session, specs: list[tasks.TaskSpec], ev: config.Eval) -> tuple[dict, dict[str, list[dict]]]:
+def run_tasks(session, specs: list[tasks.TaskSpec], ev: schema.Eval) -> tuple[dict, dict[str, list[dict]]]:
     import lm_eval
 
     out = lm_eval.simple_evaluate(
@@ -74,15 +74,16 @@ def versions() -> dict[str, str]:
     return found
 
 
-def evaluate(params: config.Params, model: str, tier: str, kv: str, out_dir: Path) -> dict[str, Any]:
-    record = io.read_json(record_path(model, tier))
+def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Path) -> dict[str, Any]:
+    record = io.read_json(paths.quantize_record(model, tier))
     result: dict[str, Any] = {"model": model, "tier": tier, "kv": kv}
     if record.get("status") != "ok":
         result.update(status="failed", reason=f"quantize: {record.get('reason', 'no checkpoint')}")
         return result
     specs = tasks.build_all(params.eval.tasks)
     variant = Variant(model, tier, kv, paths.tier_dir(model, tier), params.models[model],
-                      params.tiers[tier], params.kv_modes[kv])
+                      params.tiers[tier], params.kv_modes[kv], serve_path=Path(record["serve_path"]),
+                      load_quantization=record.get("load_quantization"), out_dir=out_dir)
     backend = select(params)
     result["backend"] = backend.name
     try:
@@ -112,14 +113,14 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a hub from this stage
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     model, tier, kv = sys.argv[1:4]
-    params = config.load_or_exit()
+    params = schema.load_or_exit()
     if model not in params.models or tier not in params.tiers or kv not in params.kv_modes:
         sys.exit(f"qtier: no variant {model}/{tier}/{kv} in params.yaml")
     out_dir = paths.eval_dir(model, tier, kv)
     t0 = time.perf_counter()
     try:
         result = evaluate(params, model, tier, kv, out_dir)
-    except (calibration.DataError, config.ConfigError) as e:
+    except (io.DataError, schema.ConfigError) as e:
         print(f"qtier: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     except Exception as e:  # noqa: BLE001 - one broken variant must not lose the others

@@ -1,7 +1,7 @@
 """Stage decide: every variant's results -> results/decision.md, decision.json, metrics.json,
 regressions/, plots/.
 
-    python -m pipeline.decide
+    python -m pipeline.stages.decide
 
 Exits 1 (after writing everything) when any variant failed, so `dvc repro` reports it.
 """
@@ -9,33 +9,24 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
-import os
-import platform
 import sys
-from pathlib import Path
 
-from pipeline import analysis, config, decision, hardware, io, launch, memory, paths, planner, plots, report, tasks
-from pipeline.decision import Row
+from pipeline import io, paths, schema
+from pipeline.backends import launch
+from pipeline.domain import hardware, machine, memory, tasks
+from pipeline.report import plots
+from pipeline.report import render as report
+from pipeline.scoring import analysis, decision, planner
+from pipeline.scoring.decision import Row
 
 MAX_NUM_SEQS_CAP = 256   # vLLM's default --max-num-seqs; the planner never suggests more
 
 
 def hardware_desc() -> str:
-    cpu = platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    from pipeline.compat import accelerator_available
-
-    return f"{cpu}, {os.cpu_count()} cores, " + ("with an accelerator" if accelerator_available() else "no GPU")
+    return machine.describe(machine.cpu_info(), machine.accelerator_available())
 
 
-def tier_kind(params: config.Params, model: str, tier: str) -> str:
+def tier_kind(params: schema.Params, model: str, tier: str) -> str:
     t = params.tiers[tier]
     return t.hardware or ("bf16" if params.models[model].dtype == "bfloat16" else "fp16")
 
@@ -44,7 +35,7 @@ def load_samples(model: str, tier: str, kv: str) -> dict[str, list[dict]]:
     return tasks.read_samples(paths.eval_dir(model, tier, kv))
 
 
-def build_row(params: config.Params, model: str, tier: str, kv: str) -> Row:
+def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Row:
     result_file = paths.eval_dir(model, tier, kv) / "result.json"
     scheme = params.tiers[tier].label or params.tiers[tier].method
     if not result_file.is_file():
@@ -52,6 +43,8 @@ def build_row(params: config.Params, model: str, tier: str, kv: str) -> Row:
         row.extra.update(scheme=scheme, hardware=tier_kind(params, model, tier))
         return row
     res = io.read_json(result_file)
+    record_file = paths.quantize_record(model, tier)
+    record = io.read_json(record_file) if record_file.is_file() else {}
     row = Row(model, tier, kv, status=res["status"], backend=res.get("backend"), reason=res.get("reason"))
     row.extra.update(scheme=scheme, serving=res.get("serving", {}), num_samples=res.get("num_samples", {}),
                      task_metrics=res.get("metrics", {}), hardware=tier_kind(params, model, tier),
@@ -60,14 +53,11 @@ def build_row(params: config.Params, model: str, tier: str, kv: str) -> Row:
         row.metrics.update(task_metrics)
     row.tokens_per_s = res.get("throughput", {}).get("gen_tokens_per_s")
     row.extra["throughput"] = res.get("throughput", {})
-    ckpt = paths.tier_dir(model, tier)
-    if (ckpt / paths.LOAD_SPEC).is_file():
-        row.weight_bytes = res.get("serving", {}).get("weight_bytes_serving")
-    elif ckpt.is_dir() and not (ckpt / "FAILED.txt").exists():
-        row.weight_bytes = memory.weight_bytes(ckpt)
-    cfg_file = paths.source_dir(model) / "config.json"
-    if cfg_file.is_file():
-        hf = json.loads(cfg_file.read_text())
+    row.extra["serve_path"] = record.get("serve_path")
+    row.extra["load_quantization"] = record.get("load_quantization")
+    row.weight_bytes = record.get("weight_bytes") or res.get("serving", {}).get("weight_bytes_serving")
+    hf = record.get("geometry")
+    if hf:
         nbytes = memory.kv_dtype_bytes(params.kv_modes[kv].cache_dtype, params.models[model].dtype)
         row.kv_bytes_per_token = memory.kv_bytes_per_token(hf, nbytes)
         row.extra["kv_formula"] = engine_kv_check(hf, params.kv_modes[kv].cache_dtype, row.extra["serving"])
@@ -85,7 +75,7 @@ def engine_kv_check(hf: dict, cache_dtype: str, serving: dict) -> str | None:
     return f"{formula:,} tokens ({(formula - tokens) / tokens:+.2%}) from {gib} GiB x {per_token:,} B/token"
 
 
-def compare(params: config.Params, rows: list[Row]) -> dict:
+def compare(params: schema.Params, rows: list[Row]) -> dict:
     """Intervals, flips, regressions and KV length sensitivity for every ok row vs its baseline."""
     rule = params.decision
     bases = decision.baselines(rows, rule)
@@ -117,7 +107,7 @@ def compare(params: config.Params, rows: list[Row]) -> dict:
     return extra
 
 
-def plan_rows(params: config.Params, rows: list[Row]) -> dict:
+def plan_rows(params: schema.Params, rows: list[Row]) -> dict:
     mem = params.memory
     # memory.* in params carries the planner's budget under the same names
     budget = planner.Budget(**{f.name: getattr(mem, f.name) for f in dataclasses.fields(planner.Budget)})
@@ -130,7 +120,7 @@ def plan_rows(params: config.Params, rows: list[Row]) -> dict:
     return {"budget": budget, "gpus": gpus, "plans": plans}
 
 
-def gpu_recommendations(params: config.Params, rows: list[Row], model: str, planned: dict) -> dict:
+def gpu_recommendations(params: schema.Params, rows: list[Row], model: str, planned: dict) -> dict:
     recs = {}
     for name, gpu in planned["gpus"].items():
         allowed = {(r.tier, r.kv) for r in rows if r.model == model
@@ -146,22 +136,20 @@ def gpu_recommendations(params: config.Params, rows: list[Row], model: str, plan
     return recs
 
 
-def serve_command(params: config.Params, model: str, row: Row, budget: planner.Budget | None = None,
+def serve_command(params: schema.Params, model: str, row: Row, budget: planner.Budget | None = None,
                   plan: planner.Plan | None = None) -> str:
     kind = hardware.kind(row.extra.get("hardware", "fp16"))
     extra: dict[str, object] = {"quantization": kind.vllm_quantization_flag}
     if budget is not None and plan is not None:
         extra.update(max_model_len=budget.max_model_len, gpu_memory_utilization=budget.gpu_memory_utilization,
                      max_num_seqs=max(1, min(MAX_NUM_SEQS_CAP, int(plan.max_concurrency))))
-    ckpt = paths.tier_dir(model, row.tier)
-    spec = ckpt / paths.LOAD_SPEC
-    target = io.read_json(spec)["load_from"] if spec.is_file() else str(ckpt)
+    target = row.extra["serve_path"]
     return launch.as_shell(launch.vllm_serve_args(target, params.models[model].dtype,
                                                   params.kv_modes[row.kv].cache_dtype, extra))
 
 
 def main() -> None:
-    params = config.load_or_exit()
+    params = schema.load_or_exit()
     rows = [build_row(params, *v) for v in params.variants()]
     extra = compare(params, rows)
     decision.judge(rows, params.decision)

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.decision import Row
-from pipeline.memory import mib
+from pipeline.domain.memory import mib
+from pipeline.scoring.decision import Row
 
 
 def quality_vs_memory(rows: list[Row], metrics: list[str], out: Path, title: str,

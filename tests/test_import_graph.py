@@ -1,0 +1,133 @@
+"""The module graph is one-way: schema -> io/paths -> domain -> quant/scoring/backends -> report -> stages.
+
+Fast: reads the source with ast, imports nothing of the pipeline.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "pipeline"
+
+# Layer of each module or package; a module may import only from its own layer or lower ones.
+LAYERS = [
+    ("pipeline.schema",),
+    ("pipeline.errors", "pipeline.paths", "pipeline.io"),
+    ("pipeline.domain",),
+    ("pipeline.quant", "pipeline.scoring", "pipeline.backends"),
+    ("pipeline.config",),
+    ("pipeline.report",),
+    ("pipeline.stages", "pipeline.backend_diff"),
+]
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in PKG.rglob("*.py")}
+
+
+def imports(path: Path, known: set[str]) -> list[tuple[str, int, bool]]:
+    """(imported pipeline module, line, inside a function) for every import in the file."""
+    tree = ast.parse(path.read_text())
+    found = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            nested = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+            names: list[str] = []
+            if isinstance(child, ast.Import):
+                names = [a.name for a in child.names]
+            elif isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
+                names = [f"{child.module}.{a.name}" if f"{child.module}.{a.name}" in known else child.module
+                         for a in child.names]
+            for n in names:
+                if n.startswith("pipeline"):
+                    found.append((n, child.lineno, in_function))
+            visit(child, nested)
+
+    visit(tree, False)
+    return found
+
+
+def layer(name: str) -> int:
+    for i, prefixes in enumerate(LAYERS):
+        if any(name == p or name.startswith(p + ".") for p in prefixes):
+            return i
+    raise AssertionError(f"{name} belongs to no layer: add it to LAYERS")
+
+
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    known = set(mods)
+    return {m: {n for n, _, _ in imports(p, known) if n in known and n != m} for m, p in mods.items()}
+
+
+def test_every_module_has_a_layer():
+    for m in modules():
+        if m != "pipeline":
+            layer(m)
+
+
+def test_imports_flow_one_way():
+    bad = []
+    for m, deps in graph().items():
+        if m == "pipeline":
+            continue
+        for d in deps:
+            if d == "pipeline" or d.startswith(m + "."):   # a package importing its own modules
+                continue
+            if layer(d) > layer(m):
+                bad.append(f"{m} (layer {layer(m)}) imports {d} (layer {layer(d)})")
+    assert not bad, "imports against the layer order:\n" + "\n".join(bad)
+
+
+def find_cycle(g: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def dfs(m: str) -> list[str] | None:
+        state[m] = 1
+        stack.append(m)
+        for d in sorted(g.get(m, ())):
+            if state.get(d) == 1:
+                return stack[stack.index(d):] + [d]
+            if d not in state and (found := dfs(d)):
+                return found
+        stack.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(g):
+        if m not in state and (found := dfs(m)):
+            return found
+    return None
+
+
+def test_no_cycles():
+    cycle = find_cycle(graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_find_cycle_finds_one():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_function_level_pipeline_imports():
+    """A function-level import of a pipeline module is how cycles get hidden; there are none."""
+    known = set(modules())
+    lazy = [f"{p.relative_to(ROOT)}:{line} imports {n}" for m, p in modules().items()
+            for n, line, inside in imports(p, known) if inside]
+    assert not lazy, "\n".join(lazy)
+
+
+def test_schema_imports_nothing_from_the_pipeline():
+    known = set(modules())
+    assert imports(PKG / "schema.py", known) == []
