@@ -1,10 +1,12 @@
-from pipeline.scoring import decision
+from pipeline.scoring import decision, planner
 from pipeline.domain import hardware
 from pipeline.schema import Baseline, Decision, Tolerance
-from pipeline.scoring.decision import Row
+from pipeline.scoring.decision import Row, RowInfo
 from pipeline.scoring.stats import Interval
 
 GPUS = {"A100-80G": 8.0, "H100-80G": 9.0, "L4-24G": 8.9, "T4-16G": 7.5}
+A100 = planner.Gpu("A100-80G", 80, 2039, 8.0)
+H100 = planner.Gpu("H100-80G", 80, 3350, 9.0)
 
 
 def test_table_cites_vllm_docs_and_has_every_kind():
@@ -23,16 +25,37 @@ def test_lookup():
     assert hardware.describe("fp8-w8a8", GPUS) == "H100-80G, L4-24G (SM >= 8.9)"
 
 
-def test_recommendation_skips_tiers_the_gpu_cannot_run():
+def gpu_rows() -> list[Row]:
     rule = Decision(Baseline("fp16", "auto"), {"acc": Tolerance(abs=3.0)})
-    rows = [Row("m", "fp16", "auto", "ok", backend="r", metrics={"acc": 90.0}, weight_bytes=1000),
-            Row("m", "int8", "auto", "ok", backend="r", metrics={"acc": 90.0}, weight_bytes=500),
-            Row("m", "fp8", "auto", "ok", backend="r", metrics={"acc": 90.0}, weight_bytes=499)]
     kinds = {"fp16": "fp16", "int8": "int8-w8a8", "fp8": "fp8-w8a8"}
+    rows = [Row("m", tier, "auto", "ok", backend="r", metrics={"acc": 90.0}, weight_bytes=size,
+                kv_bytes_per_token=1000, info=RowInfo(hardware=kinds[tier]))
+            for tier, size in (("fp16", 1000), ("int8", 500), ("fp8", 499))]
     for r in rows[1:]:
         r.intervals = {"acc": Interval(0.0, -0.5, 0.5, 100)}
     decision.judge(rows, rule)
-    for gpu, cc in (("A100-80G", 8.0), ("H100-80G", 9.0)):
-        allowed = {(r.tier, r.kv) for r in rows if hardware.supports(kinds[r.tier], cc)}
+    return rows
+
+
+def plans_for(rows: list[Row], gpu: planner.Gpu, fits: dict[str, bool] | None = None) -> dict:
+    """variant -> {gpu: plan}, every plan fitting unless `fits` says otherwise."""
+    return {r.variant: {gpu.name: planner.Plan(gpu.name, (fits or {}).get(r.variant, True), 0, 0, 0.0, 0.0)}
+            for r in rows}
+
+
+def test_recommendation_skips_tiers_the_gpu_cannot_run():
+    rows = gpu_rows()
+    for gpu, expected in ((A100, {"fp16", "int8"}), (H100, {"fp16", "int8", "fp8"})):
+        allowed = decision.gpu_candidates(rows, "m", gpu, plans_for(rows, gpu))
+        assert {tier for tier, _ in allowed} == expected
         best, _ = decision.recommend(rows, "m", allowed)
-        assert best.tier == ("int8" if gpu == "A100-80G" else "fp8")
+        assert best.tier == ("int8" if gpu is A100 else "fp8")
+
+
+def test_gpu_candidates_drop_what_does_not_fit_or_has_no_plan():
+    rows = gpu_rows()
+    plans = plans_for(rows, H100, fits={"fp8-auto": False})
+    assert decision.gpu_candidates(rows, "m", H100, plans) == {("fp16", "auto"), ("int8", "auto")}
+    del plans["int8-auto"]                       # no plan: weights or KV size unknown
+    assert decision.gpu_candidates(rows, "m", H100, plans) == {("fp16", "auto")}
+    assert decision.gpu_candidates(rows, "other-model", H100, plans) == set()

@@ -1,12 +1,12 @@
 from pipeline.scoring import decision, planner
 from pipeline.report import render as report
 from pipeline.schema import Baseline, Bootstrap, Decision, Tolerance
-from pipeline.scoring.decision import Row
+from pipeline.scoring.decision import Row, RowInfo
 from pipeline.scoring.stats import Interval
 
-HEADER = {"generated": "now", "hardware": "cpu", "baseline": ("fp16", "auto"), "bootstrap": Bootstrap(),
-          "budget": planner.Budget(), "gpus": {"A100-80G": planner.Gpu("A100-80G", 80, 2039, 8.0)},
-          "hardware_docs": "0.15.1"}
+HEADER = report.Header(generated="now", hardware="cpu", baseline=("fp16", "auto"), bootstrap=Bootstrap(),
+                       budget=planner.Budget(), gpus={"A100-80G": planner.Gpu("A100-80G", 80, 2039, 8.0)},
+                       hardware_docs="0.15.1")
 
 
 def rows():
@@ -17,7 +17,7 @@ def rows():
          Row("m", "int8", "fp8", "unsupported", reason="FP8 KV cache on CPU requires AVX-512")]
     r[1].intervals = {"acc": Interval(-1.0, -2.0, 0.0, 160), "bleu": Interval(-0.1, -0.3, 0.1, 40)}
     for x in r:
-        x.extra.update(scheme=x.tier, hardware="fp16" if x.tier == "fp16" else "int4-w4a16")
+        x.info = RowInfo(scheme=x.tier, hardware="fp16" if x.tier == "fp16" else "int4-w4a16")
     decision.judge(r, Decision(Baseline("fp16", "auto"), {"acc": Tolerance(abs=3.0), "bleu": Tolerance(abs=1.0)},
                                {"bleu": 5.0}))
     return r
@@ -48,5 +48,5 @@ def test_render_without_recommendation_says_why():
 
 
 def test_hardware_table_lists_target_gpus():
-    lines = report.hardware_table(model_report(rows()), HEADER["gpus"])
+    lines = report.hardware_table(model_report(rows()), HEADER.gpus)
     assert any("int4" in x and "A100-80G (SM >= 8)" in x for x in lines)

@@ -7,7 +7,11 @@ from typing import Any
 
 from pipeline.domain import hardware
 from pipeline.domain.memory import mib
-from pipeline.scoring.decision import Row
+from pipeline.schema import Bootstrap
+from pipeline.scoring.analysis import KvLength
+from pipeline.scoring.decision import GpuRec, Row
+from pipeline.scoring.planner import Budget, Gpu, Plan
+from pipeline.scoring.stats import Flips
 
 METRIC_LABELS = {"bleu": "BLEU", "chrf": "chrF", "rouge1": "ROUGE-1", "rouge2": "ROUGE-2",
                  "rougeL": "ROUGE-L", "acc": "Accuracy", "macro_f1": "Macro-F1"}
@@ -38,6 +42,19 @@ NOTES = [
 ]
 
 
+@dataclass(frozen=True)
+class Header:
+    """What the report says about the run as a whole."""
+    generated: str                   # UTC time stamp
+    hardware: str                    # this machine
+    baseline: tuple[str, str]        # (tier, kv)
+    bootstrap: Bootstrap
+    budget: Budget
+    gpus: dict[str, Gpu]
+    hardware_docs: str               # vLLM docs version of the hardware table
+    versions: dict[str, str] = field(default_factory=dict)
+
+
 @dataclass
 class ModelReport:
     name: str
@@ -47,11 +64,11 @@ class ModelReport:
     why: str
     command: str | None
     num_samples: dict[str, int]
-    flips: dict[str, dict[str, Any]] = field(default_factory=dict)
-    regression_links: dict[str, str] = field(default_factory=dict)
-    kv_length: list[tuple] = field(default_factory=list)
-    plans: dict[str, dict[str, Any]] = field(default_factory=dict)
-    gpu_recs: dict[str, tuple] = field(default_factory=dict)
+    flips: dict[str, dict[str, Flips]] = field(default_factory=dict)          # variant -> task -> flips
+    regression_links: dict[str, str] = field(default_factory=dict)           # variant -> link
+    kv_length: list[KvLength] = field(default_factory=list)
+    plans: dict[str, dict[str, Plan]] = field(default_factory=dict)          # variant -> GPU name -> plan
+    gpu_recs: dict[str, GpuRec] = field(default_factory=dict)                # GPU name -> recommendation
     plot: str | None = None
 
 
@@ -83,7 +100,7 @@ def _cells(cells: list[str]) -> str:
     return "| " + " | ".join(str(c).replace("|", "/").replace("\n", " ") for c in cells) + " |"
 
 
-def main_table(m: ModelReport, baseline: tuple[str, str], gpus: dict | None = None) -> list[str]:
+def main_table(m: ModelReport, baseline: tuple[str, str], gpus: dict[str, Gpu] | None = None) -> list[str]:
     cc = {n: g.compute_capability for n, g in (gpus or {}).items()}
     head = (["Tier", "KV cache", "Scheme"] + [METRIC_LABELS[x] for x in TABLE_METRICS]
             + ["Flips (R→W / W→R)", "Verdict", "Weights (MiB)", "KV bytes/token", "Gen tok/s (this CPU)", "Backend",
@@ -96,13 +113,13 @@ def main_table(m: ModelReport, baseline: tuple[str, str], gpus: dict | None = No
         verdict = "baseline" if is_base and r.status == "ok" else status_cell(r)
         if r.variant in m.regression_links and r.status == "ok":
             verdict += f" ([regressions]({m.regression_links[r.variant]}))"
-        lines.append(_cells([r.tier, r.kv, r.extra.get("scheme", "")]
+        lines.append(_cells([r.tier, r.kv, r.info.scheme]
                             + [metric_cell(r, x, is_base) for x in TABLE_METRICS]
                             + [flip, verdict,
                                f"{mib(r.weight_bytes):.1f}" if r.weight_bytes else "–",
                                f"{r.kv_bytes_per_token:,}" if r.kv_bytes_per_token else "–",
                                f"{r.tokens_per_s:.1f}" if r.tokens_per_s else "–", r.backend or "–",
-                               hardware.describe(r.extra.get("hardware", "fp16"), cc) if cc else "–"]))
+                               hardware.describe(r.info.hardware, cc) if cc else "–"]))
     return lines
 
 
@@ -115,11 +132,11 @@ def reasons(rows: list[Row]) -> list[str]:
     return out
 
 
-def hardware_table(m: ModelReport, gpus: dict) -> list[str]:
+def hardware_table(m: ModelReport, gpus: dict[str, Gpu]) -> list[str]:
     cc = {n: g.compute_capability for n, g in gpus.items()}
     seen: dict[str, str] = {}
     for r in m.rows:
-        seen.setdefault(r.tier, r.extra.get("hardware", "fp16"))
+        seen.setdefault(r.tier, r.info.hardware)
     lines = [_cells(["Tier", "vLLM kernel family", "Target GPUs that can serve it", "Basis"]), "|---|---|---|---|"]
     for tier, kind in seen.items():
         k = hardware.kind(kind)
@@ -127,7 +144,7 @@ def hardware_table(m: ModelReport, gpus: dict) -> list[str]:
     return lines
 
 
-def planner_table(m: ModelReport, gpus: dict) -> list[str]:
+def planner_table(m: ModelReport, gpus: dict[str, Gpu]) -> list[str]:
     names = list(gpus)
     lines = [_cells(["Variant", "Weights (MiB)"] + [f"{n}: KV tokens / max concurrency / decode roofline tok/s"
                                                     for n in names]), "|" + "---|" * (2 + len(names))]
@@ -150,14 +167,14 @@ def kv_length_lines(m: ModelReport) -> list[str]:
     lines = [_cells(["Variant", "vs", "Task", "Buckets (prompt chars: n, mean score delta)"]), "|---|---|---|---|"]
     worse_long = 0
     comparable = 0
-    for variant, ref, task, buckets in m.kv_length:
+    for k in m.kv_length:
         parts = [f"{b.lo}-{b.hi if b.hi is not None else '∞'}: n={b.n}, "
-                 + ("–" if b.delta is None else f"{b.delta:+.2f}") for b in buckets]
-        filled = [b for b in buckets if b.delta is not None]
+                 + ("–" if b.delta is None else f"{b.delta:+.2f}") for b in k.buckets]
+        filled = [b for b in k.buckets if b.delta is not None]
         if len(filled) >= 2:
             comparable += 1
             worse_long += filled[-1].delta < filled[0].delta
-        lines.append(_cells([variant, ref, task, "; ".join(parts)]))
+        lines.append(_cells([k.variant, k.reference, k.task, "; ".join(parts)]))
     lines += ["", f"Longest bucket worse than shortest in {worse_long} of {comparable} comparisons "
               "(field experience says KV quantization hurts long inputs most; with these sample sizes a "
               "difference of a few points is within noise)."]
@@ -173,9 +190,9 @@ def serving_lines(m: ModelReport) -> list[str]:
              _cells(["Variant", "Status", "Startup (s)", "Engine quantization / KV dtype", "KV cache (engine)",
                      "KV cache (formula)", "Max concurrency", "Server log"]), "|---|---|---|---|---|---|---|---|"]
     for r in served:
-        s = r.extra.get("serving", {})
+        s = r.info.serving or {}
         eng = s.get("engine", {})
-        formula = r.extra.get("kv_formula")
+        formula = r.info.kv_formula
         lines.append(_cells([r.variant, status_cell(r) if r.status != "ok" else "ok", s.get("startup_s", "–"),
                              f"{eng.get('quantization', '–')} / {eng.get('kv_cache_dtype', '–')}",
                              f"{s['kv_cache_tokens']:,} tokens" if s.get("kv_cache_tokens") else "–",
@@ -183,7 +200,7 @@ def serving_lines(m: ModelReport) -> list[str]:
                              f"{s['max_concurrency']:.2f}x at {s.get('max_model_len')}" if s.get("max_concurrency")
                              else "–", f"evals/{r.model}/{r.variant}/vllm_server.log"]))
     bench = [(r, c, f) for r in served if r.status == "ok"
-             for c, f in (r.extra.get("throughput", {}).get("bench") or {}).items()]
+             for c, f in (r.info.throughput.get("bench") or {}).items()]
     if bench:
         lines += ["", "Load (`vllm bench serve`, random prompts):", "",
                   _cells(["Variant", "Concurrency", "TTFT p50/p99 (ms)", "TPOT p50/p99 (ms)", "ITL p50/p99 (ms)",
@@ -199,24 +216,24 @@ def serving_lines(m: ModelReport) -> list[str]:
 
 def gpu_lines(m: ModelReport) -> list[str]:
     out = []
-    for gpu, (row, why, command) in m.gpu_recs.items():
-        if row is None:
-            out += [f"- **{gpu}**: nothing to recommend - {why}."]
+    for gpu, rec in m.gpu_recs.items():
+        if rec.row is None:
+            out += [f"- **{gpu}**: nothing to recommend - {rec.why}."]
         else:
-            out += [f"- **{gpu}**: `{row.tier}` + KV `{row.kv}`", "", "  ```bash", f"  {command}", "  ```"]
+            out += [f"- **{gpu}**: `{rec.row.tier}` + KV `{rec.row.kv}`", "", "  ```bash", f"  {rec.command}", "  ```"]
     return out
 
 
-def render(models: dict[str, ModelReport], header: dict) -> str:
-    base = header["baseline"]
-    b = header["bootstrap"]
-    budget = header["budget"]
+def render(models: dict[str, ModelReport], header: Header) -> str:
+    base = header.baseline
+    b = header.bootstrap
+    budget = header.budget
     lines = ["# qtier decision", "",
-             f"Generated {header['generated']} by `dvc repro` on {header['hardware']}. Baseline: tier "
+             f"Generated {header.generated} by `dvc repro` on {header.hardware}. Baseline: tier "
              f"`{base[0]}` with KV cache `{base[1]}`. Intervals: {b.confidence:.0%} paired bootstrap, "
              f"{b.resamples} resamples, seed {b.seed}.", ""]
-    if header.get("versions"):
-        lines += ["Versions: " + ", ".join(f"{k} {v}" for k, v in header["versions"].items()) + ".", ""]
+    if header.versions:
+        lines += ["Versions: " + ", ".join(f"{k} {v}" for k, v in header.versions.items()) + ".", ""]
     for m in models.values():
         lines += [f"## {m.name}", "", f"Source: `{m.source}`. Samples per task: "
                   + ", ".join(f"{t} {n}" for t, n in m.num_samples.items()) + ".", ""]
@@ -227,20 +244,20 @@ def render(models: dict[str, ModelReport], header: dict) -> str:
                       "under *Per target GPU* below.", ""]
         else:
             lines += [f"**No tier can be recommended**: {m.why}.", ""]
-        lines += main_table(m, base, header["gpus"]) + ["", "Why each verdict:", ""] + reasons(m.rows) + [""]
+        lines += main_table(m, base, header.gpus) + ["", "Why each verdict:", ""] + reasons(m.rows) + [""]
         lines += serving_lines(m)
         if m.plot:
             lines += [f"![quality delta vs weight memory]({m.plot})", ""]
         lines += [f"### Per target GPU (max_model_len {budget.max_model_len}, gpu_memory_utilization "
                   f"{budget.gpu_memory_utilization}, block size {budget.block_size})", ""]
         lines += gpu_lines(m) + [""]
-        lines += ["### Which GPUs can serve each tier (vLLM docs v" + header["hardware_docs"] + ")", ""]
-        lines += hardware_table(m, header["gpus"]) + [""]
+        lines += ["### Which GPUs can serve each tier (vLLM docs v" + header.hardware_docs + ")", ""]
+        lines += hardware_table(m, header.gpus) + [""]
         lines += ["### Memory bill", "",
                   f"available KV = memory x utilization - weights - {budget.activation_peak_gib} GiB activations "
                   f"- {budget.non_torch_overhead_gib} GiB non-torch; roofline at context "
                   f"{budget.max_model_len // 2} for one sequence.", ""]
-        lines += planner_table(m, header["gpus"]) + [""]
+        lines += planner_table(m, header.gpus) + [""]
         lines += ["### KV-cache quantization by input length", ""] + kv_length_lines(m) + [""]
     lines += ["## How to read this", ""] + [f"- {n}" for n in NOTES] + [""]
     return "\n".join(lines)
@@ -288,22 +305,21 @@ def _row_json(r: Row, m: ModelReport) -> dict:
             "intervals": {k: v.as_dict() for k, v in r.intervals.items()},
             "verdicts": {k: {"verdict": v, "why": w} for k, (v, w) in r.verdicts.items()},
             "overall": r.overall, "weight_bytes": r.weight_bytes, "kv_bytes_per_token": r.kv_bytes_per_token,
-            "gen_tokens_per_s": r.tokens_per_s, "scheme": r.extra.get("scheme"),
-            "hardware": r.extra.get("hardware"), "serving": r.extra.get("serving"),
+            "gen_tokens_per_s": r.tokens_per_s, "scheme": r.info.scheme,
+            "hardware": r.info.hardware, "serving": r.info.serving,
             "flips": {t: dataclasses.asdict(f) for t, f in m.flips.get(r.variant, {}).items()},
             "plans": {g: dataclasses.asdict(p) for g, p in m.plans.get(r.variant, {}).items()}}
 
 
-def decision_json(models: dict[str, ModelReport], header: dict) -> dict:
+def decision_json(models: dict[str, ModelReport], header: Header) -> dict:
     return {
-        "generated": header["generated"], "hardware": header["hardware"],
-        "versions": header.get("versions", {}),
-        "baseline": {"tier": header["baseline"][0], "kv": header["baseline"][1]},
-        "bootstrap": dataclasses.asdict(header["bootstrap"]), "budget": dataclasses.asdict(header["budget"]),
+        "generated": header.generated, "hardware": header.hardware, "versions": header.versions,
+        "baseline": {"tier": header.baseline[0], "kv": header.baseline[1]},
+        "bootstrap": dataclasses.asdict(header.bootstrap), "budget": dataclasses.asdict(header.budget),
         "recommended": {n: None if m.recommended is None else
                         {"tier": m.recommended.tier, "kv": m.recommended.kv, "why": m.why, "command": m.command}
                         for n, m in models.items()},
-        "per_gpu": {n: {g: None if row is None else {"tier": row.tier, "kv": row.kv, "command": cmd}
-                        for g, (row, _, cmd) in m.gpu_recs.items()} for n, m in models.items()},
+        "per_gpu": {n: {g: None if rec.row is None else {"tier": rec.row.tier, "kv": rec.row.kv, "command": rec.command}
+                        for g, rec in m.gpu_recs.items()} for n, m in models.items()},
         "rows": [_row_json(r, m) for m in models.values() for r in m.rows],
     }

@@ -5,11 +5,11 @@ Sample rows are the JSONL records written by pipeline/stages/evaluate.py (see ta
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pipeline.domain import metrics
 from pipeline.schema import Bootstrap
-from pipeline.scoring import stats
+from pipeline.scoring import power, stats
 
 CORPUS_METRICS = ("bleu", "chrf")
 
@@ -44,6 +44,29 @@ def intervals(task_metrics: list[str], pairs: list[tuple[dict, dict]], boot: Boo
         elif all(m in b["scores"] for b, _ in pairs):
             out[m] = stats.paired_mean([b["scores"][m] for b, _ in pairs], [t["scores"][m] for _, t in pairs],
                                        boot.resamples, boot.seed, boot.confidence)
+    return out
+
+
+def sample_diffs(metric: str, pairs: list[tuple[dict, dict]]) -> list[float] | None:
+    """Per-sample tier - baseline differences of a metric, signed so that a drop is negative. Corpus
+    metrics (BLEU, chrF) have no per-sample form: sentence chrF stands in, as in the sample logs.
+    None when the samples carry no such score."""
+    key = "chrf" if metric in CORPUS_METRICS else metric
+    if not pairs or not all(key in b["scores"] and key in t["scores"] for b, t in pairs):
+        return None
+    sign = 1.0 if metrics.HIGHER_IS_BETTER.get(metric, True) else -1.0
+    return [sign * (t["scores"][key] - b["scores"][key]) for b, t in pairs]
+
+
+def powers(task_metrics: list[str], pairs: list[tuple[dict, dict]], limits: dict[str, float],
+           confidence: float) -> dict[str, power.Power]:
+    """Power figures for each gated metric a task reports; `limits`: metric -> allowed drop."""
+    out = {}
+    for m in task_metrics:
+        diffs = sample_diffs(m, pairs) if m in limits else None
+        found = power.observed(diffs, limits[m], confidence) if diffs else None
+        if found is not None:
+            out[m] = found
     return out
 
 
@@ -103,3 +126,21 @@ def by_length(pairs: list[tuple[dict, dict]], edges: list[int]) -> list[Bucket]:
         delta = metrics.mean([t["scores"][key] - b["scores"][key] for b, t in sel]) if sel else None
         out.append(Bucket(lo, hi, len(sel), delta))
     return out
+
+
+@dataclass(frozen=True)
+class KvLength:
+    """Score delta by prompt length of a KV-quantized variant against the same tier with the baseline KV."""
+    model: str
+    variant: str
+    reference: str           # the same tier's variant with the baseline KV cache
+    task: str
+    buckets: list[Bucket]
+
+
+@dataclass
+class Comparison:
+    """Everything the per-sample comparison finds besides each row's intervals and power."""
+    flips: dict[str, dict[str, dict[str, stats.Flips]]] = field(default_factory=dict)  # model -> variant -> task
+    regressions: dict[str, dict[str, dict[str, list[Regression]]]] = field(default_factory=dict)  # same keys
+    kv_length: list[KvLength] = field(default_factory=list)

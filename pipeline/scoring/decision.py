@@ -14,12 +14,31 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.domain import hardware
 from pipeline.domain.metrics import HIGHER_IS_BETTER
 from pipeline.schema import Decision, Tolerance
+from pipeline.scoring.planner import Gpu, Plan
+from pipeline.scoring.power import Power
 from pipeline.scoring.stats import Interval
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 NOT_CAPABLE = "the baseline cannot do this task"
+
+
+@dataclass
+class RowInfo:
+    """What the report shows about a variant besides its scores; the decision itself never reads it."""
+    scheme: str = ""                                  # the tier's label, or its method
+    hardware: str = "fp16"                            # vLLM kernel family (pipeline/data/vllm_hardware.yaml)
+    serve_path: str | None = None                     # what `vllm serve` is pointed at (quantize record)
+    num_samples: dict[str, int] = field(default_factory=dict)                # task -> samples evaluated
+    task_metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # task -> metric -> score
+    versions: dict[str, str] = field(default_factory=dict)                   # package -> version
+    # evaluate's result.json records, passed through as written (their keys depend on the backend);
+    # serving is None when the variant left no result
+    serving: dict[str, Any] | None = None
+    throughput: dict[str, Any] = field(default_factory=dict)
+    kv_formula: str | None = None                     # the planner's KV formula beside the engine's figure
 
 
 @dataclass
@@ -38,7 +57,8 @@ class Row:
     deltas: dict[str, float] = field(default_factory=dict)
     verdicts: dict[str, tuple[str, str]] = field(default_factory=dict)   # metric -> (verdict, why)
     overall: str = INCONCLUSIVE
-    extra: dict[str, Any] = field(default_factory=dict)
+    power: dict[str, Power] = field(default_factory=dict)                # gated metric -> power at this n
+    info: RowInfo = field(default_factory=RowInfo)
 
     @property
     def variant(self) -> str:
@@ -161,3 +181,21 @@ def closest(rows: list[Row]) -> str:
     best = min(cands, key=lambda r: (not_passing(r), memory_key(r)))
     metrics = [m for m, (v, why) in best.verdicts.items() if v == INCONCLUSIVE and not why.startswith(NOT_CAPABLE)]
     return f"; closest: `{best.variant}`, inconclusive on {', '.join(metrics)}"
+
+
+@dataclass(frozen=True)
+class GpuRec:
+    """The recommendation for one target GPU: the row (None when nothing qualifies), why, and the
+    `vllm serve` command sized for that GPU."""
+    row: Row | None
+    why: str
+    command: str | None = None
+
+
+def gpu_candidates(rows: list[Row], model: str, gpu: Gpu, plans: dict[str, dict[str, Plan]]
+                   ) -> set[tuple[str, str]]:
+    """(tier, kv) of the model's variants a GPU can serve: vLLM has kernels for the tier's family at
+    the GPU's compute capability, and the memory plan fits. `plans`: variant -> GPU name -> Plan."""
+    return {(r.tier, r.kv) for r in rows if r.model == model
+            and hardware.supports(r.info.hardware, gpu.compute_capability)
+            and (p := plans.get(r.variant, {}).get(gpu.name)) is not None and p.fits}

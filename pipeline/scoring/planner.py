@@ -43,6 +43,18 @@ class Plan:
     reason: str = ""
 
 
+@dataclass(frozen=True)
+class Planned:
+    """Every variant's plan on every target GPU, with the budget and GPUs they were made for."""
+    budget: Budget
+    gpus: dict[str, Gpu]                                # name -> GPU
+    plans: dict[tuple[str, str], dict[str, Plan]]       # (model, variant) -> GPU name -> plan
+
+    def for_model(self, model: str) -> dict[str, dict[str, Plan]]:
+        """variant -> GPU name -> plan, for one model's variants."""
+        return {v: p for (m, v), p in self.plans.items() if m == model}
+
+
 def kv_capacity_tokens(available_bytes: float, kv_bytes_per_token: int, block_size: int) -> int:
     if available_bytes <= 0:
         return 0

@@ -1,0 +1,70 @@
+"""Statistical power of the non-inferiority verdicts: what this sample size can show, and the sample
+size that would show it. Pure, stdlib only (so `python -m pipeline.config` stays fast).
+
+The verdict (pipeline/scoring/decision.py) passes a metric when the two-sided `confidence` interval of
+tier - baseline lies above -T, i.e. a one-sided test at alpha = (1 - confidence) / 2 with margin T.
+With paired per-sample differences of standard deviation s over n samples, the usual normal
+approximation for a paired non-inferiority test with a true difference of 0 (e.g. Chow, Shao & Wang,
+"Sample Size Calculations in Clinical Research", ch. 3):
+  minimum detectable drop  MDD = (z_{1-alpha} + z_{power}) * s / sqrt(n)
+      the smallest margin this n shows non-inferiority for, with the given power, when the tier is
+      truly unchanged;
+  required sample size     n   = ceil(((z_{1-alpha} + z_{power}) * s / T)^2)
+      the n that gives that power at the configured margin T.
+At confidence 0.95 and power 0.8: z sum = 1.960 + 0.842 = 2.802; s = 10, T = 3 gives n = 88.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+POWER = 0.8
+
+
+@dataclass(frozen=True)
+class Power:
+    sd: float                     # observed SD of the paired per-sample differences
+    n: int                        # samples the run compared
+    mdd: float                    # minimum detectable drop at n (metric points)
+    n_for_80pct_power: int | None  # samples for 80% power at the tolerance; None when the tolerance is 0
+
+    def as_dict(self) -> dict:
+        return {"sd": self.sd, "n": self.n, "mdd": self.mdd, "n_for_80pct_power": self.n_for_80pct_power}
+
+    def compact(self) -> str:
+        """One line for the report, e.g. `SD 10.0, n=24, MDD 5.7, n80 88`."""
+        n80 = "–" if self.n_for_80pct_power is None else f"{self.n_for_80pct_power:,}"
+        return f"SD {self.sd:.1f}, n={self.n}, MDD {self.mdd:.1f}, n80 {n80}"
+
+
+def z_sum(confidence: float = 0.95, power: float = POWER) -> float:
+    """z_{1-alpha} + z_{power}, alpha = (1 - confidence) / 2 (one side of the verdict's interval)."""
+    alpha = (1.0 - confidence) / 2
+    z = statistics.NormalDist().inv_cdf
+    return z(1.0 - alpha) + z(power)
+
+
+def min_detectable_drop(sd: float, n: int, confidence: float = 0.95, power: float = POWER) -> float:
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    return z_sum(confidence, power) * sd / math.sqrt(n)
+
+
+def samples_for_power(sd: float, margin: float, confidence: float = 0.95, power: float = POWER) -> int | None:
+    """Samples for `power` at `margin`; None for a zero margin (no n shows a drop of exactly 0).
+    At least 2, since a paired SD needs two samples."""
+    if margin <= 0:
+        return None
+    return max(2, math.ceil((z_sum(confidence, power) * sd / margin) ** 2))
+
+
+def observed(diffs: Sequence[float], margin: float, confidence: float = 0.95) -> Power | None:
+    """Power figures from paired differences (tier - baseline, oriented so a drop is negative).
+    None with fewer than two differences: no SD to plan from."""
+    if len(diffs) < 2:
+        return None
+    sd = statistics.stdev(diffs)
+    n = len(diffs)
+    return Power(sd, n, min_detectable_drop(sd, n, confidence), samples_for_power(sd, margin, confidence))
