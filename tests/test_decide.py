@@ -91,6 +91,14 @@ def test_decide_renders_every_section(project):
     reg = (project / "results/regressions/m-int4-gptq-auto.md").read_text()
     assert "## classification" in reg and "doc 0" in reg
     assert (project / "results/plots/m-quality_vs_memory.png").stat().st_size > 1000
+    # power of each gated metric: int4-gptq drops 1 in 4 classification samples from 100 to 0 (SD 43.4)
+    acc = rows[("int4-gptq", "auto")]["power"]["acc"]
+    assert acc["n"] == 200 and acc["sd"] == pytest.approx(43.41, abs=0.01)
+    assert acc["mdd"] == pytest.approx(2.8016 * acc["sd"] / 200 ** 0.5, abs=1e-3)
+    assert acc["n_for_80pct_power"] == 1644
+    assert set(rows[("int8", "auto")]["power"]) == {"acc", "bleu", "chrf"}       # gated metrics only
+    assert rows[("fp16", "auto")]["power"] == {} and rows[("int8", "fp8")]["power"] == {}
+    assert "  - power: Accuracy SD 43.4, n=200, MDD 8.6, n80 1,644; BLEU SD 30.7, n=40, MDD 13.6" in md
     metrics = json.loads((project / "results/metrics.json").read_text())
     assert metrics["m"]["int4-gptq-auto"]["delta_acc"] == -25.0
 

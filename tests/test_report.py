@@ -2,6 +2,7 @@ from pipeline.scoring import decision, planner
 from pipeline.report import render as report
 from pipeline.schema import Baseline, Bootstrap, Decision, Tolerance
 from pipeline.scoring.decision import Row, RowInfo
+from pipeline.scoring.power import Power
 from pipeline.scoring.stats import Interval
 
 HEADER = report.Header(generated="now", hardware="cpu", baseline=("fp16", "auto"), bootstrap=Bootstrap(),
@@ -16,6 +17,7 @@ def rows():
              weight_bytes=2**20 * 100, kv_bytes_per_token=11520, tokens_per_s=48.0),
          Row("m", "int8", "fp8", "unsupported", reason="FP8 KV cache on CPU requires AVX-512")]
     r[1].intervals = {"acc": Interval(-1.0, -2.0, 0.0, 160), "bleu": Interval(-0.1, -0.3, 0.1, 40)}
+    r[1].power = {"acc": Power(10.0, 160, 2.2, 88)}
     for x in r:
         x.info = RowInfo(scheme=x.tier, hardware="fp16" if x.tier == "fp16" else "int4-w4a16")
     decision.judge(r, Decision(Baseline("fp16", "auto"), {"acc": Tolerance(abs=3.0), "bleu": Tolerance(abs=1.0)},
@@ -40,6 +42,10 @@ def test_render_has_every_row_reason_and_command():
     assert "unsupported here: FP8 KV cache on CPU requires AVX-512" in md
     assert "0.2 (-0.1 [-0.3, +0.1], inconclusive)" in md and "89.0 (-1.0 [-2.0, +0.0], pass)" in md
     assert "90.0 (baseline)" in md
+    assert "- **int4-fp8** → pass" in md and "\n  - power: Accuracy SD 10.0, n=160, MDD 2.2, n80 88\n" in md
+    data = report.decision_json({"m": model_report(rs, best, why, "vllm serve x")}, HEADER)
+    assert data["rows"][1]["power"] == {"acc": {"sd": 10.0, "n": 160, "mdd": 2.2, "n_for_80pct_power": 88}}
+    assert data["rows"][0]["power"] == {}
 
 
 def test_render_without_recommendation_says_why():

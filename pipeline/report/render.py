@@ -28,6 +28,13 @@ NOTES = [
     "below `decision.min_baseline` (the model cannot do the task, so differences mean nothing). A variant "
     "passes when every metric the model can do passes. An inconclusive metric says how many samples would "
     "settle it if the observed effect held (the interval narrows as 1/sqrt(n)).",
+    "Power, under each variant's verdicts: for each metric with a tolerance, SD is the standard deviation of "
+    "the paired per-sample differences (BLEU/chrF: sentence chrF stands in, so for BLEU a rough guide), n the "
+    "samples compared, MDD = "
+    "(z(1-a) + z(0.8)) x SD / sqrt(n) the smallest tolerance this n shows non-inferiority for with 80% power "
+    "when the tier is truly unchanged, and n80 = ceil(((z(1-a) + z(0.8)) x SD / tolerance)^2) the samples "
+    "that give 80% power at the configured tolerance; a = (1 - confidence) / 2, one side of the verdict's "
+    "interval. `python -m pipeline.config` prints the same figures for the next run's sample sizes.",
     "Recommendation: the passing variant with the least memory (weights, then KV bytes per token); when no "
     "variant passes, the baseline itself, since only it is known to be as good as the baseline. Per GPU, "
     "only variants that GPU can run and that fit its memory are candidates.",
@@ -129,7 +136,15 @@ def reasons(rows: list[Row]) -> list[str]:
         parts = [f"{METRIC_LABELS.get(x, x)} {v}: {why}" for x, (v, why) in r.verdicts.items()]
         if parts:
             out.append(f"- **{r.variant}** → {r.overall}. " + "; ".join(parts))
+            out += power_line(r)
     return out
+
+
+def power_line(r: Row) -> list[str]:
+    """A sub-bullet with each gated metric's power figures (see NOTES), or nothing."""
+    if not r.power:
+        return []
+    return ["  - power: " + "; ".join(f"{METRIC_LABELS.get(x, x)} {p.compact()}" for x, p in r.power.items())]
 
 
 def hardware_table(m: ModelReport, gpus: dict[str, Gpu]) -> list[str]:
@@ -308,7 +323,8 @@ def _row_json(r: Row, m: ModelReport) -> dict:
             "gen_tokens_per_s": r.tokens_per_s, "scheme": r.info.scheme,
             "hardware": r.info.hardware, "serving": r.info.serving,
             "flips": {t: dataclasses.asdict(f) for t, f in m.flips.get(r.variant, {}).items()},
-            "plans": {g: dataclasses.asdict(p) for g, p in m.plans.get(r.variant, {}).items()}}
+            "plans": {g: dataclasses.asdict(p) for g, p in m.plans.get(r.variant, {}).items()},
+            "power": {k: p.as_dict() for k, p in r.power.items()}}
 
 
 def decision_json(models: dict[str, ModelReport], header: Header) -> dict:

@@ -57,7 +57,7 @@ class Row:
     deltas: dict[str, float] = field(default_factory=dict)
     verdicts: dict[str, tuple[str, str]] = field(default_factory=dict)   # metric -> (verdict, why)
     overall: str = INCONCLUSIVE
-    power: dict[str, Power] = field(default_factory=dict)                # gated metric -> power at this n
+    power: dict[str, Power] = field(default_factory=dict)     # gated metric -> power at this n
     info: RowInfo = field(default_factory=RowInfo)
 
     @property
