@@ -7,13 +7,16 @@ Every error is one line naming the key, file or value; exit code 2. No model is 
 """
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
+from pipeline import paths
 from pipeline.domain import calibration, hardware, sources, tasks
 from pipeline.quant import recipes
 from pipeline.schema import PARAMS_FILE, ConfigError, Params
 from pipeline.schema import load as load_schema
+from pipeline.scoring import power
 
 __all__ = ["ConfigError", "Params", "check", "load", "load_or_exit"]
 
@@ -67,10 +70,51 @@ def load_or_exit(path: str | Path = PARAMS_FILE) -> Params:
         raise SystemExit(2) from None
 
 
+def planned_power(p: Params, root: Path) -> list[str]:
+    """For each task, the samples this run will score and, per gated metric, the minimum detectable
+    drop at that n and the n for 80% power at the tolerance (pipeline/scoring/power.py), from the
+    SDs the last run observed (results/decision.json) when there is one."""
+    confidence = p.decision.bootstrap.confidence
+    last_file = root / paths.RESULTS / "decision.json"
+    last = power.last_run(json.loads(last_file.read_text())) if last_file.is_file() else None
+    if last is None:
+        source = "no previous run: SD unknown"
+    elif not last.sd:
+        source = f"last run ({last.generated}) predates power figures: SD unknown"
+    else:
+        source = f"SD from last run ({last.generated}), the largest over its variants"
+    lines = [f"planned power (80%, one-sided alpha {(1 - confidence) / 2:g}; {source}):"]
+    for name, task in p.eval.tasks.items():
+        n = tasks.planned_samples(task, root)
+        lines.append(f"  {name}: limit {task.limit}, {'unknown' if n is None else n} samples")
+        for metric in tasks.declared_metrics(task, root):
+            if metric in p.decision.tolerances:
+                lines.append(f"    {metric}: " + metric_power(p, metric, n, last, confidence))
+    return lines
+
+
+def metric_power(p: Params, metric: str, n: int | None, last: power.LastRun | None, confidence: float) -> str:
+    tol = p.decision.tolerances[metric]
+    base = last.baseline.get(metric) if last else None
+    if tol.abs is None and base is None:
+        return f"tolerance {tol.rel:g} x baseline, baseline score unknown"
+    limit = tol.allowed_drop(base or 0.0)
+    sd = last.sd.get(metric) if last else None
+    if sd is None:
+        per_sd = "" if n is None else f" (MDD at n={n} = {power.min_detectable_drop(1.0, n, confidence):.2f} x SD)"
+        return f"tolerance {limit:.2f}, SD unknown{per_sd}"
+    mdd = "–" if n is None else f"{power.min_detectable_drop(sd, n, confidence):.1f} at n={n}"
+    n80 = power.samples_for_power(sd, limit, confidence)
+    return (f"tolerance {limit:.2f}, SD {sd:.1f} -> MDD {mdd}; "
+            f"n for 80% power: {'–' if n80 is None else f'{n80:,}'}")
+
+
 def main() -> None:
-    p = load_or_exit(sys.argv[1] if len(sys.argv) > 1 else PARAMS_FILE)
+    path = Path(sys.argv[1] if len(sys.argv) > 1 else PARAMS_FILE)
+    p = load_or_exit(path)
     for v in p.variants():
         print("-".join(v))
+    print("\n".join(["", *planned_power(p, path.parent)]))
 
 
 if __name__ == "__main__":

@@ -194,6 +194,10 @@ class Tolerance:
         if value < 0:
             raise FieldError("", f"a tolerance is the allowed drop and must be >= 0, got {value}")
 
+    def allowed_drop(self, baseline: float) -> float:
+        """The drop allowed against a baseline score, in metric points."""
+        return self.abs if self.abs is not None else self.rel * abs(baseline)
+
 
 @dataclass(frozen=True)
 class Baseline:

@@ -134,3 +134,72 @@ def test_a_tier_differing_only_in_group_size_gets_its_own_stages(tmp_path, root)
     assert "quantize@smollm2-135m-int4-gptq-g32" in out
     assert {"evaluate@smollm2-135m-int4-gptq-g32-auto", "evaluate@smollm2-135m-int4-gptq-g32-fp8"} <= set(out)
     assert "quantize@smollm2-135m-int4-gptq" in out
+
+
+@pytest.fixture
+def project(tmp_path, root):
+    """A copy of the shipped params and the files they name, with no results yet."""
+    import shutil
+
+    for f in ("eval_sets", "recipes", "calibration"):
+        shutil.copytree(root / f, tmp_path / f)
+    shutil.copy(root / "params.yaml", tmp_path / "params.yaml")
+    return tmp_path
+
+
+def last_run(project, rows):
+    from pipeline import io
+
+    io.atomic_write_json(project / "results" / "decision.json", {
+        "generated": "2030-01-02 03:04 UTC", "baseline": {"tier": "fp16", "kv": "auto"}, "rows": rows})
+
+
+def test_planned_power_without_a_previous_run(project, params_dict):
+    lines = config.planned_power(schema.parse(params_dict), project)
+    assert lines[0] == "planned power (80%, one-sided alpha 0.025; no previous run: SD unknown):"
+    assert "  translation: limit 12, 12 samples" in lines
+    # 2.8016 / sqrt(160) = 0.2215
+    assert "    acc: tolerance 3.00, SD unknown (MDD at n=160 = 0.22 x SD)" in lines
+    assert not any("macro_f1" in x or "rouge1" in x for x in lines)      # not gated
+
+
+def test_planned_power_from_the_last_run(project, params_dict):
+    last_run(project, [
+        {"tier": "fp16", "kv": "auto", "status": "ok", "metrics": {"acc": 80.0}, "power": {}},
+        {"tier": "int8", "kv": "auto", "status": "ok", "metrics": {"acc": 79.0},
+         "power": {"acc": {"sd": 10.0, "n": 160, "mdd": 2.2, "n_for_80pct_power": 88}}},
+        {"tier": "int4", "kv": "auto", "status": "ok", "metrics": {"acc": 70.0},
+         "power": {"acc": {"sd": 4.0, "n": 160, "mdd": 0.9, "n_for_80pct_power": 15}}}])
+    lines = config.planned_power(schema.parse(params_dict), project)
+    assert "from last run (2030-01-02 03:04 UTC)" in lines[0]
+    # the noisiest variant plans: SD 10, MDD 2.8016 * 10 / sqrt(160) = 2.2, n80 = ceil((2.8016 * 10 / 3)^2) = 88
+    assert "    acc: tolerance 3.00, SD 10.0 -> MDD 2.2 at n=160; n for 80% power: 88" in lines
+    assert "    rougeL: tolerance 3.00, SD unknown (MDD at n=24 = 0.57 x SD)" in lines
+
+
+def test_planned_power_relative_tolerance_uses_the_last_baseline(project, params_dict):
+    d = copy.deepcopy(params_dict)
+    d["decision"]["tolerances"]["acc"] = {"rel": 0.05}
+    p = schema.parse(d)
+    assert "    acc: tolerance 0.05 x baseline, baseline score unknown" in config.planned_power(p, project)
+    last_run(project, [{"tier": "fp16", "kv": "auto", "status": "ok", "metrics": {"acc": 60.0}},
+                       {"tier": "int8", "kv": "auto", "status": "ok", "metrics": {"acc": 59.0},
+                        "power": {"acc": {"sd": 10.0, "n": 160, "mdd": 2.2, "n_for_80pct_power": 88}}}])
+    assert "    acc: tolerance 3.00, SD 10.0 -> MDD 2.2 at n=160; n for 80% power: 88" in config.planned_power(p, project)
+
+
+def test_main_prints_variants_then_planned_power(project, monkeypatch, capsys):
+    monkeypatch.setattr("sys.argv", ["pipeline.config", str(project / "params.yaml")])
+    monkeypatch.chdir(project)
+    config.main()
+    out = capsys.readouterr().out
+    assert out.index("smollm2-135m-fp16-auto") < out.index("planned power") < out.index("classification: limit 160")
+
+
+def test_config_imports_no_torch(root):
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-X", "importtime", "-c", "import pipeline.config"], cwd=root,
+                         capture_output=True, text=True, check=True)
+    assert "torch" not in run.stderr

@@ -74,6 +74,21 @@ def check_data(name: str, task: Task, root: Path, path: Path | None = None) -> i
     return len(rows)
 
 
+def declared_metrics(task: Task, root: Path) -> list[str]:
+    """The metrics a task's YAML declares in its metric_list, read without importing its hooks."""
+    cfg = yaml.load((root / task.config).read_text(encoding="utf-8"), Loader=_DeclLoader)  # noqa: S506
+    return [m["metric"] for m in cfg.get("metric_list", [])]
+
+
+def planned_samples(task: Task, root: Path) -> int | None:
+    """Samples an evaluate run will score: the limit, capped by a local file's rows. None for a public
+    set without a limit (its size is known once the evalsets stage has fetched it)."""
+    if public_sets.is_public(task.data):
+        return task.limit
+    rows = len(read_jsonl(task.data, root=root))
+    return rows if task.limit is None else min(task.limit, rows)
+
+
 def read_samples(variant_dir: Path) -> dict[str, list[dict]]:
     """task -> the per-sample rows an evaluate stage wrote under <variant_dir>/samples/ (see sample_row)."""
     folder = variant_dir / "samples"

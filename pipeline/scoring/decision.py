@@ -66,7 +66,7 @@ class Row:
 
 
 def allowed_drop(tol: Tolerance, baseline: float) -> float:
-    return tol.abs if tol.abs is not None else tol.rel * abs(baseline)
+    return tol.allowed_drop(baseline)
 
 
 def judge_metric(metric: str, base: float | None, interval: Interval | None, tol: Tolerance,

@@ -68,3 +68,26 @@ def observed(diffs: Sequence[float], margin: float, confidence: float = 0.95) ->
     sd = statistics.stdev(diffs)
     n = len(diffs)
     return Power(sd, n, min_detectable_drop(sd, n, confidence), samples_for_power(sd, margin, confidence))
+
+
+@dataclass(frozen=True)
+class LastRun:
+    """What a previous decision.json says about the spread of paired differences."""
+    generated: str                  # its time stamp
+    sd: dict[str, float]            # metric -> largest observed SD over the variants
+    baseline: dict[str, float]      # metric -> the baseline's score (for relative tolerances)
+
+
+def last_run(decision: dict) -> LastRun:
+    """Read a decision.json (pipeline/report/render.py: decision_json). Runs older than the power
+    figures give no SDs. The largest SD over variants plans for the noisiest one."""
+    sd: dict[str, float] = {}
+    base: dict[str, float] = {}
+    b = decision.get("baseline", {})
+    for row in decision.get("rows", []):
+        for metric, p in (row.get("power") or {}).items():
+            sd[metric] = max(sd.get(metric, 0.0), p["sd"])
+        if (row.get("tier"), row.get("kv")) == (b.get("tier"), b.get("kv")) and row.get("status") == "ok":
+            for metric, value in row.get("metrics", {}).items():
+                base.setdefault(metric, value)
+    return LastRun(decision.get("generated", "unknown date"), sd, base)
