@@ -5,7 +5,6 @@ import pytest
 from pipeline.domain import tasks
 from pipeline.domain.calibration import DataError
 from pipeline.schema import Task
-from tests.conftest import SHARED_EVAL
 
 TR = Task(config="eval_sets/tasks/translation.yaml", data="eval_sets/translation_en_de.jsonl", kind="generate",
           limit=5)
@@ -68,16 +67,29 @@ def test_empty_file(tmp_path, in_repo):
         tasks.build("tr", Task(config=TR.config, data=str(f), kind="generate"))
 
 
-@pytest.mark.skipif(not SHARED_EVAL.is_dir(), reason="../shared/eval_data is not present")
-def test_public_sets_plug_in_through_params_only(in_repo):
-    labels = json.loads((SHARED_EVAL / "classification/labels.json").read_text())
+def _jsonl(path, rows):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return str(path)
+
+
+def test_public_sets_plug_in_through_params_only(tmp_path, in_repo):
+    """Sets shaped like the public ones (extra columns, their own ids and label list) need only params."""
+    labels = ["negative", "positive"]
+    cls = _jsonl(tmp_path / "classification/mr_test.jsonl",
+                 [{"id": f"mr-{i}", "text": f"review {i}", "label": labels[i % 2]} for i in range(60)])
+    summ = _jsonl(tmp_path / "summarization/multilexsum_test.jsonl",
+                  [{"id": f"mls-{i}", "document": f"Long case text {i}.", "reference": f"Case {i}."}
+                   for i in range(12)])
+    tr = _jsonl(tmp_path / "translation/ntrex128_en-de.jsonl",
+                [{"id": f"ntrex-{i}", "source": f"Line {i}", "reference": f"Zeile {i}", "src_lang": "en",
+                  "tgt_lang": "de", "doc_id": f"bbc.{i}", "line": i} for i in range(12)])
     specs = {
-        "classification": Task(config=CL.config, kind="classify", labels=labels, limit=50,
-                               data=str(SHARED_EVAL / "classification/mr_rotten_tomatoes_test_1000.jsonl")),
-        "summarization": Task(config="eval_sets/tasks/summarization.yaml", kind="generate", limit=10,
-                              data=str(SHARED_EVAL / "summarization/multilexsum_test_alt.jsonl")),
-        "translation": Task(config=TR.config, kind="generate", limit=10,
-                            data=str(SHARED_EVAL / "translation/ntrex128_en-de.jsonl")),
+        "classification": Task(config=CL.config, kind="classify", labels=labels, limit=50, data=cls),
+        "summarization": Task(config="eval_sets/tasks/summarization.yaml", kind="generate", limit=10, data=summ),
+        "translation": Task(config=TR.config, kind="generate", limit=10, data=tr),
     }
-    assert {n: tasks.build(n, t).num_docs for n, t in specs.items()} == \
+    built = {n: tasks.build(n, t) for n, t in specs.items()}
+    assert {n: s.num_docs for n, s in built.items()} == \
         {"classification": 50, "summarization": 10, "translation": 10}
+    assert built["translation"].config["dataset_kwargs"]["data_files"]["test"] == tr
