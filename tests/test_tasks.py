@@ -37,34 +37,23 @@ def test_user_field_names_are_mapped(tmp_path, in_repo):
     assert spec.num_docs == 1
 
 
-def test_missing_field_names_file_line_and_key(tmp_path, in_repo):
+BAD_DATA = {   # file text, task, expected error (tests/test_bad_inputs.py: the same through the check stage)
+    "missing field": (json.dumps({"source": "a", "reference": "b"}) + "\n" + json.dumps({"source": "a"}) + "\n",
+                      TR, r"bad\.jsonl:2: missing field 'reference' \(eval\.tasks\.t\.fields\.reference\)"),
+    "invalid json": ('{"source": "a", "reference": "b"}\n{oops\n', TR, r"bad\.jsonl:2: not valid JSON"),
+    "label outside list": (json.dumps({"text": "fine", "label": "neutral"}) + "\n", CL,
+                           r"bad\.jsonl:1: label 'neutral' is not in eval\.tasks\.t\.labels"),
+    "empty file": ("\n", TR, r"bad\.jsonl: file is empty"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_DATA))
+def test_build_rejects_bad_data_naming_file_and_line(tmp_path, in_repo, case):
+    text, base, match = BAD_DATA[case]
     f = tmp_path / "bad.jsonl"
-    f.write_text(json.dumps({"source": "a", "reference": "b"}) + "\n" + json.dumps({"source": "a"}) + "\n")
-    task = Task(config=TR.config, data=str(f), kind="generate")
-    with pytest.raises(DataError, match=r"bad\.jsonl:2: missing field 'reference' \(eval\.tasks\.tr\.fields\.reference\)"):
-        tasks.build("tr", task)
-
-
-def test_invalid_json_line(tmp_path, in_repo):
-    f = tmp_path / "bad.jsonl"
-    f.write_text('{"source": "a", "reference": "b"}\n{oops\n')
-    with pytest.raises(DataError, match=r"bad\.jsonl:2: not valid JSON"):
-        tasks.build("tr", Task(config=TR.config, data=str(f), kind="generate"))
-
-
-def test_label_outside_label_list(tmp_path, in_repo):
-    f = tmp_path / "cls.jsonl"
-    f.write_text(json.dumps({"text": "fine", "label": "neutral"}) + "\n")
-    task = Task(config=CL.config, data=str(f), kind="classify", labels=["negative", "positive"])
-    with pytest.raises(DataError, match=r"cls\.jsonl:1: label 'neutral' is not in eval\.tasks\.c\.labels"):
-        tasks.build("c", task)
-
-
-def test_empty_file(tmp_path, in_repo):
-    f = tmp_path / "e.jsonl"
-    f.write_text("\n")
-    with pytest.raises(DataError, match="file is empty"):
-        tasks.build("tr", Task(config=TR.config, data=str(f), kind="generate"))
+    f.write_text(text)
+    with pytest.raises(DataError, match=match):
+        tasks.build("t", Task(config=base.config, data=str(f), kind=base.kind, labels=base.labels))
 
 
 def _jsonl(path, rows):
