@@ -60,13 +60,17 @@ def set_in(path: str, value):
 CASES = {
     "unknown key": (set_in("tiers.int4-gptq.grup_size", 64), "tiers.int4-gptq.grup_size: unknown key (did you mean 'group_size'?)"),
     "wrong type": (set_in("eval.batch_size", "eight"), "eval.batch_size: expected an integer, got 'eight'"),
-    "unknown method": (set_in("tiers.int4-gptq.method", "squeezellm"), "tiers.int4-gptq.method: unknown method 'squeezellm'"),
+    "unknown method": (set_in("tiers.int4-gptq.method", "gptqq"), "tiers.int4-gptq.method: unknown method 'gptqq' (did you mean 'gptq'?)"),
     "unknown kv mode": (set_in("kv_modes.fp8.cache_dtype", "fp4"), "kv_modes.fp8.cache_dtype: 'fp4' is not one of"),
     "negative tolerance": (set_in("decision.tolerances.chrf", {"abs": -2.0}), "decision.tolerances.chrf: a tolerance is the allowed drop"),
     "missing local model": (set_in("models.smollm2-135m.source", "local:models/nope"), "models.smollm2-135m.source: local model folder not found: models/nope"),
     "missing eval file": (set_in("eval.tasks.summarization.data", "eval_sets/nope.jsonl"), "eval.tasks.summarization.data: file not found: eval_sets/nope.jsonl"),
     "unknown public set": (set_in("eval.tasks.translation.data", "sacrebleu:wmt99?langpair=en-de"), "eval.tasks.translation.data: sacrebleu has no test set 'wmt99'"),
     "public set without split": (set_in("eval.tasks.summarization.data", "hf:abisee/cnn_dailymail?name=3.0.0"), "eval.tasks.summarization.data: 'hf:abisee/cnn_dailymail?name=3.0.0' needs ?split="),
+    "bad source scheme": (set_in("models.smollm2-135m.source", "s3://bucket/model"), "must start with 'embedded:', 'local:' or 'hub:'"),
+    "tolerance of two kinds": (set_in("decision.tolerances.acc", {"abs": 1.0, "rel": 0.1}), "decision.tolerances.acc: give exactly one of 'abs' or 'rel'"),
+    "baseline not a tier": (set_in("decision.baseline.tier", "bf16"), "decision.baseline.tier: 'bf16' is not a tier"),
+    "stage-unsafe tier name": (lambda p, _: p["tiers"].__setitem__("INT 4", p["tiers"].pop("int4-gptq")), "tiers.INT 4: names must be"),
 }
 
 

@@ -25,31 +25,59 @@ def test_fp8_round_keeps_dtype():
     assert kvcache.fp8_round(x).dtype == torch.bfloat16
 
 
-@pytest.fixture
-def tiny_llama():
-    from transformers import LlamaConfig, LlamaForCausalLM
+K_SCALE, V_SCALE = 0.5, 2.0
 
+
+def _hand_rounded_sdpa(module, query, key, value, attention_mask, **kwargs):
+    """K/V rounded to e4m3 here, written out independently of kvcache.fp8_round."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    def rnd(x, scale):
+        return (x / scale).clamp(-448.0, 448.0).to(torch.float8_e4m3fn).to(x.dtype) * scale
+
+    return sdpa_attention_forward(module, query, rnd(key, K_SCALE), rnd(value, V_SCALE), attention_mask, **kwargs)
+
+
+@pytest.fixture
+def models():
+    """The same tiny random Llama three times: plain sdpa, qtier's fp8 attention, K/V rounded by hand."""
+    from transformers import AttentionInterface, LlamaConfig, LlamaForCausalLM
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+
+    AttentionInterface.register("test_hand_fp8", _hand_rounded_sdpa)
+    ALL_MASK_ATTENTION_FUNCTIONS.register("test_hand_fp8", sdpa_mask)
     torch.manual_seed(0)
     cfg = LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
-    return cfg, LlamaForCausalLM(cfg).eval()
+    out = {}
+    for name, impl in (("sdpa", "sdpa"), ("fp8", kvcache.register()), ("hand", "test_hand_fp8")):
+        c = cfg.__class__(**cfg.to_dict())
+        c._attn_implementation = impl
+        out[name] = LlamaForCausalLM(c).eval()
+        if name != "sdpa":
+            out[name].load_state_dict(out["sdpa"].state_dict())
+    assert kvcache.set_scales(out["fp8"], K_SCALE, V_SCALE) == 2
+    return out
 
 
-def test_fp8_attention_changes_logits_slightly(tiny_llama):
-    from transformers import LlamaForCausalLM
-
-    cfg, ref = tiny_llama
-    cfg_fp8 = cfg.__class__(**cfg.to_dict())
-    cfg_fp8._attn_implementation = kvcache.register()
-    sim = LlamaForCausalLM(cfg_fp8).eval()
-    sim.load_state_dict(ref.state_dict())
-    assert kvcache.set_scales(sim, 1.0, 1.0) == 2
-    ids = torch.randint(0, 128, (2, 12))
+def test_fp8_attention_forward_equals_hand_rounded_kv(models):
+    ids = torch.randint(0, 128, (2, 12), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
-        a, b = ref(ids).logits, sim(ids).logits
-    assert not torch.equal(a, b)
-    assert torch.allclose(a, b, atol=0.05)
-    # generation through the cache uses the same rounding as the prompt
+        plain, fp8, hand = (models[n](ids).logits for n in ("sdpa", "fp8", "hand"))
+    assert torch.equal(fp8, hand)
+    assert not torch.equal(fp8, plain)
+    assert torch.allclose(fp8, plain, atol=0.05)
+
+
+def test_generation_through_the_cache_uses_the_rounding(models):
+    ids = torch.randint(0, 128, (1, 8), generator=torch.Generator().manual_seed(2))
+    kw = dict(max_new_tokens=4, do_sample=False, output_logits=True, return_dict_in_generate=True,
+              pad_token_id=0)
     with torch.no_grad():
-        out = sim.generate(ids[:1], max_new_tokens=4, do_sample=False)
-    assert out.shape == (1, 16)
+        plain, fp8, hand = (models[n].generate(ids, **kw) for n in ("sdpa", "fp8", "hand"))
+    assert len(fp8.logits) == 4
+    # every decoding step, not only the prompt, reads rounded K/V from the cache
+    for step_fp8, step_hand, step_plain in zip(fp8.logits, hand.logits, plain.logits, strict=True):
+        assert torch.equal(step_fp8, step_hand)
+        assert not torch.equal(step_fp8, step_plain)
+    assert torch.equal(fp8.sequences, hand.sequences)

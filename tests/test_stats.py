@@ -77,3 +77,35 @@ def test_near_zero_baseline_is_inconclusive_even_with_a_tight_interval():
 def test_mismatched_lengths_rejected():
     with pytest.raises(ValueError):
         stats.paired_mean([1.0], [1.0, 2.0], 100, 0)
+
+
+@pytest.mark.parametrize("metric", ["bleu", "chrf"])
+def test_sacrebleu_private_statistics_contract(metric):
+    """paired_corpus relies on two private sacrebleu methods (pinned in pyproject.toml): they exist,
+    and summed per-sentence statistics give the public corpus score, on the whole set and a subset."""
+    import sacrebleu
+
+    assert sacrebleu.__version__ == "2.6.0"
+    m = stats._sacrebleu_metric(metric)
+    assert callable(m._extract_corpus_statistics) and callable(m._compute_score_from_stats)
+    public = {"bleu": sacrebleu.corpus_bleu, "chrf": sacrebleu.corpus_chrf}[metric]
+    refs = ["Der Zug fährt um neun Uhr ab.", "Bitte Salz hinzufügen.", "Morgen regnet es.", "Der Hund schläft."]
+    hyps = ["Der Zug fährt um neun ab.", "Bitte Salz.", "Es regnet morgen.", "Ein Hund schläft hier."]
+    seg = stats.segment_stats(m, hyps, refs)
+    assert seg.shape[0] == len(refs)
+    assert stats.score_from_stats(m, seg.sum(0)) == public(hyps, [refs]).score
+    subset = [0, 2, 2, 3]                                      # a bootstrap draw repeats sentences
+    assert stats.score_from_stats(m, seg[subset].sum(0)) == pytest.approx(
+        public([hyps[i] for i in subset], [[refs[i] for i in subset]]).score, abs=1e-9)
+
+
+def test_paired_corpus_bootstrap_is_bit_identical_to_the_recorded_values():
+    """Values recorded before the sacrebleu calls were isolated; a refactor must not move them."""
+    words = "der die das zug fährt um neun uhr ab es regnet morgen bitte salz hinzufügen hund schläft".split()
+    refs = [" ".join(words[(i * 3 + j) % len(words)] for j in range(4 + i % 5)) for i in range(24)]
+    base = [" ".join(r.split()[: -1 - (i % 2)]) for i, r in enumerate(refs)]
+    tier = [" ".join(reversed(r.split())) if i % 3 == 0 else r for i, r in enumerate(refs)]
+    assert stats.paired_corpus("bleu", refs, base, tier, 300, seed=5) == stats.Interval(
+        3.8029356458492174, -13.034479912478712, 20.827475628396684, 24)
+    assert stats.paired_corpus("chrf", refs, base, tier, 300, seed=5) == stats.Interval(
+        8.635100911690685, -0.7651432306971478, 18.639080211792145, 24)

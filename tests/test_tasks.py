@@ -2,10 +2,9 @@ import json
 
 import pytest
 
-from pipeline.domain import tasks
+from pipeline.domain import metrics, tasks
 from pipeline.domain.calibration import DataError
 from pipeline.schema import Task
-from tests.conftest import SHARED_EVAL
 
 TR = Task(config="eval_sets/tasks/translation.yaml", data="eval_sets/translation_en_de.jsonl", kind="generate",
           limit=5)
@@ -38,46 +37,118 @@ def test_user_field_names_are_mapped(tmp_path, in_repo):
     assert spec.num_docs == 1
 
 
-def test_missing_field_names_file_line_and_key(tmp_path, in_repo):
+BAD_DATA = {   # file text, task, expected error (tests/test_bad_inputs.py: the same through the check stage)
+    "missing field": (json.dumps({"source": "a", "reference": "b"}) + "\n" + json.dumps({"source": "a"}) + "\n",
+                      TR, r"bad\.jsonl:2: missing field 'reference' \(eval\.tasks\.t\.fields\.reference\)"),
+    "invalid json": ('{"source": "a", "reference": "b"}\n{oops\n', TR, r"bad\.jsonl:2: not valid JSON"),
+    "label outside list": (json.dumps({"text": "fine", "label": "neutral"}) + "\n", CL,
+                           r"bad\.jsonl:1: label 'neutral' is not in eval\.tasks\.t\.labels"),
+    "empty file": ("\n", TR, r"bad\.jsonl: file is empty"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_DATA))
+def test_build_rejects_bad_data_naming_file_and_line(tmp_path, in_repo, case):
+    text, base, match = BAD_DATA[case]
     f = tmp_path / "bad.jsonl"
-    f.write_text(json.dumps({"source": "a", "reference": "b"}) + "\n" + json.dumps({"source": "a"}) + "\n")
-    task = Task(config=TR.config, data=str(f), kind="generate")
-    with pytest.raises(DataError, match=r"bad\.jsonl:2: missing field 'reference' \(eval\.tasks\.tr\.fields\.reference\)"):
-        tasks.build("tr", task)
+    f.write_text(text)
+    with pytest.raises(DataError, match=match):
+        tasks.build("t", Task(config=base.config, data=str(f), kind=base.kind, labels=base.labels))
 
 
-def test_invalid_json_line(tmp_path, in_repo):
-    f = tmp_path / "bad.jsonl"
-    f.write_text('{"source": "a", "reference": "b"}\n{oops\n')
-    with pytest.raises(DataError, match=r"bad\.jsonl:2: not valid JSON"):
-        tasks.build("tr", Task(config=TR.config, data=str(f), kind="generate"))
+def _jsonl(path, rows):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return str(path)
 
 
-def test_label_outside_label_list(tmp_path, in_repo):
-    f = tmp_path / "cls.jsonl"
-    f.write_text(json.dumps({"text": "fine", "label": "neutral"}) + "\n")
-    task = Task(config=CL.config, data=str(f), kind="classify", labels=["negative", "positive"])
-    with pytest.raises(DataError, match=r"cls\.jsonl:1: label 'neutral' is not in eval\.tasks\.c\.labels"):
-        tasks.build("c", task)
-
-
-def test_empty_file(tmp_path, in_repo):
-    f = tmp_path / "e.jsonl"
-    f.write_text("\n")
-    with pytest.raises(DataError, match="file is empty"):
-        tasks.build("tr", Task(config=TR.config, data=str(f), kind="generate"))
-
-
-@pytest.mark.skipif(not SHARED_EVAL.is_dir(), reason="../shared/eval_data is not present")
-def test_public_sets_plug_in_through_params_only(in_repo):
-    labels = json.loads((SHARED_EVAL / "classification/labels.json").read_text())
+def test_public_sets_plug_in_through_params_only(tmp_path, in_repo):
+    """Sets shaped like the public ones (extra columns, their own ids and label list) need only params."""
+    labels = ["negative", "positive"]
+    cls = _jsonl(tmp_path / "classification/mr_test.jsonl",
+                 [{"id": f"mr-{i}", "text": f"review {i}", "label": labels[i % 2]} for i in range(60)])
+    summ = _jsonl(tmp_path / "summarization/multilexsum_test.jsonl",
+                  [{"id": f"mls-{i}", "document": f"Long case text {i}.", "reference": f"Case {i}."}
+                   for i in range(12)])
+    tr = _jsonl(tmp_path / "translation/ntrex128_en-de.jsonl",
+                [{"id": f"ntrex-{i}", "source": f"Line {i}", "reference": f"Zeile {i}", "src_lang": "en",
+                  "tgt_lang": "de", "doc_id": f"bbc.{i}", "line": i} for i in range(12)])
     specs = {
-        "classification": Task(config=CL.config, kind="classify", labels=labels, limit=50,
-                               data=str(SHARED_EVAL / "classification/mr_rotten_tomatoes_test_1000.jsonl")),
-        "summarization": Task(config="eval_sets/tasks/summarization.yaml", kind="generate", limit=10,
-                              data=str(SHARED_EVAL / "summarization/multilexsum_test_alt.jsonl")),
-        "translation": Task(config=TR.config, kind="generate", limit=10,
-                            data=str(SHARED_EVAL / "translation/ntrex128_en-de.jsonl")),
+        "classification": Task(config=CL.config, kind="classify", labels=labels, limit=50, data=cls),
+        "summarization": Task(config="eval_sets/tasks/summarization.yaml", kind="generate", limit=10, data=summ),
+        "translation": Task(config=TR.config, kind="generate", limit=10, data=tr),
     }
-    assert {n: tasks.build(n, t).num_docs for n, t in specs.items()} == \
+    built = {n: tasks.build(n, t) for n, t in specs.items()}
+    assert {n: s.num_docs for n, s in built.items()} == \
         {"classification": 50, "summarization": 10, "translation": 10}
+    assert built["translation"].config["dataset_kwargs"]["data_files"]["test"] == tr
+
+
+def _record(doc_id, doc, target, filtered_resps, arguments):
+    """One sample as lm-eval's evaluator logs it (log_samples=True), the fields sample_row reads."""
+    return {"doc_id": doc_id, "doc": doc, "target": target, "arguments": arguments,
+            "resps": [[r] for r in filtered_resps], "filtered_resps": filtered_resps, "filter": "none"}
+
+
+def _aggregate(spec, records):
+    """What lm-eval reports for a task: the YAML's process_results per doc, then each metric's aggregation."""
+    per_doc = [spec.config["process_results"](r["doc"], r["filtered_resps"]) for r in records]
+    return {m["metric"]: m["aggregation"]([d[m["metric"]] for d in per_doc]) for m in spec.config["metric_list"]}
+
+
+def test_sample_row_classification_and_mean_acc_is_the_aggregate(in_repo):
+    spec = tasks.build("classification", CL)
+    # (gold, logliks of [negative, positive]): docs 0, 1, 3 and 5 right, 2 and 4 wrong
+    cases = [(0, [-0.5, -2.0]), (1, [-3.0, -0.1]), (1, [-0.2, -1.0]), (0, [-1.0, -1.5]), (0, [-2.0, -0.3]),
+             (1, [-4.0, -4.0 + 1e-3])]
+    records = []
+    for i, (gold, ll) in enumerate(cases):
+        doc = {"text": f"review {i}", "id": f"r{i}", "choices": ["negative", "positive"], "gold": gold}
+        ctx = f"Is the sentiment of this review positive or negative?\n\nreview {i}"
+        records.append(_record(i, doc, gold, [(x, False) for x in ll], [(ctx, c) for c in doc["choices"]]))
+    rows = [tasks.sample_row(spec, r) for r in records]
+    assert rows[1] == {"id": "r1", "doc_id": 1, "input": {"text": "review 1"}, "target": 1,
+                       "choices": ["negative", "positive"], "gold": 1, "logliks": [-3.0, -0.1], "pred": 1,
+                       "prompt_chars": len(records[1]["arguments"][0][0]), "scores": {"acc": 100.0}}
+    assert [r["pred"] for r in rows] == [0, 1, 0, 0, 1, 1]
+    assert [r["scores"]["acc"] for r in rows] == [100.0, 100.0, 0.0, 100.0, 0.0, 100.0]
+    agg = _aggregate(spec, records)
+    assert metrics.mean([r["scores"]["acc"] for r in rows]) == agg["acc"] == pytest.approx(400 / 6)
+    assert metrics.macro_f1([r["gold"] for r in rows], [r["pred"] for r in rows], 2) == agg["macro_f1"]
+
+
+def test_sample_row_generation_and_mean_rouge_is_the_aggregate(in_repo):
+    spec = tasks.build("summarization", Task(config="eval_sets/tasks/summarization.yaml",
+                                             data="eval_sets/summarization.jsonl", kind="generate"))
+    outputs = ["The cats were running home.", "\n  A court ruled for the city.  \nextra line", "Nothing alike."]
+    refs = ["Cats run home.", "The court ruled for the city.", "Rain is expected tomorrow."]
+    records = [_record(i, {"document": f"doc {i}", "reference": ref, "id": f"s{i}"}, ref, [out],
+                       [(f"Summarize the following text in one sentence.\n\ndoc {i}", {"until": ["\n"]})])
+               for i, (out, ref) in enumerate(zip(outputs, refs))]
+    rows = [tasks.sample_row(spec, r) for r in records]
+    assert {k: rows[1][k] for k in ("id", "doc_id", "input", "target", "output")} == {
+        "id": "s1", "doc_id": 1, "input": {"document": "doc 1", "reference": refs[1]}, "target": refs[1],
+        "output": outputs[1]}
+    assert rows[1]["prompt_chars"] == len("Summarize the following text in one sentence.\n\ndoc 1")
+    assert set(rows[0]["scores"]) == {"rouge1", "rouge2", "rougeL"}
+    assert rows[1]["scores"] == metrics.rouge(refs[1], "A court ruled for the city.")   # the cleaned output
+    agg = _aggregate(spec, records)
+    for m in ("rouge1", "rouge2", "rougeL"):
+        assert metrics.mean([r["scores"][m] for r in rows]) == agg[m]
+    assert 0 < agg["rougeL"] < 100
+
+
+def test_sample_row_translation_feeds_the_corpus_scores(in_repo):
+    spec = tasks.build("translation", TR)
+    outputs = ["Der Zug fährt um neun ab.", "Es regnet.\nnoch eine Zeile"]
+    refs = ["Der Zug fährt um neun Uhr ab.", "Morgen regnet es."]
+    records = [_record(i, {"source": f"s{i}", "reference": ref, "id": str(i)}, ref, [out],
+                       [(f"Translate ...\n\ns{i}", {"until": ["\n"]})])
+               for i, (out, ref) in enumerate(zip(outputs, refs))]
+    rows = [tasks.sample_row(spec, r) for r in records]
+    assert [set(r["scores"]) for r in rows] == [{"chrf"}, {"chrf"}]     # BLEU has no per-sample form
+    assert rows[1]["scores"]["chrf"] == metrics.sentence_chrf(refs[1], "Es regnet.")
+    hyps = [metrics.clean_generation(r["output"]) for r in rows]
+    agg = _aggregate(spec, records)
+    assert metrics.corpus_bleu([r["target"] for r in rows], hyps) == agg["bleu"]
+    assert metrics.corpus_chrf([r["target"] for r in rows], hyps) == agg["chrf"]

@@ -52,17 +52,32 @@ def _sacrebleu_metric(name: str):
     return {"bleu": BLEU(), "chrf": CHRF()}[name]
 
 
+# sacrebleu has no public API for per-sentence sufficient statistics of chrF (CHRFScore carries
+# only the score; BLEUScore has counts, but one mechanism for both metrics keeps them consistent).
+# Its own paired bootstrap (sacrebleu/significance.py) uses these two private methods, so we do
+# too, in these two functions only.
+# sacrebleu is pinned exactly in pyproject.toml; tests/test_stats.py checks that both methods still
+# exist and that summed statistics reproduce the public corpus_score.
+def segment_stats(metric, hyps: Sequence[str], refs: Sequence[str]) -> np.ndarray:
+    """One row of sufficient statistics per sentence (sacrebleu Metric._extract_corpus_statistics)."""
+    return np.asarray(metric._extract_corpus_statistics(list(hyps), [list(refs)]))
+
+
+def score_from_stats(metric, summed: np.ndarray) -> float:
+    """The corpus score from summed statistics (sacrebleu Metric._compute_score_from_stats)."""
+    return float(metric._compute_score_from_stats(list(summed)).score)
+
+
 def paired_corpus(metric: str, refs: Sequence[str], base_hyps: Sequence[str], tier_hyps: Sequence[str],
                   resamples: int, seed: int, confidence: float = 0.95) -> Interval:
     if not (len(refs) == len(base_hyps) == len(tier_hyps)) or not refs:
         raise ValueError("refs and both systems' outputs must be non-empty and aligned")
     m = _sacrebleu_metric(metric)
-    ref_streams = [list(refs)]
-    sb = np.asarray(m._extract_corpus_statistics(list(base_hyps), ref_streams))
-    st = np.asarray(m._extract_corpus_statistics(list(tier_hyps), ref_streams))
+    sb = segment_stats(m, base_hyps, refs)
+    st = segment_stats(m, tier_hyps, refs)
 
     def score(stats: np.ndarray) -> float:
-        return float(m._compute_score_from_stats(list(stats.sum(0))).score)
+        return score_from_stats(m, stats.sum(0))
 
     delta = score(st) - score(sb)
     idx = _indices(len(refs), resamples, seed)
