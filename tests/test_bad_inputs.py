@@ -1,7 +1,6 @@
 """Bad input costs seconds, not a GPU hour: every case is rejected by the check stage (which DVC runs
 before any other), with exit code 2 and one message naming the key / file / line, and nothing under
 results/ changes. tests/test_pipeline_e2e.py shows the same through `dvc repro` on a finished run."""
-import copy
 import hashlib
 import json
 import shutil

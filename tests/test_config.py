@@ -1,10 +1,12 @@
 """The shipped params.yaml parses; adding a tier is data. Each rejected edit (unknown key, wrong type,
 bad tolerance, ...) is a case of tests/test_bad_inputs.py, which runs the check stage itself."""
+import copy
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from pipeline import config, schema

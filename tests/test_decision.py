@@ -1,5 +1,5 @@
-from pipeline.scoring import decision
 from pipeline.schema import Baseline, Decision, Tolerance
+from pipeline.scoring import decision
 from pipeline.scoring.decision import FAIL, INCONCLUSIVE, PASS, Row
 from pipeline.scoring.stats import Interval
 

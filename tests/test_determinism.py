@@ -8,9 +8,8 @@ import sys
 import pytest
 import yaml
 
-from pipeline.stages import evaluate, prepare, quantize
-
 from pipeline import paths
+from pipeline.stages import evaluate, prepare, quantize
 from tests import tiny_model
 
 pytestmark = pytest.mark.slow

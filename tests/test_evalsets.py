@@ -7,11 +7,9 @@ import datasets
 import pytest
 import yaml
 
-from pipeline.stages import evalsets
-
 from pipeline import paths
-
 from pipeline.domain import tasks
+from pipeline.stages import evalsets
 from tests.test_public_sets import fake_hub
 
 SPEC = "hf:stanfordnlp/sst2?split=validation"

@@ -1,6 +1,6 @@
-from pipeline.scoring import decision, planner
 from pipeline.domain import hardware
 from pipeline.schema import Baseline, Decision, Tolerance
+from pipeline.scoring import decision, planner
 from pipeline.scoring.decision import Row, RowInfo
 from pipeline.scoring.stats import Interval
 

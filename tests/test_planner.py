@@ -1,7 +1,6 @@
 import pytest
 
 from pipeline.domain import memory
-
 from pipeline.scoring import planner
 
 GIB = 2**30

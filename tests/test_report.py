@@ -1,6 +1,6 @@
-from pipeline.scoring import decision, planner
 from pipeline.report import render as report
 from pipeline.schema import Baseline, Bootstrap, Decision, Tolerance
+from pipeline.scoring import decision, planner
 from pipeline.scoring.decision import Row, RowInfo
 from pipeline.scoring.power import Power
 from pipeline.scoring.stats import Interval

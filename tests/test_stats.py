@@ -1,7 +1,7 @@
 import pytest
 
+from pipeline.schema import Tolerance
 from pipeline.scoring import stats
-from pipeline.schema import Baseline, Decision, Tolerance
 from pipeline.scoring.decision import FAIL, INCONCLUSIVE, PASS, judge_metric
 
 TOL = Tolerance(abs=3.0)

@@ -8,9 +8,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pipeline.domain import tasks
 from pipeline.backends.base import Variant
 from pipeline.backends.vllm_backend import VllmBackend
+from pipeline.domain import tasks
 from pipeline.schema import Eval, KvMode, Model, Task, Tier, Vllm, VllmBench
 from pipeline.stages.evaluate import run_tasks
 from tests import tiny_model
