@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from pipeline.backends import kvcache
+from pipeline.backends import kvcache, loglik
 from pipeline.backends.base import Unsupported, Variant
 from pipeline.io import read_json
 from pipeline.schema import Eval, Reference
@@ -44,6 +44,19 @@ def serving_weight_bytes(model, serving_dtype: str) -> int:
         else:
             total += p.numel() * p.element_size()
     return total
+
+
+def reference_lm_class():
+    """lm-eval's HFLM with the log-likelihood path of pipeline/backends/loglik.py."""
+    from lm_eval.models.huggingface import HFLM  # lazy: lm-eval imports take seconds
+
+    class ReferenceLM(HFLM):
+        def _loglikelihood_tokens(self, requests, disable_tqdm=False, override_bs=None):
+            if self.backend != "causal" or not loglik.supported(self.model):
+                return super()._loglikelihood_tokens(requests, disable_tqdm, override_bs)
+            return loglik.score(self.model, requests, self.max_length, int(self.batch_size))
+
+    return ReferenceLM
 
 
 class ReferenceSession:
@@ -83,7 +96,6 @@ class ReferenceBackend:
     @contextmanager
     def session(self, variant: Variant) -> Iterator[ReferenceSession]:
         import torch
-        from lm_eval.models.huggingface import HFLM
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if self.ref.num_threads:
@@ -118,7 +130,7 @@ class ReferenceBackend:
         info["weight_bytes_serving"] = serving_weight_bytes(model, variant.model_cfg.dtype)
         if kv.cache_dtype == "fp8_e4m3":
             info["kv_layers_quantized"] = kvcache.set_scales(model, kv.scale, kv.scale)
-        lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=self.ev.batch_size,
+        lm = reference_lm_class()(pretrained=model, tokenizer=tokenizer, batch_size=self.ev.batch_size,
                   max_length=getattr(model.config, "max_position_embeddings", 2048))
         try:
             yield ReferenceSession(model, tokenizer, lm, info, self.ev.apply_chat_template)

@@ -1,0 +1,63 @@
+"""Log-likelihood scoring for the reference backend: lm-eval's HFLM arithmetic, minus the waste.
+
+HFLM's `_loglikelihood_tokens` runs the LM head and a full-vocabulary log-softmax at every input
+position of every request (for a 49k vocabulary that is ~20% of a small model's FLOPs and a
+[batch x length x vocab] float32 tensor per batch), then keeps only the continuation's positions.
+Here the decoder runs once per distinct input, and the head and softmax run only at the positions a
+continuation is scored on. Inputs, truncation, right padding without a mask and the greedy check
+are HFLM's own, so the numbers are the same up to float rounding of the smaller head GEMM
+(tests/test_loglik.py compares the two on a tiny model).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+Request = tuple[tuple[str, str], list[int], list[int]]
+
+
+def supported(model) -> bool:
+    """A plain decoder + LM head: nothing between the last hidden state and the logits."""
+    cfg = model.config
+    return (hasattr(model, "get_decoder") and model.get_output_embeddings() is not None
+            and not getattr(cfg, "final_logit_softcapping", None) and not getattr(cfg, "logit_scale", None)
+            and not getattr(cfg, "is_encoder_decoder", False))
+
+
+def score(model, requests: list[Request], max_length: int, batch_size: int) -> list[tuple[float, bool]]:
+    """(sum of continuation log-probs, continuation is the greedy choice) for each request, in order."""
+    inputs: dict[tuple[int, ...], int] = {}     # distinct model input -> positions to score at its end
+    plan = []
+    for _, ctx, cont in requests:
+        inp = tuple((ctx + cont)[-(max_length + 1):][:-1])
+        inputs[inp] = max(inputs.get(inp, 0), len(cont))
+        plan.append((inp, cont))
+    order = sorted(inputs, key=lambda t: (-len(t), t))     # longest first, as HFLM does
+    logprobs: dict[tuple[int, ...], torch.Tensor] = {}
+    decoder, head = model.get_decoder(), model.get_output_embeddings()
+    with torch.inference_mode():
+        for start in range(0, len(order), batch_size):
+            chunk = order[start:start + batch_size]
+            width = len(chunk[0])
+            batch = torch.zeros(len(chunk), width, dtype=torch.long)
+            for i, inp in enumerate(chunk):
+                batch[i, :len(inp)] = torch.tensor(inp)
+            hidden = decoder(input_ids=batch).last_hidden_state          # causal: padding on the right is never seen
+            rows, cols = [], []
+            for i, inp in enumerate(chunk):
+                k = inputs[inp]
+                rows += [i] * k
+                cols += range(len(inp) - k, len(inp))
+            # in the logits' dtype, as HFLM does with its default softmax_dtype
+            picked = F.log_softmax(head(hidden[rows, cols]), dim=-1)
+            at = 0
+            for inp in chunk:
+                k = inputs[inp]
+                logprobs[inp] = picked[at:at + k]
+                at += k
+    out = []
+    for inp, cont in plan:
+        lp = logprobs[inp][-len(cont):]
+        toks = torch.tensor(cont, dtype=torch.long)
+        out.append((float(lp.gather(1, toks[:, None]).sum()), bool((lp.argmax(-1) == toks).all())))
+    return out

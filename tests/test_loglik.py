@@ -1,0 +1,66 @@
+"""The reference backend's log-likelihood path gives HFLM's numbers: same log-probs (float tolerance)
+and the same greedy flags, on one-token and multi-token continuations, shared and distinct contexts,
+and truncated inputs. A tiny random model, built in seconds."""
+import random
+
+import pytest
+import torch
+
+from pipeline.backends import loglik
+from tests import tiny_model
+from tests.conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def hflm(tmp_path_factory):
+    from lm_eval.models.huggingface import HFLM
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = tiny_model.build(tmp_path_factory.mktemp("tiny"), ROOT)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    return HFLM(pretrained=model, tokenizer=AutoTokenizer.from_pretrained(path), batch_size=3, max_length=40)
+
+
+def requests(lm):
+    rng = random.Random(0)
+    vocab = lm.model.config.vocab_size
+    reqs = []
+    for i in range(7):
+        ctx = [rng.randrange(vocab) for _ in range(rng.randint(3, 50))]   # some longer than max_length
+        for cont_len in (1, 1, 3):
+            cont = [rng.randrange(vocab) for _ in range(cont_len)]
+            reqs.append(((f"c{i}", f"x{len(reqs)}"), ctx, cont))
+    # a continuation that is the model's own greedy choice, so is_greedy is True at least once
+    ctx = reqs[0][1]
+    with torch.no_grad():
+        nxt = int(lm.model(torch.tensor([ctx[-40:]])).logits[0, -1].argmax())
+    reqs.append((("g", "g"), ctx, [nxt]))
+    return reqs
+
+
+def test_same_numbers_as_hflm(hflm):
+    reqs = requests(hflm)
+    theirs = hflm._loglikelihood_tokens(reqs, disable_tqdm=True)
+    ours = loglik.score(hflm.model, reqs, hflm.max_length, 3)
+    assert len(ours) == len(theirs)
+    for (a, ga), (b, gb) in zip(ours, theirs):
+        assert a == pytest.approx(b, abs=1e-4)
+        assert ga == gb
+    assert any(g for _, g in ours)
+
+
+def test_order_does_not_matter(hflm):
+    reqs = requests(hflm)
+    # results come back in request order, whatever the order and batch size (beyond float rounding)
+    backwards = list(reversed(loglik.score(hflm.model, list(reversed(reqs)), 40, 2)))
+    for (a, ga), (b, gb) in zip(backwards, loglik.score(hflm.model, reqs, 40, 8)):
+        assert a == pytest.approx(b, abs=1e-4) and ga == gb
+
+
+def test_plain_decoder_models_are_supported(hflm):
+    assert loglik.supported(hflm.model)
+    hflm.model.config.final_logit_softcapping = 30.0
+    try:
+        assert not loglik.supported(hflm.model)
+    finally:
+        hflm.model.config.final_logit_softcapping = None
