@@ -85,6 +85,47 @@ def test_second_repro_runs_nothing(project):
     assert "Running stage" not in r.stdout, r.stdout
 
 
+def _digest(project: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(project)): p.read_bytes() for d in ("artifacts", "results")
+            for p in sorted((project / d).rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("tiers.int4-gptq.group_size", "sixty-four", "tiers.int4-gptq.group_size: expected"),
+    ("tiers.int8.metod", "gptq", "tiers.int8.metod: unknown key (did you mean 'method'?)"),
+    ("eval.tasks.translation.limit", 0, "eval.tasks.translation.limit: must be >= 1"),
+])
+def test_a_bad_edit_loses_nothing(project, key, value, message):
+    """On a finished run, a mistyped entry stops `dvc repro` at the check stage with one line, before
+    DVC removes any stage's outputs: every file under artifacts/ and results/ stays byte-identical."""
+    text = (project / "params.yaml").read_text()
+    before = _digest(project)
+    p = yaml.safe_load(text)
+    *path, last = key.split(".")
+    d = p
+    for k in path:
+        d = d[k]
+    d[last] = value
+    (project / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
+    try:
+        r = run(["dvc", "repro"], project)
+        assert r.returncode != 0
+        errors = [line for line in r.stderr.splitlines() if line.startswith("qtier:")]
+        assert len(errors) == 1 and message in errors[0], r.stderr[-2000:]
+        ran = [line for line in r.stdout.splitlines() if line.startswith("Running stage")]
+        assert ran == ["Running stage 'check':"], ran
+        assert _digest(project) == before
+    finally:
+        (project / "params.yaml").write_text(text)
+    assert json.loads(run(["dvc", "status", "--json"], project).stdout) == {}
+
+
+def test_requantizing_to_the_same_checkpoint_reruns_nothing_after_it(project):
+    r = run(["dvc", "repro", "-s", "-f", "quantize@tiny-int4-gptq"], project)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert json.loads(run(["dvc", "status", "--json"], project).stdout) == {}
+
+
 def test_adding_a_model_adds_only_its_stages(project):
     p = yaml.safe_load((project / "params.yaml").read_text())
     p["models"]["tiny-copy"] = dict(p["models"]["tiny"])
@@ -93,7 +134,8 @@ def test_adding_a_model_adds_only_its_stages(project):
     assert r.returncode == 0, r.stderr
     changed = set(json.loads(r.stdout))
     assert changed, r.stdout
-    assert all("tiny-copy" in s for s in changed - {"decide"}), changed
+    # check re-validates the edited params.yaml (fast, and it changes nothing downstream)
+    assert all("tiny-copy" in s for s in changed - {"decide", "check"}), changed
     assert sum("tiny-copy" in s for s in changed) == 1 + 7 + 14
     p["models"].pop("tiny-copy")
     (project / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
@@ -182,7 +224,7 @@ def test_exp_run_set_param_reruns_only_decide(project):
              "-S", "decision.tolerances.acc.abs=100"], project)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     ran = [line for line in r.stdout.splitlines() if line.startswith("Running stage")]
-    assert ran == ["Running stage 'decide':"], ran
+    assert ran == ["Running stage 'check':", "Running stage 'decide':"], ran
     after = json.loads((project / "results/metrics.json").read_text())["tiny"]
     assert sum(v.get("passes", 0) for v in after.values()) == 13 > sum(v.get("passes", 0) for v in before.values())
     shown = run(["dvc", "exp", "show", "--json"], project)

@@ -39,8 +39,11 @@ def _to_dataset(rows: list[dict]):
     return Dataset.from_list(rows)
 
 
-def run_tasks(session, specs: list[tasks.TaskSpec], ev: schema.Eval) -> tuple[dict, dict[str, list[dict]]]:
-    import lm_eval
+def run_tasks(session, specs: list[tasks.TaskSpec], ev: schema.Eval,
+              raw_samples=None) -> tuple[dict, dict[str, list[dict]]]:
+    """lm-eval on the session's model: (task -> metrics, task -> per-sample rows). `raw_samples`, if
+    given, receives lm-eval's own logged samples per task (benchmarks count tokens from them)."""
+    import lm_eval  # lazy: seconds of imports, kept out of argument and params errors
 
     out = lm_eval.simple_evaluate(
         model=session.lm,
@@ -58,6 +61,8 @@ def run_tasks(session, specs: list[tasks.TaskSpec], ev: schema.Eval) -> tuple[di
         metrics[s.name] = {m: float(res[f"{m},none"]) for m in s.higher_is_better if f"{m},none" in res}
         rows = sorted(out["samples"][s.lm_eval_name], key=lambda r: r["doc_id"])
         samples[s.name] = [tasks.sample_row(s, r) for r in rows]
+        if raw_samples is not None:
+            raw_samples({s.name: rows})
     return metrics, samples
 
 
