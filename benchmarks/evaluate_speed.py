@@ -52,13 +52,17 @@ def bandwidth_gbps(nbytes: int = 1 << 30) -> float:
 
 
 def work_tokens(tokenizer, samples: dict[str, list[dict]], raw: dict[str, list[dict]]) -> int:
-    """Prompt tokens of every request plus generated tokens: what the model had to process."""
+    """The tokens a sample needs a model to process, however it is batched: its prompt once, each
+    scored continuation, each generated token. The same count for every path compared."""
     n = 0
+
+    def count(text: str) -> int:
+        return len(tokenizer(text, add_special_tokens=False).input_ids)
+
     for task, rows in raw.items():
         for s in rows:
-            for args in s["arguments"]:
-                n += len(tokenizer(args[0] + (args[1] if isinstance(args[1], str) else ""),
-                                   add_special_tokens=False).input_ids)
+            n += count(s["arguments"][0][0])
+            n += sum(count(a[1]) for a in s["arguments"] if isinstance(a[1], str))
         for row in samples[task]:
             if "output" in row:
                 n += len(tokenizer(row["output"], add_special_tokens=False).input_ids)
@@ -113,11 +117,16 @@ def main() -> None:
         model, tok = session.model, session.tokenizer
         before_lm = HFLM(pretrained=model, tokenizer=tok, batch_size=args.before_batch,
                          max_length=session.lm.max_length)
+        ours = model.config._attn_implementation
+        # before: transformers' own sdpa (the fp8 KV variant keeps its rounding, on transformers' sdpa)
+        theirs = "sdpa" if args.kv == "auto" else ours
         results = {}
         for phase, group in phases.items():
             if group:
-                results[phase] = (timed_run(before_lm, group, params.eval, tok),
-                                  timed_run(session.lm, group, params.eval, tok))
+                model.set_attn_implementation(theirs)
+                before = timed_run(before_lm, group, params.eval, tok)
+                model.set_attn_implementation(ours)
+                results[phase] = (before, timed_run(session.lm, group, params.eval, tok))
         limit = prefill_limit(model, model.config.vocab_size)
         bw = bandwidth_gbps()
         weights = sum(p.numel() * p.element_size() for p in model.parameters())

@@ -57,6 +57,29 @@ def test_order_does_not_matter(hflm):
         assert a == pytest.approx(b, abs=1e-4) and ga == gb
 
 
+def test_shared_prefix_stops_short_of_scored_positions():
+    assert loglik.shared_prefix([(1, 2, 3, 4), (1, 2, 3, 5), (1, 2, 9)], [1, 1, 1]) == 2
+    assert loglik.shared_prefix([(1, 2, 3, 4), (1, 2, 3, 4, 5)], [2, 1]) == 2      # 4 - 2 scored
+    assert loglik.shared_prefix([(7, 2), (1, 2)], [1, 1]) == 0
+
+
+def test_shared_prefixes_give_the_same_numbers(hflm):
+    """Classification-like batches: a long common prompt, different texts, two one-token labels."""
+    import random
+
+    rng = random.Random(3)
+    head = [rng.randrange(100) for _ in range(12)]
+    reqs = []
+    for i in range(6):
+        ctx = head + [rng.randrange(100) for _ in range(rng.randint(2, 9))]
+        for label in (5, 6):
+            reqs.append(((f"c{i}", str(label)), ctx, [label]))
+    theirs = hflm._loglikelihood_tokens(reqs, disable_tqdm=True)
+    ours = loglik.score(hflm.model, reqs, hflm.max_length, 4)
+    for (a, ga), (b, gb) in zip(ours, theirs):
+        assert a == pytest.approx(b, abs=1e-4) and ga == gb
+
+
 def test_plain_decoder_models_are_supported(hflm):
     assert loglik.supported(hflm.model)
     hflm.model.config.final_logit_softcapping = 30.0

@@ -1,4 +1,14 @@
-"""Simulated fp8 (e4m3) KV cache for the reference backend.
+"""Attention for the reference backend: grouped-query sdpa without the K/V copy, and the simulated
+fp8 (e4m3) KV cache.
+
+Grouped-query attention. transformers' sdpa path, given a padding mask, repeats every cached K/V head
+for each query head that shares it (`repeat_kv`): on a CPU that copy of the whole cache, at every
+layer of every decoding step, was half of a decode step's time (SmolLM2: 9 query heads on 3 KV heads,
+measured with torch.profiler). `grouped_sdpa` computes the same attention by folding the query heads
+of a group into the query-length axis instead, so K/V are read in place; same dot products, same
+softmax, float rounding of a different kernel shape aside (tests/test_kvcache.py).
+
+fp8 KV cache.
 
 vLLM's `--kv-cache-dtype fp8` stores keys and values as float8_e4m3 after dividing by a per-tensor
 scale (k_scale / v_scale: 1.0 unless the checkpoint carries calibrated scales) and multiplies back
@@ -13,6 +23,7 @@ import torch
 
 FP8_E4M3_MAX = 448.0
 ATTN_IMPL = "qtier_fp8kv_sdpa"
+GROUPED_IMPL = "qtier_sdpa"
 
 
 def fp8_round(x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
@@ -21,22 +32,41 @@ def fp8_round(x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
     return (y.to(torch.float8_e4m3fn).float() * scale).to(x.dtype)
 
 
-def _fp8kv_sdpa(module, query, key, value, attention_mask, **kwargs):
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+def grouped_sdpa(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None,
+                 is_causal=None, **kwargs):
+    """transformers' sdpa attention, with grouped query heads read against un-repeated K/V."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward  # lazy: transformers
 
+    groups = getattr(module, "num_key_value_groups", 1)
+    if (groups == 1 or attention_mask is None or attention_mask.dim() != 4 or attention_mask.shape[1] != 1
+            or kwargs.get("position_bias") is not None or kwargs.get("output_attentions")):
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                      is_causal=is_causal, **kwargs)
+    batch, heads, q_len, dim = query.shape
+    kv_heads = key.shape[1]
+    # query head h reads KV head h // groups: [b, kv, groups*q, d], row g*q + i is query i of head kv*groups+g
+    folded = query.reshape(batch, kv_heads, groups * q_len, dim)
+    mask = attention_mask.repeat(1, 1, groups, 1) if attention_mask.shape[2] == q_len else attention_mask
+    out = torch.nn.functional.scaled_dot_product_attention(folded, key, value, attn_mask=mask, dropout_p=dropout,
+                                                           scale=scaling, is_causal=False)
+    return out.reshape(batch, heads, q_len, dim).transpose(1, 2).contiguous(), None
+
+
+def _fp8kv_sdpa(module, query, key, value, attention_mask, **kwargs):
     k_scale = getattr(module, "qtier_k_scale", 1.0)
     v_scale = getattr(module, "qtier_v_scale", 1.0)
-    return sdpa_attention_forward(module, query, fp8_round(key, k_scale), fp8_round(value, v_scale),
-                                  attention_mask, **kwargs)
+    return grouped_sdpa(module, query, fp8_round(key, k_scale), fp8_round(value, v_scale), attention_mask, **kwargs)
 
 
-def register() -> str:
-    from transformers import AttentionInterface
+def register(fp8: bool = True) -> str:
+    """Register qtier's attention with transformers; the name to pass as attn_implementation."""
+    from transformers import AttentionInterface  # lazy, as above
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
 
-    AttentionInterface.register(ATTN_IMPL, _fp8kv_sdpa)
-    ALL_MASK_ATTENTION_FUNCTIONS.register(ATTN_IMPL, sdpa_mask)
-    return ATTN_IMPL
+    name, fn = (ATTN_IMPL, _fp8kv_sdpa) if fp8 else (GROUPED_IMPL, grouped_sdpa)
+    AttentionInterface.register(name, fn)
+    ALL_MASK_ATTENTION_FUNCTIONS.register(name, sdpa_mask)
+    return name
 
 
 def set_scales(model: torch.nn.Module, k_scale: float, v_scale: float) -> int:

@@ -3,8 +3,10 @@
 HFLM's `_loglikelihood_tokens` runs the LM head and a full-vocabulary log-softmax at every input
 position of every request (for a 49k vocabulary that is ~20% of a small model's FLOPs and a
 [batch x length x vocab] float32 tensor per batch), then keeps only the continuation's positions.
-Here the decoder runs once per distinct input, and the head and softmax run only at the positions a
-continuation is scored on. Inputs, truncation, right padding without a mask and the greedy check
+Here the decoder runs once per distinct input, the token prefix every input of a batch shares (chat
+template, system prompt, instruction: half of a short classification prompt) runs once per batch and
+is attended from the cache, and the head and softmax run only at the positions a continuation is
+scored on. Inputs, truncation, right padding without a mask and the greedy check
 are HFLM's own, so the numbers are the same up to float rounding of the smaller head GEMM
 (tests/test_loglik.py compares the two on a tiny model).
 """
@@ -24,6 +26,18 @@ def supported(model) -> bool:
             and not getattr(cfg, "is_encoder_decoder", False))
 
 
+def shared_prefix(inputs: list[tuple[int, ...]], scored: list[int]) -> int:
+    """Length of the token prefix all inputs share, short of every input's scored positions."""
+    n = min(len(inp) - k for inp, k in zip(inputs, scored))
+    first = inputs[0]
+    for inp in inputs[1:]:
+        i = 0
+        while i < n and inp[i] == first[i]:
+            i += 1
+        n = i
+    return max(n, 0)
+
+
 def score(model, requests: list[Request], max_length: int, batch_size: int) -> list[tuple[float, bool]]:
     """(sum of continuation log-probs, continuation is the greedy choice) for each request, in order."""
     inputs: dict[tuple[int, ...], int] = {}     # distinct model input -> positions to score at its end
@@ -34,20 +48,29 @@ def score(model, requests: list[Request], max_length: int, batch_size: int) -> l
         plan.append((inp, cont))
     order = sorted(inputs, key=lambda t: (-len(t), t))     # longest first, as HFLM does
     logprobs: dict[tuple[int, ...], torch.Tensor] = {}
+    from transformers import DynamicCache  # lazy: transformers takes seconds to import, only model stages need it
+
     decoder, head = model.get_decoder(), model.get_output_embeddings()
     with torch.inference_mode():
         for start in range(0, len(order), batch_size):
             chunk = order[start:start + batch_size]
             width = len(chunk[0])
-            batch = torch.zeros(len(chunk), width, dtype=torch.long)
+            shared = shared_prefix(chunk, [inputs[inp] for inp in chunk])
+            batch = torch.zeros(len(chunk), width - shared, dtype=torch.long)
             for i, inp in enumerate(chunk):
-                batch[i, :len(inp)] = torch.tensor(inp)
-            hidden = decoder(input_ids=batch).last_hidden_state          # causal: padding on the right is never seen
+                batch[i, :len(inp) - shared] = torch.tensor(inp[shared:])
+            cache = None
+            if shared:
+                cache = DynamicCache()
+                decoder(input_ids=torch.tensor([chunk[0][:shared]]), past_key_values=cache, use_cache=True)
+                cache.batch_repeat_interleave(len(chunk))
+            # causal attention: the right padding is never seen by the positions before it
+            hidden = decoder(input_ids=batch, past_key_values=cache, use_cache=cache is not None).last_hidden_state
             rows, cols = [], []
             for i, inp in enumerate(chunk):
                 k = inputs[inp]
                 rows += [i] * k
-                cols += range(len(inp) - k, len(inp))
+                cols += range(len(inp) - k - shared, len(inp) - shared)
             # in the logits' dtype, as HFLM does with its default softmax_dtype
             picked = F.log_softmax(head(hidden[rows, cols]), dim=-1)
             at = 0

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from pipeline.backends import kvcache, loglik
+from pipeline.backends import generate, kvcache, loglik
 from pipeline.backends.base import Unsupported, Variant
 from pipeline.io import read_json
 from pipeline.schema import Eval, Reference
@@ -47,10 +47,21 @@ def serving_weight_bytes(model, serving_dtype: str) -> int:
 
 
 def reference_lm_class():
-    """lm-eval's HFLM with the log-likelihood path of pipeline/backends/loglik.py."""
+    """lm-eval's HFLM with the generation of pipeline/backends/generate.py and the log-likelihood
+    path of pipeline/backends/loglik.py."""
+    import torch  # lazy, as below
     from lm_eval.models.huggingface import HFLM  # lazy: lm-eval imports take seconds
 
     class ReferenceLM(HFLM):
+        def _model_generate(self, context, max_length, stop, **kwargs):
+            if self.backend != "causal" or not generate.plain_greedy(self.model, kwargs):
+                return super()._model_generate(context, max_length, stop, **kwargs)
+            mask = kwargs.get("attention_mask")
+            if mask is None:
+                mask = torch.ones_like(context)
+            return generate.greedy(self.model, self.tokenizer, context, mask, max_length, stop,
+                                   self.tokenizer.pad_token_id)
+
         def _loglikelihood_tokens(self, requests, disable_tqdm=False, override_bs=None):
             if self.backend != "causal" or not loglik.supported(self.model):
                 return super()._loglikelihood_tokens(requests, disable_tqdm, override_bs)
@@ -110,7 +121,7 @@ class ReferenceBackend:
             info["kv_cache"] = (f"fp8_e4m3 simulated (K/V rounded through float8_e4m3fn, "
                                 f"scale {kv.scale:g}, uncalibrated like vLLM's default)")
         elif kv.cache_dtype == "auto":
-            kwargs["attn_implementation"] = "sdpa"
+            kwargs["attn_implementation"] = kvcache.register(fp8=False)
             info["kv_cache"] = f"auto ({self.ref.dtype}, not quantized)"
         else:
             raise Unsupported(f"kv cache dtype {kv.cache_dtype!r} is not implemented by the reference backend")
