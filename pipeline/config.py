@@ -13,8 +13,8 @@ from pathlib import Path
 
 from pipeline import paths
 from pipeline.domain import calibration, hardware, sources, tasks
-from pipeline.quant import recipes
 from pipeline.domain.metrics import metric_id
+from pipeline.quant import recipes
 from pipeline.schema import PARAMS_FILE, ConfigError, Params, near
 from pipeline.schema import load as load_schema
 from pipeline.scoring import power

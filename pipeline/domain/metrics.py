@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 
-
 def metric_id(task: str, metric: str) -> str:
     """`translation/bleu`: the one name of a task's metric in results, decisions and reports."""
     return f"{task}/{metric}"
