@@ -107,9 +107,7 @@ def main() -> None:
     specs = tasks.build_all(params.eval.tasks)
     phases = {"generation": [s for s in specs if s.kind == "generate"],
               "log-likelihood": [s for s in specs if s.kind != "generate"]}
-    from lm_eval.models.huggingface import (
-        HFLM,  # lazy: seconds of imports, after argument errors
-    )
+    from lm_eval.models.huggingface import HFLM  # lazy: seconds of imports, after argument errors
 
     with ReferenceBackend(params.serving.reference, params.eval).session(variant) as session:
         model, tok = session.model, session.tokenizer

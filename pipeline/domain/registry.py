@@ -37,9 +37,8 @@ def include_paths(task: Task, root: Path) -> tuple[str, ...]:
 def manager(paths: tuple[str, ...] = ()):
     """lm-eval's TaskManager over its own tasks plus `paths`, built once per process."""
     if paths not in _MANAGERS:
-        from lm_eval.tasks import (
-            TaskManager,  # lazy: lm-eval's task index takes seconds
-        )
+        # lazy: lm-eval's task index takes seconds
+        from lm_eval.tasks import TaskManager
 
         _MANAGERS[paths] = TaskManager(include_path=list(paths) or None)
     return _MANAGERS[paths]
@@ -84,9 +83,8 @@ def declared_metrics(cfg: dict | None) -> list[str]:
         return []
     if cfg.get("metric_list"):
         return [m["metric"] for m in cfg["metric_list"]]
-    from lm_eval.api.registry import (
-        DEFAULT_METRIC_REGISTRY,  # lazy: only with a registry task configured
-    )
+    # lazy: only with a registry task configured
+    from lm_eval.api.registry import DEFAULT_METRIC_REGISTRY
 
     return list(DEFAULT_METRIC_REGISTRY.get(cfg.get("output_type", ""), []))
 
