@@ -370,6 +370,11 @@ def _build(tp: Any, value: Any, key: str) -> Any:
             raise ConfigError(f"{key}: {value!r} is not one of {_type_name(tp)}")
         return value
     if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if value is None and len(args) < len(typing.get_args(tp)):
+            return None
+        if len(args) == 1:                   # `X | None` with a value: X's own, precise error
+            return _build(args[0], value, key)
         errors = []
         for arg in typing.get_args(tp):
             try:
