@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pipeline import io, schema
 from pipeline.domain import tasks
+from pipeline.domain.metrics import metric_id, split_id
 from pipeline.scoring import analysis
 from pipeline.scoring.stats import Interval
 
@@ -26,7 +27,7 @@ class Run:
     backend: str
     status: str
     reason: str | None
-    metrics: dict[str, dict[str, float]]       # task -> metric -> score
+    metrics: dict[str, float]                  # `<task>/<metric>` -> score
     samples: dict[str, list[dict]]             # task -> per-sample rows
 
 
@@ -40,13 +41,14 @@ def load_run(variant_dir: Path) -> Run | None:
 
 
 def diff(a: Run, b: Run, boot: schema.Bootstrap) -> dict[str, Interval]:
-    """metric -> interval of B - A over the samples both scored."""
+    """`<task>/<metric>` -> interval of B - A over the samples both scored."""
     out: dict[str, Interval] = {}
-    for task, metric_scores in a.metrics.items():
-        if task not in b.metrics or task not in a.samples or task not in b.samples:
+    for task in a.samples:
+        if task not in b.samples:
             continue
+        both = [split_id(mid)[1] for mid in a.metrics if split_id(mid)[0] == task and mid in b.metrics]
         pairs = analysis.align(a.samples[task], b.samples[task])
-        out.update(analysis.intervals([m for m in metric_scores if m in b.metrics[task]], pairs, boot))
+        out.update({metric_id(task, m): iv for m, iv in analysis.intervals(both, pairs, boot).items()})
     return out
 
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 from pipeline import paths
 from pipeline.domain import calibration, hardware, sources, tasks
+from pipeline.domain.metrics import metric_id
 from pipeline.quant import recipes
-from pipeline.schema import PARAMS_FILE, ConfigError, Params
+from pipeline.schema import PARAMS_FILE, ConfigError, Params, near
 from pipeline.schema import load as load_schema
 from pipeline.scoring import power
 
@@ -34,10 +35,29 @@ def check(p: Params, root: Path) -> None:
     if not (root / p.calibration.path).is_file():
         raise ConfigError(f"calibration.path: file not found: {p.calibration.path}")
     calibration.texts(p.calibration, root)
+    check_tasks(p, root)
+    check_group_sizes(p, root)
+
+
+def check_tasks(p: Params, root: Path) -> None:
+    """Each task's files or lm-eval name, its data, and its own tolerances / min_baseline: every
+    metric named there must be one the task reports."""
+    seen: dict[str, str] = {}
     for name, task in p.eval.tasks.items():
+        if task.kind == "lm_eval":
+            if task.lm_eval in seen:
+                raise ConfigError(f"eval.tasks.{name}.lm_eval: {task.lm_eval} is already evaluated as "
+                                  f"eval.tasks.{seen[task.lm_eval]}")
+            seen[task.lm_eval] = name
         tasks.check_files(name, task, root)
         tasks.check_data(name, task, root)
-    check_group_sizes(p, root)
+        if task.tolerances or task.min_baseline:
+            reported = tasks.declared_metrics(task, root)
+            for key, given in (("tolerances", task.tolerances), ("min_baseline", task.min_baseline)):
+                for metric in given:
+                    if reported and metric not in reported:
+                        raise ConfigError(f"eval.tasks.{name}.{key}.{metric}: task {name} does not report "
+                                          f"{metric!r}{near(metric, reported)} (it reports: {', '.join(reported)})")
 
 
 def check_group_sizes(p: Params, root: Path) -> None:
@@ -88,13 +108,15 @@ def planned_power(p: Params, root: Path) -> list[str]:
         n = tasks.planned_samples(task, root)
         lines.append(f"  {name}: limit {task.limit}, {'unknown' if n is None else n} samples")
         for metric in tasks.declared_metrics(task, root):
-            if metric in p.decision.tolerances:
-                lines.append(f"    {metric}: " + metric_power(p, metric, n, last, confidence))
+            mid = metric_id(name, metric)
+            if p.gate(mid)[0] is not None:
+                lines.append(f"    {metric}: " + metric_power(p, mid, n, last, confidence))
     return lines
 
 
 def metric_power(p: Params, metric: str, n: int | None, last: power.LastRun | None, confidence: float) -> str:
-    tol = p.decision.tolerances[metric]
+    """`metric`: `<task>/<metric>`, gated (it has a tolerance)."""
+    tol = p.gate(metric)[0]
     base = last.baseline.get(metric) if last else None
     if tol.abs is None and base is None:
         return f"tolerance {tol.rel:g} x baseline, baseline score unknown"

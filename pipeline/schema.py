@@ -41,7 +41,7 @@ class FieldError(ConfigError):
         super().__init__(f"{field}: {message}" if field else message)
 
 
-def _near(value: str, known: tuple[str, ...] | list[str]) -> str:
+def near(value: str, known: tuple[str, ...] | list[str]) -> str:
     close = difflib.get_close_matches(value, list(known), n=1)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
@@ -69,7 +69,7 @@ class Tier:
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
-            raise FieldError("method", f"unknown method {self.method!r}{_near(self.method, METHODS)}; "
+            raise FieldError("method", f"unknown method {self.method!r}{near(self.method, METHODS)}; "
                                        f"known: {', '.join(METHODS)}")
         if self.method in RECIPE_METHODS:
             if not self.recipe:
@@ -112,15 +112,70 @@ class Calibration:
 
 
 @dataclass(frozen=True)
-class Task:
-    config: str
-    data: str
-    kind: Literal["generate", "classify"]
-    fields: dict[str, str] = field(default_factory=dict)
-    labels: list[str] = field(default_factory=list)
-    limit: int | None = None
+class Tolerance:
+    abs: float | None = None
+    rel: float | None = None
 
     def __post_init__(self) -> None:
+        if (self.abs is None) == (self.rel is None):
+            raise FieldError("", "give exactly one of 'abs' or 'rel'")
+        value = self.abs if self.abs is not None else self.rel
+        if value < 0:
+            raise FieldError("", f"a tolerance is the allowed drop and must be >= 0, got {value}")
+
+    def allowed_drop(self, baseline: float) -> float:
+        """The drop allowed against a baseline score, in metric points."""
+        return self.abs if self.abs is not None else self.rel * abs(baseline)
+
+
+@dataclass(frozen=True)
+class Languages:
+    """A translation task's language pair, substituted into its prompt as {{source_language}} and
+    {{target_language}} (pipeline/domain/tasks.py)."""
+    source: str
+    target: str
+
+
+TASK_KINDS = ("generate", "classify", "lm_eval")
+LOCAL_ONLY = ("config", "data", "fields", "labels", "languages")   # keys an lm-eval registry task cannot take
+
+
+@dataclass(frozen=True)
+class Task:
+    """One entry of eval.tasks: a local task (an lm-eval task YAML + a JSONL file, kind generate or
+    classify) or a task from lm-eval's own registry by name (`lm_eval: arc_easy`, kind lm_eval)."""
+    kind: Literal["generate", "classify", "lm_eval"] | None = None    # None: lm_eval when `lm_eval` is given
+    config: str | None = None
+    data: str | None = None
+    lm_eval: str | None = None             # a task name in lm-eval's registry
+    include_path: str | None = None        # extra folder of lm-eval task YAMLs for `lm_eval`
+    fields: dict[str, str] = field(default_factory=dict)
+    labels: list[str] = field(default_factory=list)
+    languages: Languages | None = None
+    limit: int | None = None
+    tolerances: dict[str, Tolerance] = field(default_factory=dict)   # metric -> overrides decision.tolerances
+    min_baseline: dict[str, float] = field(default_factory=dict)     # metric -> overrides decision.min_baseline
+
+    def __post_init__(self) -> None:
+        if self.kind is None:
+            if self.lm_eval is None:
+                raise FieldError("kind", f"required: one of {', '.join(TASK_KINDS)} "
+                                         "(or give `lm_eval: <task name>` for a task from lm-eval's registry)")
+            object.__setattr__(self, "kind", "lm_eval")
+        if self.kind == "lm_eval":
+            if not self.lm_eval:
+                raise FieldError("lm_eval", "a task of kind lm_eval names a task of lm-eval's registry here")
+            for key in LOCAL_ONLY:
+                if getattr(self, key):
+                    raise FieldError(key, f"not used by an lm-eval registry task (lm_eval: {self.lm_eval}); "
+                                          "its YAML declares its data and prompt")
+        else:
+            for key in ("config", "data"):
+                if not getattr(self, key):
+                    raise FieldError(key, f"required for a {self.kind} task")
+            for key in ("lm_eval", "include_path"):
+                if getattr(self, key):
+                    raise FieldError(key, f"only for kind lm_eval, this task is kind {self.kind}")
         if self.kind == "classify" and len(self.labels) < 2:
             raise FieldError("labels", "a classify task needs at least two labels")
         if self.limit is not None and self.limit < 1:
@@ -180,23 +235,6 @@ class Serving:
     backend: Literal["auto", "reference", "vllm"] = "reference"
     reference: Reference = field(default_factory=Reference)
     vllm: Vllm = field(default_factory=Vllm)
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    abs: float | None = None
-    rel: float | None = None
-
-    def __post_init__(self) -> None:
-        if (self.abs is None) == (self.rel is None):
-            raise FieldError("", "give exactly one of 'abs' or 'rel'")
-        value = self.abs if self.abs is not None else self.rel
-        if value < 0:
-            raise FieldError("", f"a tolerance is the allowed drop and must be >= 0, got {value}")
-
-    def allowed_drop(self, baseline: float) -> float:
-        """The drop allowed against a baseline score, in metric points."""
-        return self.abs if self.abs is not None else self.rel * abs(baseline)
 
 
 @dataclass(frozen=True)
@@ -273,6 +311,10 @@ class Params:
             raise FieldError("models", "at least one model is required")
         if not self.eval.tasks:
             raise FieldError("eval.tasks", "at least one task is required")
+        for n in self.eval.tasks:
+            if not NAME_RE.match(n):
+                raise FieldError(f"eval.tasks.{n}", "names must be lower-case letters, digits, '.', '_' and single "
+                                                    "'-' (they name sample files and metrics `<task>/<metric>`)")
         for kind, names in (("models", self.models), ("tiers", self.tiers), ("kv_modes", self.kv_modes)):
             for n in names:
                 if not NAME_RE.match(n):
@@ -285,8 +327,23 @@ class Params:
             raise FieldError("decision.baseline.kv",
                              f"{b.kv!r} is not a kv mode (kv_modes: {', '.join(self.kv_modes)})")
 
+    def gate(self, metric_id: str) -> tuple[Tolerance | None, float | None]:
+        return gate(self.decision, self.eval.tasks, metric_id)
+
     def variants(self) -> list[tuple[str, str, str]]:
         return [(m, t, k) for m in self.models for t in self.tiers for k in self.kv_modes]
+
+
+def gate(rule: Decision, tasks: dict[str, Task], metric_id: str) -> tuple[Tolerance | None, float | None]:
+    """(tolerance, min_baseline) of a metric `<task>/<metric>`: the task entry's own
+    (eval.tasks.<task>.tolerances / .min_baseline) if it gives one, else the per-metric default in
+    decision.tolerances / decision.min_baseline. No tolerance: the metric is reported, not gated."""
+    task, _, metric = metric_id.rpartition("/")
+    entry = tasks.get(task)
+    tol = entry.tolerances.get(metric) if entry else None
+    floor = entry.min_baseline.get(metric) if entry else None
+    return (tol if tol is not None else rule.tolerances.get(metric),
+            floor if floor is not None else rule.min_baseline.get(metric))
 
 
 # --- generic dataclass builder -------------------------------------------------------------
@@ -313,6 +370,11 @@ def _build(tp: Any, value: Any, key: str) -> Any:
             raise ConfigError(f"{key}: {value!r} is not one of {_type_name(tp)}")
         return value
     if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if value is None and len(args) < len(typing.get_args(tp)):
+            return None
+        if len(args) == 1:                   # `X | None` with a value: X's own, precise error
+            return _build(args[0], value, key)
         errors = []
         for arg in typing.get_args(tp):
             try:

@@ -36,8 +36,9 @@ def test_sample_score_key_prefers_acc_then_rougeL_then_chrf():
     assert analysis.sample_score_key([gen(0, rouge1=1.0, rougeL=2.0, chrf=3.0)]) == "rougeL"
     assert analysis.sample_score_key([gen(0, chrf=3.0)]) == "chrf"
     assert analysis.sample_score_key([cls(0, 0, [0.0, -1.0])]) == "acc"
+    assert analysis.sample_score_key([gen(0, exact_match=100.0)]) == "exact_match"   # a registry task's own
     with pytest.raises(ValueError, match="no per-sample score"):
-        analysis.sample_score_key([gen(0, bleu=1.0)])
+        analysis.sample_score_key([gen(0)])
 
 
 def test_intervals_per_sample_metric():

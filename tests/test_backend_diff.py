@@ -14,7 +14,7 @@ def write_run(root, variant, status="ok", preds=(1, 0, 1, 1), backend="reference
     gold = [1, 0, 1, 0]
     acc = [100.0 * (p == g) for p, g in zip(preds, gold)]
     result = {"status": status, "backend": backend, "reason": reason,
-              "metrics": {"classification": {"acc": sum(acc) / len(acc)}} if status == "ok" else {}}
+              "metrics": {"classification/acc": sum(acc) / len(acc)} if status == "ok" else {}}
     (d / "result.json").write_text(json.dumps(result))
     if status == "ok":
         rows = [{"doc_id": i, "gold": g, "pred": p, "scores": {"acc": a}, "output": "", "target": ""}
@@ -33,8 +33,8 @@ def test_identical_differs_missing_and_unsupported(tmp_path):
     write_run(a, "fp8-auto")
     rows = {v: (note, ivs) for _, v, note, ivs in backend_diff.compare_dirs(a, b, BOOT)}
     assert rows["fp16-auto"][0] == "A reference, B vllm"
-    assert backend_diff.verdict(rows["fp16-auto"][1]["acc"]) == "identical"
-    iv = rows["int8-auto"][1]["acc"]
+    assert backend_diff.verdict(rows["fp16-auto"][1]["classification/acc"]) == "identical"
+    iv = rows["int8-auto"][1]["classification/acc"]
     assert iv.delta == pytest.approx(-75.0) and iv.hi < 0 and backend_diff.verdict(iv) == "differs"
     assert rows["int4-auto"] == ("A ok, B unsupported: cpu_gemm_wna16 / not implemented", {})
     assert rows["fp8-auto"] == ("only in A", {})

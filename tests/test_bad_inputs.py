@@ -69,6 +69,23 @@ CASES = {
     "bad source scheme": (set_in("models.smollm2-135m.source", "s3://bucket/model"), "must start with 'embedded:', 'local:' or 'hub:'"),
     "tolerance of two kinds": (set_in("decision.tolerances.acc", {"abs": 1.0, "rel": 0.1}), "decision.tolerances.acc: give exactly one of 'abs' or 'rel'"),
     "baseline not a tier": (set_in("decision.baseline.tier", "bf16"), "decision.baseline.tier: 'bf16' is not a tier"),
+    "unknown task kind": (set_in("eval.tasks.summarization.kind", "summarize"),
+                          "eval.tasks.summarization.kind: 'summarize' is not one of"),
+    "language missing": (lambda p, _: p["eval"]["tasks"]["translation"].pop("languages"),
+                         "eval.tasks.translation.languages: required: the prompt in eval_sets/tasks/translation.yaml"),
+    "one language of two": (set_in("eval.tasks.translation.languages", {"source": "English"}),
+                            "eval.tasks.translation.languages.target: required key is missing"),
+    "tolerance for a metric the task does not report": (
+        set_in("eval.tasks.classification.tolerances", {"bleu": {"abs": 1.0}}),
+        "eval.tasks.classification.tolerances.bleu: task classification does not report 'bleu' "
+        "(it reports: acc, macro_f1)"),
+    "min_baseline for a metric the task does not report": (
+        set_in("eval.tasks.translation.min_baseline", {"rougeL": 5.0}),
+        "eval.tasks.translation.min_baseline.rougeL: task translation does not report 'rougeL'"),
+    "local keys on a registry task": (set_in("eval.tasks.arc", {"lm_eval": "arc_easy", "data": "x.jsonl"}),
+                                      "eval.tasks.arc.data: not used by an lm-eval registry task"),
+    "task without kind": (set_in("eval.tasks.mine", {"config": "eval_sets/tasks/summarization.yaml"}),
+                          "eval.tasks.mine.kind: required"),
     "stage-unsafe tier name": (lambda p, _: p["tiers"].__setitem__("INT 4", p["tiers"].pop("int4-gptq")), "tiers.INT 4: names must be"),
 }
 
@@ -137,3 +154,36 @@ def test_group_size_that_does_not_divide(project, capsys):
 
 def test_calibration_file_too_short(project, capsys):
     rejects(project, capsys, set_in("calibration.num_samples", 10_000), "calibration.num_samples: 10000 requested")
+
+
+def test_unknown_lm_eval_task_names_the_key(project, capsys):
+    rejects(project, capsys, set_in("eval.tasks.arc", {"lm_eval": "arc_eazy", "limit": 10}),
+            "eval.tasks.arc.lm_eval: unknown lm-eval task 'arc_eazy' (did you mean 'arc_easy'?)")
+
+
+def test_registry_task_needing_the_hub_fails_fast_offline(project, capsys, monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    rejects(project, capsys, set_in("eval.tasks.arc", {"lm_eval": "arc_easy", "limit": 10}),
+            "eval.tasks.arc: task arc_easy needs its dataset from the Hub (allenai/ai2_arc); no network")
+
+
+def test_registry_task_with_local_data_passes_and_its_tolerances_are_checked(project, capsys):
+    """An lm-eval task YAML of the user's own (include_path) reading a local JSONL needs no network."""
+    folder = project / "my_tasks"
+    folder.mkdir()
+    (folder / "qa.jsonl").write_text("".join(json.dumps({"q": f"Is {i} even?", "a": i % 2}) + "\n" for i in range(4)))
+    (folder / "my_qa.yaml").write_text(yaml.safe_dump({
+        "task": "my_qa", "dataset_path": "json", "dataset_kwargs": {"data_files": {"test": str(folder / "qa.jsonl")}},
+        "test_split": "test", "output_type": "multiple_choice", "doc_to_text": "{{q}}", "doc_to_target": "a",
+        "doc_to_choice": ["yes", "no"], "metric_list": [{"metric": "acc", "aggregation": "mean",
+                                                         "higher_is_better": True}]}))
+    entry = {"lm_eval": "my_qa", "include_path": "my_tasks", "tolerances": {"acc": {"abs": 5.0}}}
+
+    def add(p, _):
+        p["eval"]["tasks"]["qa"] = entry
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    add(params, project)
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    check.main()                                            # passes offline: its data is local
+    rejects(project, capsys, set_in("eval.tasks.qa.tolerances", {"acc_norm": {"abs": 5.0}}),
+            "eval.tasks.qa.tolerances.acc_norm: task qa does not report 'acc_norm'")

@@ -69,11 +69,11 @@ def test_planned_power_without_a_previous_run(project, params_dict):
 
 def test_planned_power_from_the_last_run(project, params_dict):
     last_run(project, [
-        {"tier": "fp16", "kv": "auto", "status": "ok", "metrics": {"acc": 80.0}, "power": {}},
-        {"tier": "int8", "kv": "auto", "status": "ok", "metrics": {"acc": 79.0},
-         "power": {"acc": {"sd": 10.0, "n": 160, "mdd": 2.2, "n_for_80pct_power": 88}}},
-        {"tier": "int4", "kv": "auto", "status": "ok", "metrics": {"acc": 70.0},
-         "power": {"acc": {"sd": 4.0, "n": 160, "mdd": 0.9, "n_for_80pct_power": 15}}}])
+        {"tier": "fp16", "kv": "auto", "status": "ok", "metrics": {"classification/acc": 80.0}, "power": {}},
+        {"tier": "int8", "kv": "auto", "status": "ok", "metrics": {"classification/acc": 79.0},
+         "power": {"classification/acc": {"sd": 10.0, "n": 160, "mdd": 2.2, "n_for_80pct_power": 88}}},
+        {"tier": "int4", "kv": "auto", "status": "ok", "metrics": {"classification/acc": 70.0},
+         "power": {"classification/acc": {"sd": 4.0, "n": 160, "mdd": 0.9, "n_for_80pct_power": 15}}}])
     lines = config.planned_power(schema.parse(params_dict), project)
     assert "from last run (2030-01-02 03:04 UTC)" in lines[0]
     # the noisiest variant plans: SD 10, MDD 2.8016 * 10 / sqrt(160) = 2.2, n80 = ceil((2.8016 * 10 / 3)^2) = 88
@@ -86,9 +86,9 @@ def test_planned_power_relative_tolerance_uses_the_last_baseline(project, params
     d["decision"]["tolerances"]["acc"] = {"rel": 0.05}
     p = schema.parse(d)
     assert "    acc: tolerance 0.05 x baseline, baseline score unknown" in config.planned_power(p, project)
-    last_run(project, [{"tier": "fp16", "kv": "auto", "status": "ok", "metrics": {"acc": 60.0}},
-                       {"tier": "int8", "kv": "auto", "status": "ok", "metrics": {"acc": 59.0},
-                        "power": {"acc": {"sd": 10.0, "n": 160, "mdd": 2.2, "n_for_80pct_power": 88}}}])
+    last_run(project, [{"tier": "fp16", "kv": "auto", "status": "ok", "metrics": {"classification/acc": 60.0}},
+                       {"tier": "int8", "kv": "auto", "status": "ok", "metrics": {"classification/acc": 59.0},
+                        "power": {"classification/acc": {"sd": 10.0, "n": 160, "mdd": 2.2, "n_for_80pct_power": 88}}}])
     assert "    acc: tolerance 3.00, SD 10.0 -> MDD 2.2 at n=160; n for 80% power: 88" in config.planned_power(p, project)
 
 

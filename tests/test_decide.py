@@ -63,8 +63,10 @@ def project(tmp_path, monkeypatch, root):
             for task, n in (("translation", 40), ("classification", 200)):
                 rows = samples(task, n, q)
                 io.atomic_write_jsonl(out / "samples" / f"{task}.jsonl", rows)
-            res["metrics"] = {"translation": {"bleu": 60.0 if q(1) else 1.0, "chrf": 80.0},
-                              "classification": {"acc": 75.0 if tier == "int4-gptq" else 100.0, "macro_f1": 50.0}}
+            res["metrics"] = {"translation/bleu": 60.0 if q(1) else 1.0, "translation/chrf": 80.0,
+                              "classification/acc": 75.0 if tier == "int4-gptq" else 100.0,
+                              "classification/macro_f1": 50.0}
+            res["higher_is_better"] = {k: True for k in res["metrics"]}
             io.atomic_write_json(out / "result.json", res)
     return tmp_path
 
@@ -77,9 +79,9 @@ def test_decide_renders_every_section(project):
     rows = {(r["tier"], r["kv"]): r for r in data["rows"]}
     assert rows[("int8", "fp8")]["status"] == "unsupported"
     assert "unsupported here: no AVX-512 here" in md
-    assert rows[("int4-gptq", "auto")]["verdicts"]["acc"]["verdict"] == "fail"
+    assert rows[("int4-gptq", "auto")]["verdicts"]["classification/acc"]["verdict"] == "fail"
     assert rows[("int4-gptq", "auto")]["flips"]["classification"] == {"right_to_wrong": 50, "wrong_to_right": 0, "n": 200}
-    assert rows[("int8", "auto")]["intervals"]["acc"] == {"delta": 0.0, "lo": 0.0, "hi": 0.0, "n": 200}
+    assert rows[("int8", "auto")]["intervals"]["classification/acc"] == {"delta": 0.0, "lo": 0.0, "hi": 0.0, "n": 200}
     assert rows[("nf4-bnb", "auto")]["weight_bytes"] == 1500
     # smallest passing: nf4-bnb (1500 B) with fp8 KV beats int8 (2000 B)
     assert data["recommended"]["m"]["tier"] == "nf4-bnb" and data["recommended"]["m"]["kv"] == "fp8"
@@ -92,15 +94,15 @@ def test_decide_renders_every_section(project):
     assert "## classification" in reg and "doc 0" in reg
     assert (project / "results/plots/m-quality_vs_memory.png").stat().st_size > 1000
     # power of each gated metric: int4-gptq drops 1 in 4 classification samples from 100 to 0 (SD 43.4)
-    acc = rows[("int4-gptq", "auto")]["power"]["acc"]
+    acc = rows[("int4-gptq", "auto")]["power"]["classification/acc"]
     assert acc["n"] == 200 and acc["sd"] == pytest.approx(43.41, abs=0.01)
     assert acc["mdd"] == pytest.approx(2.8016 * acc["sd"] / 200 ** 0.5, abs=1e-3)
     assert acc["n_for_80pct_power"] == 1644
-    assert set(rows[("int8", "auto")]["power"]) == {"acc", "bleu", "chrf"}       # gated metrics only
+    assert set(rows[("int8", "auto")]["power"]) == {"classification/acc", "translation/bleu", "translation/chrf"}       # gated metrics only
     assert rows[("fp16", "auto")]["power"] == {} and rows[("int8", "fp8")]["power"] == {}
-    assert "  - power: Accuracy SD 43.4, n=200, MDD 8.6, n80 1,644; BLEU SD 30.7, n=40, MDD 13.6" in md
+    assert "  - power: classification Accuracy SD 43.4, n=200, MDD 8.6, n80 1,644; translation BLEU SD 30.7, n=40, MDD 13.6" in md
     metrics = json.loads((project / "results/metrics.json").read_text())
-    assert metrics["m"]["int4-gptq-auto"]["delta_acc"] == -25.0
+    assert metrics["m"]["int4-gptq-auto"]["delta_classification/acc"] == -25.0
 
 
 def test_missing_result_is_a_failed_row_and_exit_1(project):

@@ -1,4 +1,6 @@
-from pipeline.schema import Baseline, Decision, Tolerance
+import pytest
+
+from pipeline.schema import Baseline, Decision, FieldError, Task, Tolerance, gate
 from pipeline.scoring import decision
 from pipeline.scoring.decision import FAIL, INCONCLUSIVE, PASS, Row
 from pipeline.scoring.stats import Interval
@@ -85,3 +87,60 @@ def test_failed_rows_keep_status_and_nothing_passes():
     rows = [Row("m", "fp16", "auto", "failed", reason="boom"), Row("m", "int4", "auto", "failed", reason="boom")]
     decision.judge(rows, RULE)
     assert decision.recommend(rows, "m") == (None, "no variant ran successfully")
+
+
+def test_two_tasks_reporting_acc_are_judged_apart_and_a_task_tolerance_moves_only_its_own_verdict():
+    def rows():
+        base = Row("m", "fp16", "auto", "ok", backend="reference",
+                   metrics={"sentiment/acc": 90.0, "topic/acc": 70.0})
+        tier = Row("m", "int4", "auto", "ok", backend="reference",
+                   metrics={"sentiment/acc": 86.0, "topic/acc": 69.0})
+        tier.intervals = {"sentiment/acc": iv(-4.0), "topic/acc": iv(-1.0)}
+        return [base, tier]
+
+    cls = {"config": "c.yaml", "data": "d.jsonl", "kind": "classify", "labels": ["a", "b"]}
+    plain = {"sentiment": Task(**cls), "topic": Task(**cls)}
+    r = rows()
+    decision.judge(r, RULE, plain)
+    assert r[1].deltas == {"sentiment/acc": -4.0, "topic/acc": -1.0}           # nothing overwritten
+    assert {k: v[0] for k, v in r[1].verdicts.items()} == {"sentiment/acc": FAIL, "topic/acc": PASS}
+    assert decision.task_verdicts(r[1].verdicts) == {"sentiment": FAIL, "topic": PASS}
+
+    lenient = {"sentiment": Task(**cls, tolerances={"acc": Tolerance(abs=5.0)}), "topic": Task(**cls)}
+    r = rows()
+    decision.judge(r, RULE, lenient)
+    assert {k: v[0] for k, v in r[1].verdicts.items()} == {"sentiment/acc": PASS, "topic/acc": PASS}
+
+    floor = {"sentiment": Task(**cls), "topic": Task(**cls, min_baseline={"acc": 75.0})}
+    r = rows()
+    decision.judge(r, RULE, floor)
+    assert r[1].verdicts["topic/acc"][1].startswith(decision.NOT_CAPABLE)
+    assert r[1].verdicts["sentiment/acc"][0] == FAIL
+
+
+def test_direction_comes_from_the_row():
+    base = Row("m", "fp16", "auto", "ok", metrics={"lm/loss": 2.0}, higher_is_better={"lm/loss": False})
+    tier = Row("m", "int4", "auto", "ok", metrics={"lm/loss": 2.5}, higher_is_better={"lm/loss": False})
+    tier.intervals = {"lm/loss": iv(0.5, 0.1)}
+    rule = Decision(baseline=Baseline("fp16", "auto"), tolerances={"loss": Tolerance(abs=0.2)})
+    decision.judge([base, tier], rule)
+    assert tier.verdicts["lm/loss"][0] == FAIL               # a rise in a lower-is-better metric is a drop
+    tier.higher_is_better = {"lm/loss": True}
+    decision.judge([base, tier], rule)
+    assert tier.verdicts["lm/loss"][0] == PASS
+
+
+def test_gate_prefers_the_task_entry_then_the_metric_default():
+    tasks = {"t": Task(config="c", data="d", kind="generate", tolerances={"bleu": Tolerance(abs=4.0)},
+                       min_baseline={"bleu": 0.0})}
+    assert gate(RULE, tasks, "t/bleu") == (Tolerance(abs=4.0), 0.0)
+    assert gate(RULE, tasks, "u/bleu") == (Tolerance(abs=1.0), 5.0)
+    assert gate(RULE, tasks, "t/chrf") == (None, None)
+
+
+def test_registry_task_is_inferred_and_rejects_local_keys():
+    assert Task(lm_eval="arc_easy", limit=10).kind == "lm_eval"
+    with pytest.raises(FieldError, match="labels: not used by an lm-eval registry task"):
+        Task(lm_eval="arc_easy", labels=["a", "b"])
+    with pytest.raises(FieldError, match="config: required for a generate task"):
+        Task(kind="generate", data="d.jsonl")

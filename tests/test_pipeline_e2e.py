@@ -61,7 +61,9 @@ def test_repro_writes_complete_decision(project):
     assert {(x["tier"], x["kv"]) for x in rows} == {(t, k) for t in tiers for k in ("auto", "fp8")}
     for x in rows:
         assert x["status"] == "ok", x
-        assert set(x["metrics"]) >= {"bleu", "chrf", "rouge1", "rouge2", "rougeL", "acc", "macro_f1"}
+        assert set(x["metrics"]) >= {"translation/bleu", "translation/chrf", "summarization/rouge1",
+                                     "summarization/rouge2", "summarization/rougeL", "classification/acc",
+                                     "classification/macro_f1"}
         assert x["weight_bytes"] > 0 and x["gen_tokens_per_s"] > 0
         assert x["kv_bytes_per_token"] == 2 * 2 * 2 * 16 * (1 if x["kv"] == "fp8" else 2)
     sizes = {x["tier"]: x["weight_bytes"] for x in rows}
@@ -229,3 +231,123 @@ def test_exp_run_set_param_reruns_only_decide(project):
     assert sum(v.get("passes", 0) for v in after.values()) == 13 > sum(v.get("passes", 0) for v in before.values())
     shown = run(["dvc", "exp", "show", "--json"], project)
     assert shown.returncode == 0 and "lenient" in shown.stdout and "passes" in shown.stdout
+
+
+# --- tasks as named entries: two of a kind, and lm-eval's own registry --------------------------------
+
+def _mini_project(tmp_path_factory, request, name: str, tasks: dict, extra=None) -> Path:
+    """A project with the tiny model, two tiers (fp16 and load-time nf4, no calibration) and one KV mode."""
+    root = Path(request.config.rootpath)
+    proj = tmp_path_factory.mktemp(name)
+    for item in COPY:
+        src = root / item
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, proj / item)
+    tiny_model.build(proj / "tiny-model", root)
+    p = yaml.safe_load((root / "params.yaml").read_text())
+    p["models"] = {"tiny": {"source": "local:tiny-model", "dtype": "float16"}}
+    p["tiers"] = {k: p["tiers"][k] for k in ("fp16", "nf4-bnb")}
+    p["kv_modes"] = {"auto": p["kv_modes"]["auto"]}
+    p["calibration"].update(num_samples=4, max_seq_len=64)
+    p["eval"]["throughput"] = {"batch_size": 2, "new_tokens": 4, "repeats": 1}
+    p["eval"]["tasks"] = tasks
+    if extra:
+        extra(proj)
+    (proj / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
+    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"]):
+        assert run(cmd, proj).returncode == 0
+    return proj
+
+
+def _user_translation(proj: Path) -> None:
+    """The user's own JSONL for a second language pair, with its own field names."""
+    rows = [{"english": s, "francais": f} for s, f in [
+        ("The cat sleeps.", "Le chat dort."), ("It is raining today.", "Il pleut aujourd'hui."),
+        ("I like green tea.", "J'aime le thé vert."), ("The train leaves at nine.", "Le train part à neuf heures.")]]
+    (proj / "my_en_fr.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+
+
+def test_two_tasks_of_each_kind_keep_their_own_metrics_and_verdicts(tmp_path_factory, request):
+    """Two translation tasks (en->de from eval_sets, en->fr from the user's JSONL with other field names)
+    and two classification tasks: every metric is `<task>/<metric>`, nothing is overwritten, and a
+    per-task tolerance changes only that task's verdict."""
+    cls = {"kind": "classify", "config": "eval_sets/tasks/classification.yaml", "data": "eval_sets/sentiment.jsonl",
+           "fields": {"text": "text", "label": "label"}, "labels": ["negative", "positive"], "limit": 8}
+    tasks = {
+        "translation": {"kind": "generate", "config": "eval_sets/tasks/translation.yaml",
+                        "data": "eval_sets/translation_en_de.jsonl", "languages": {"source": "English", "target": "German"},
+                        "limit": 3},
+        "translation_fr": {"kind": "generate", "config": "eval_sets/tasks/translation.yaml", "data": "my_en_fr.jsonl",
+                           "fields": {"source": "english", "reference": "francais"},
+                           "languages": {"source": "English", "target": "French"}, "limit": 3},
+        "classification": cls,
+        # the same data, scored on its own, with a tolerance no tier can miss and no capability floor
+        "sentiment_lenient": {**cls, "tolerances": {"acc": {"abs": 100.0}}, "min_baseline": {"acc": 0.0}},
+    }
+    proj = _mini_project(tmp_path_factory, request, "two_tasks", tasks, _user_translation)
+    r = run(["dvc", "repro"], proj)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    res = json.loads((proj / "results/evals/tiny/nf4-bnb-auto/result.json").read_text())
+    ids = {"translation/bleu", "translation/chrf", "translation_fr/bleu", "translation_fr/chrf",
+           "classification/acc", "classification/macro_f1", "sentiment_lenient/acc", "sentiment_lenient/macro_f1"}
+    assert set(res["metrics"]) == ids and set(res["higher_is_better"]) == ids
+    for task in tasks:
+        assert (proj / f"results/evals/tiny/nf4-bnb-auto/samples/{task}.jsonl").is_file()
+    fr = [json.loads(x) for x in (proj / "results/evals/tiny/fp16-auto/samples/translation_fr.jsonl").read_text().splitlines()]
+    assert fr[0]["input"]["source"] == "The cat sleeps." and fr[0]["target"] == "Le chat dort."
+    rows = {x["tier"]: x for x in json.loads((proj / "results/decision.json").read_text())["rows"]}
+    tier = rows["nf4-bnb"]
+    gated = {"translation/bleu", "translation/chrf", "translation_fr/bleu", "translation_fr/chrf",
+             "classification/acc", "sentiment_lenient/acc"}
+    assert set(tier["verdicts"]) == gated
+    assert set(tier["intervals"]) >= gated
+    # same samples, same model: the two classification tasks agree on the score, but not on the rule
+    assert tier["metrics"]["classification/acc"] == tier["metrics"]["sentiment_lenient/acc"]
+    assert tier["verdicts"]["sentiment_lenient/acc"]["verdict"] == "pass"
+    if rows["fp16"]["metrics"]["classification/acc"] < 60.0:       # the default min_baseline
+        assert tier["verdicts"]["classification/acc"]["why"].startswith("the baseline cannot do this task")
+    assert tier["task_verdicts"]["sentiment_lenient"] == "pass"
+    md = (proj / "results/decision.md").read_text()
+    head = md.split("| Tier | KV cache |", 1)[1].splitlines()[0]
+    assert all(t in head for t in tasks)
+    for task in tasks:
+        assert f"#### {task}" in md
+    metrics = json.loads((proj / "results/metrics.json").read_text())["tiny"]["nf4-bnb-auto"]
+    assert "delta_translation_fr/chrf" in metrics and "delta_sentiment_lenient/acc" in metrics
+
+
+def _local_registry_task(proj: Path) -> None:
+    """An lm-eval task YAML of the user's own (dataset_path: json, local data) under my_tasks/."""
+    folder = proj / "my_tasks"
+    folder.mkdir()
+    rows = [{"question": f"Is {i} an even number?", "answer": i % 2} for i in range(12)]
+    (folder / "even.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "my_even.yaml").write_text(yaml.safe_dump({
+        "task": "my_even", "dataset_path": "json",
+        "dataset_kwargs": {"data_files": {"test": str(folder / "even.jsonl")}}, "test_split": "test",
+        "output_type": "multiple_choice", "doc_to_text": "Question: {{question}}\nAnswer:", "doc_to_target": "answer",
+        "doc_to_choice": ["yes", "no"],
+        "metric_list": [{"metric": "acc", "aggregation": "mean", "higher_is_better": True},
+                        {"metric": "acc_norm", "aggregation": "mean", "higher_is_better": True}],
+        "metadata": {"version": 1}}, sort_keys=False))
+
+
+def test_lm_eval_registry_task_with_local_data_end_to_end(tmp_path_factory, request):
+    """`eval.tasks.even: {lm_eval: my_even}` runs through the reference backend with per-sample logging;
+    its accuracy gets a paired per-sample interval and a verdict like a local task."""
+    tasks = {"even": {"lm_eval": "my_even", "include_path": "my_tasks", "limit": 10,
+                      "tolerances": {"acc": {"abs": 100.0}}, "min_baseline": {"acc": 0.0}}}
+    proj = _mini_project(tmp_path_factory, request, "registry", tasks, _local_registry_task)
+    r = run(["dvc", "repro"], proj)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    res = json.loads((proj / "results/evals/tiny/nf4-bnb-auto/result.json").read_text())
+    assert res["backend"] == "reference" and res["num_samples"] == {"even": 10}
+    assert set(res["metrics"]) == {"even/acc", "even/acc_norm"}
+    assert 0.0 <= res["metrics"]["even/acc"] <= 100.0 and res["higher_is_better"]["even/acc"] is True
+    samples = [json.loads(x) for x in
+               (proj / "results/evals/tiny/nf4-bnb-auto/samples/even.jsonl").read_text().splitlines()]
+    assert len(samples) == 10 and all(s["scores"]["acc"] in (0.0, 100.0) for s in samples)
+    assert sum(s["scores"]["acc"] for s in samples) / 10 == pytest.approx(res["metrics"]["even/acc"])
+    tier = next(x for x in json.loads((proj / "results/decision.json").read_text())["rows"] if x["tier"] == "nf4-bnb")
+    assert tier["intervals"]["even/acc"]["n"] == 10
+    assert tier["verdicts"]["even/acc"]["verdict"] == "pass"
+    assert "#### even" in (proj / "results/decision.md").read_text()

@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.domain import metrics
 from pipeline.scoring import analysis, power
 
 Z = 1.959964 + 0.841621          # z_{0.975} + z_{0.80}
@@ -58,12 +57,18 @@ def pairs(base: list[float], tier: list[float], key: str) -> list[tuple[dict, di
     return [({"scores": {key: b}}, {"scores": {key: t}}) for b, t in zip(base, tier)]
 
 
-def test_sample_diffs_use_chrf_for_corpus_metrics_and_flip_lower_is_better(monkeypatch):
+def test_sample_diffs_use_chrf_for_corpus_metrics_and_flip_lower_is_better():
     p = pairs([50.0, 60.0], [40.0, 70.0], "chrf")
     assert analysis.sample_diffs("bleu", p) == analysis.sample_diffs("chrf", p) == [-10.0, 10.0]
     assert analysis.sample_diffs("acc", p) is None
-    monkeypatch.setitem(metrics.HIGHER_IS_BETTER, "loss", False)
-    assert analysis.sample_diffs("loss", pairs([1.0, 1.0], [2.0, 1.0], "loss")) == [-1.0, 0.0]
+    # the direction is the task's (its YAML's higher_is_better), passed in
+    assert analysis.sample_diffs("loss", pairs([1.0, 1.0], [2.0, 1.0], "loss"), higher_is_better=False) == [-1.0, 0.0]
+
+
+def test_powers_take_the_direction_per_metric():
+    p = pairs([1.0, 1.0, 3.0], [2.0, 1.0, 1.0], "loss")
+    out = analysis.powers(["loss"], p, {"loss": 1.0}, 0.95, {"loss": False})
+    assert out["loss"].n == 3
 
 
 def test_powers_only_for_gated_metrics():

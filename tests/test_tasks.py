@@ -4,10 +4,11 @@ import pytest
 
 from pipeline.domain import metrics, tasks
 from pipeline.domain.calibration import DataError
-from pipeline.schema import Task
+from pipeline.schema import ConfigError, Languages, Task
 
+EN_DE = Languages(source="English", target="German")
 TR = Task(config="eval_sets/tasks/translation.yaml", data="eval_sets/translation_en_de.jsonl", kind="generate",
-          limit=5)
+          limit=5, languages=EN_DE)
 CL = Task(config="eval_sets/tasks/classification.yaml", data="eval_sets/sentiment.jsonl", kind="classify",
           labels=["negative", "positive"])
 
@@ -30,7 +31,8 @@ def test_template_fields():
 def test_user_field_names_are_mapped(tmp_path, in_repo):
     f = tmp_path / "mine.jsonl"
     f.write_text(json.dumps({"en": "Hello", "de": "Hallo"}) + "\n")
-    task = Task(config=TR.config, data=str(f), kind="generate", fields={"source": "en", "reference": "de"})
+    task = Task(config=TR.config, data=str(f), kind="generate", fields={"source": "en", "reference": "de"},
+                languages=EN_DE)
     spec = tasks.build("translation", task)
     mapping = tasks.field_map(task, ["source", "reference"])
     assert tasks.normalise({"en": "Hello", "de": "Hallo"}, mapping, task)["source"] == "Hello"
@@ -53,7 +55,8 @@ def test_build_rejects_bad_data_naming_file_and_line(tmp_path, in_repo, case):
     f = tmp_path / "bad.jsonl"
     f.write_text(text)
     with pytest.raises(DataError, match=match):
-        tasks.build("t", Task(config=base.config, data=str(f), kind=base.kind, labels=base.labels))
+        tasks.build("t", Task(config=base.config, data=str(f), kind=base.kind, labels=base.labels,
+                              languages=base.languages))
 
 
 def _jsonl(path, rows):
@@ -76,7 +79,7 @@ def test_public_sets_plug_in_through_params_only(tmp_path, in_repo):
     specs = {
         "classification": Task(config=CL.config, kind="classify", labels=labels, limit=50, data=cls),
         "summarization": Task(config="eval_sets/tasks/summarization.yaml", kind="generate", limit=10, data=summ),
-        "translation": Task(config=TR.config, kind="generate", limit=10, data=tr),
+        "translation": Task(config=TR.config, kind="generate", limit=10, data=tr, languages=EN_DE),
     }
     built = {n: tasks.build(n, t) for n, t in specs.items()}
     assert {n: s.num_docs for n, s in built.items()} == \
@@ -152,3 +155,61 @@ def test_sample_row_translation_feeds_the_corpus_scores(in_repo):
     agg = _aggregate(spec, records)
     assert metrics.corpus_bleu([r["target"] for r in rows], hyps) == agg["bleu"]
     assert metrics.corpus_chrf([r["target"] for r in rows], hyps) == agg["chrf"]
+
+
+def test_language_pair_is_data(in_repo):
+    """The shipped prompt names its languages as placeholders; the entry's `languages` fills them in."""
+    de = tasks.build("translation", TR).config["doc_to_text"]
+    assert de == ("Translate this English sentence into German. Reply with the German translation only."
+                  "\n\n{{source}}")                                    # the prompt before languages were data
+    fr = tasks.build("translation_fr", Task(config=TR.config, data=TR.data, kind="generate",
+                                            languages=Languages(source="English", target="French"))).config
+    assert fr["doc_to_text"] == de.replace("German", "French")
+    assert tasks.template_fields(fr) == ["source", "reference"]
+
+
+def test_a_prompt_with_languages_needs_them_and_unused_languages_are_rejected(in_repo):
+    with pytest.raises(ConfigError, match=r"eval\.tasks\.tr\.languages: required: the prompt in "
+                                          r"eval_sets/tasks/translation\.yaml names \{\{source_language\}\}"):
+        tasks.build("tr", Task(config=TR.config, data=TR.data, kind="generate"))
+    with pytest.raises(ConfigError, match=r"eval\.tasks\.s\.languages: the prompt in .*summarization\.yaml uses "
+                                          "neither"):
+        tasks.build("s", Task(config="eval_sets/tasks/summarization.yaml", data="eval_sets/summarization.jsonl",
+                              kind="generate", languages=EN_DE))
+
+
+def test_two_entries_of_one_yaml_get_distinct_lm_eval_names(in_repo):
+    fr = Task(config=TR.config, data=TR.data, kind="generate", limit=2, languages=Languages("English", "French"))
+    specs = tasks.build_all({"translation": TR, "translation_fr": fr,
+                             "classification": CL})
+    assert [s.lm_eval_name for s in specs] == ["qtier_translation__translation",
+                                               "qtier_translation__translation_fr", "qtier_classification"]
+    assert "into French" in specs[1].config["doc_to_text"] and "into German" in specs[0].config["doc_to_text"]
+
+
+def _lm_sample(doc_id, acc, bleu_pair=("r", "h"), filt="none"):
+    return {"doc_id": doc_id, "doc": {"q": doc_id}, "target": 0, "arguments": [(f"Question {doc_id}", " a")],
+            "filtered_resps": [(-1.0, False), (-2.0, False)], "filter": filt, "metrics": ["acc", "bleu"],
+            "acc": acc, "bleu": bleu_pair}
+
+
+def test_task_result_of_a_registry_task_scales_per_sample_metrics_and_leaves_corpus_ones_bare():
+    spec = tasks.TaskSpec(name="arc", kind="lm_eval", config=None, lm_eval_name="arc_easy", num_docs=4,
+                          higher_is_better={"acc": True, "bleu": True})
+    samples = [_lm_sample(i, a) for i, a in enumerate([1.0, 0.0, 1.0, 1.0])]
+    results = {"acc,none": 0.75, "acc_stderr,none": 0.2, "bleu,none": 12.5}
+    found = tasks.task_result(spec, results, samples)
+    assert found.metrics == {"acc": 75.0, "bleu": 12.5}        # acc on 0-100 like every qtier metric
+    assert found.higher_is_better == {"acc": True, "bleu": True}
+    assert [r["scores"] for r in found.rows] == [{"acc": 100.0}, {"acc": 0.0}, {"acc": 100.0}, {"acc": 100.0}]
+    row = found.rows[0]
+    assert row["lm_eval"] and row["input"] == {"prompt": "Question 0"} and row["output"].startswith("choice 0")
+
+
+def test_task_result_of_a_registry_task_uses_one_filter():
+    spec = tasks.TaskSpec(name="g", kind="lm_eval", config=None, lm_eval_name="g", num_docs=2,
+                          higher_is_better={"acc": True})
+    samples = [_lm_sample(0, 1.0, filt="strict"), _lm_sample(1, 0.0, filt="strict"),
+               _lm_sample(0, 0.0, filt="flex"), _lm_sample(1, 0.0, filt="flex")]
+    found = tasks.task_result(spec, {"acc,strict": 0.5, "acc,flex": 0.0}, samples)
+    assert found.metrics == {"acc": 50.0} and [r["doc_id"] for r in found.rows] == [0, 1]

@@ -6,13 +6,25 @@
 - Accuracy and macro-F1 over the label set (macro-F1 as in scikit-learn's f1_score(average="macro")).
 
 Scales: every metric is reported on 0-100, so tolerances read the same way for all of them.
+
+Names: outside a task a metric is `<task>/<metric>` (metric_id), so two tasks that both report
+`acc` never overwrite each other. Which way is better comes from each task's YAML
+(`higher_is_better` in its metric_list), carried in result.json, never from a list here.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-HIGHER_IS_BETTER = {"bleu": True, "chrf": True, "rouge1": True, "rouge2": True, "rougeL": True,
-                    "acc": True, "macro_f1": True}
+
+def metric_id(task: str, metric: str) -> str:
+    """`translation/bleu`: the one name of a task's metric in results, decisions and reports."""
+    return f"{task}/{metric}"
+
+
+def split_id(mid: str) -> tuple[str, str]:
+    """(task, metric) of a metric id; a bare metric name (no task) gives task ''."""
+    task, _, metric = mid.rpartition("/")
+    return task, metric
 
 
 def clean_generation(text: str) -> str:

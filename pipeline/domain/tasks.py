@@ -1,7 +1,13 @@
 """Eval tasks: lm-eval task YAMLs (the declaration) + params.yaml (data file, field names, labels, limit).
 
 The YAML templates use canonical field names; `fields` in params maps them to the user's JSONL
-columns, so a user points a task at their own data without touching the YAML.
+columns, so a user points a task at their own data without touching the YAML. A translation
+prompt names its languages as {{source_language}} / {{target_language}}: they come from the task
+entry's `languages` and are substituted before lm-eval sees the template, so a second language pair
+is a second entry, not a second YAML. Tasks of kind lm_eval (lm-eval's own registry, by name) are
+looked up and scored by pipeline/domain/registry.py.
+
+Every metric is identified as `<task>/<metric>` (metrics.metric_id) outside this module.
 """
 from __future__ import annotations
 
@@ -13,18 +19,19 @@ from typing import Any
 import yaml
 
 from pipeline import paths
-from pipeline.domain import metrics, public_sets
+from pipeline.domain import metrics, public_sets, registry
 from pipeline.io import DataError, read_jsonl
 from pipeline.schema import ConfigError, Task
 
 _VAR = re.compile(r"{{\s*([A-Za-z_]\w*)\s*}}")
+LANGUAGE_VARS = {"source_language": "source", "target_language": "target"}   # template var -> languages key
 
 
 @dataclass(frozen=True)
 class TaskSpec:
     name: str
     kind: str
-    config: dict            # lm-eval task config, ready for simple_evaluate(tasks=[...])
+    config: Any             # lm-eval task config dict (a registry task: lm-eval's Task), for simple_evaluate
     lm_eval_name: str
     num_docs: int           # docs evaluated (after the limit)
     higher_is_better: dict[str, bool]
@@ -49,7 +56,11 @@ def data_file(name: str, task: Task) -> Path:
 
 
 def check_files(name: str, task: Task, root: Path) -> None:
-    """The task's YAML and (local) data file exist."""
+    """The task's YAML and (local) data file exist; a registry task's name exists and its data is
+    reachable offline."""
+    if task.kind == "lm_eval":
+        registry.check(name, task, root)
+        return
     for attr in ("config", "data"):
         value = getattr(task, attr)
         if attr == "data" and public_sets.is_public(value):
@@ -63,11 +74,14 @@ def check_data(name: str, task: Task, root: Path, path: Path | None = None) -> i
     """Validate a task's rows against its template and labels, before any model is loaded.
     `path` defaults to the task's local file; a public set (no path given) is checked by the
     evalsets stage once fetched, so this returns None for it. Errors name the file and line."""
+    if task.kind == "lm_eval":
+        return None
     if path is None:
         if public_sets.is_public(task.data):
             return None
         path = Path(task.data)
     cfg = yaml.load((root / task.config).read_text(encoding="utf-8"), Loader=_DeclLoader)  # noqa: S506
+    check_languages(name, task, cfg)
     canonical = [f for f in template_fields(cfg) if not (task.kind == "classify" and f in ("gold", "choices"))]
     rows = read_jsonl(path, root=root)
     check_rows(name, task, rows, field_map(task, canonical), path)
@@ -75,15 +89,18 @@ def check_data(name: str, task: Task, root: Path, path: Path | None = None) -> i
 
 
 def declared_metrics(task: Task, root: Path) -> list[str]:
-    """The metrics a task's YAML declares in its metric_list, read without importing its hooks."""
+    """The metrics a task's YAML declares in its metric_list, read without importing its hooks (a
+    registry task: from lm-eval's task index)."""
+    if task.kind == "lm_eval":
+        return registry.declared_metrics(registry.entry("?", task, root).cfg)
     cfg = yaml.load((root / task.config).read_text(encoding="utf-8"), Loader=_DeclLoader)  # noqa: S506
     return [m["metric"] for m in cfg.get("metric_list", [])]
 
 
 def planned_samples(task: Task, root: Path) -> int | None:
     """Samples an evaluate run will score: the limit, capped by a local file's rows. None for a public
-    set without a limit (its size is known once the evalsets stage has fetched it)."""
-    if public_sets.is_public(task.data):
+    set or registry task without a limit (its size is known once its data is loaded)."""
+    if task.kind == "lm_eval" or public_sets.is_public(task.data):
         return task.limit
     rows = len(read_jsonl(task.data, root=root))
     return rows if task.limit is None else min(task.limit, rows)
@@ -101,8 +118,38 @@ def template_fields(cfg: dict) -> list[str]:
     for key in ("doc_to_text", "doc_to_target"):
         value = cfg.get(key)
         if isinstance(value, str):
-            names += [n for n in _VAR.findall(value) if n not in names]
+            names += [n for n in _VAR.findall(value) if n not in names and n not in LANGUAGE_VARS]
     return names
+
+
+def language_vars(cfg: dict) -> list[str]:
+    """The language placeholders the prompt template uses."""
+    text = cfg.get("doc_to_text")
+    return [n for n in _VAR.findall(text) if n in LANGUAGE_VARS] if isinstance(text, str) else []
+
+
+def check_languages(name: str, task: Task, cfg: dict) -> None:
+    """A prompt naming {{source_language}}/{{target_language}} needs the entry's `languages`, and
+    `languages` on a prompt that names none would be silently ignored."""
+    used = language_vars(cfg)
+    if used and task.languages is None:
+        raise ConfigError(f"eval.tasks.{name}.languages: required: the prompt in {task.config} names "
+                          + " and ".join("{{" + v + "}}" for v in dict.fromkeys(used))
+                          + " (e.g. languages: {source: English, target: German})")
+    if task.languages is not None and not used:
+        raise ConfigError(f"eval.tasks.{name}.languages: the prompt in {task.config} uses neither "
+                          "{{source_language}} nor {{target_language}}")
+
+
+def with_languages(cfg: dict, task: Task) -> dict:
+    """The config with the entry's language names written into its prompt template."""
+    text = cfg.get("doc_to_text")
+    if not isinstance(text, str) or task.languages is None:
+        return cfg
+    def fill(m: re.Match) -> str:
+        key = LANGUAGE_VARS.get(m.group(1))
+        return getattr(task.languages, key) if key else m.group(0)
+    return {**cfg, "doc_to_text": _VAR.sub(fill, text)}
 
 
 def field_map(task: Task, canonical: list[str]) -> dict[str, str]:
@@ -136,8 +183,14 @@ def check_rows(name: str, task: Task, rows: list[dict], mapping: dict[str, str],
                 )
 
 
-def build(name: str, task: Task) -> TaskSpec:
+def build(name: str, task: Task, shared: bool = False) -> TaskSpec:
+    """The lm-eval task for one entry. `shared`: another entry uses the same YAML, so this one's
+    lm-eval task name gets the entry's name appended (lm-eval needs distinct names)."""
+    if task.kind == "lm_eval":
+        return build_registry(name, task)
     cfg = load_yaml(task.config)
+    check_languages(name, task, cfg)
+    cfg = with_languages(cfg, task)
     canonical = [f for f in template_fields(cfg) if not (task.kind == "classify" and f in ("gold", "choices"))]
     mapping = field_map(task, canonical)
     path = data_file(name, task)
@@ -149,6 +202,8 @@ def build(name: str, task: Task) -> TaskSpec:
         return dataset.map(lambda row: normalise(row, mapping, task), remove_columns=dataset.column_names)
 
     cfg = dict(cfg)
+    if shared:
+        cfg["task"] = f"{cfg['task']}__{name}"
     cfg["dataset_path"] = "json"
     cfg["dataset_kwargs"] = {"data_files": {"test": str(path)}}
     cfg["test_split"] = "test"
@@ -158,8 +213,19 @@ def build(name: str, task: Task) -> TaskSpec:
                     higher_is_better=hib)
 
 
+def build_registry(name: str, task: Task) -> TaskSpec:
+    """A task of lm-eval's registry, its dataset loaded (evaluate stage only)."""
+    obj = registry.load(name, task)
+    docs = len(obj.eval_docs)
+    n = docs if task.limit is None else min(task.limit, docs)
+    hib = {m: bool(v) for m, v in obj.higher_is_better().items()}
+    return TaskSpec(name=name, kind="lm_eval", config=obj, lm_eval_name=task.lm_eval, num_docs=n,
+                    higher_is_better=hib)
+
+
 def build_all(tasks: dict[str, Task]) -> list[TaskSpec]:
-    return [build(name, t) for name, t in tasks.items()]
+    configs = [t.config for t in tasks.values() if t.config]
+    return [build(name, t, shared=configs.count(t.config) > 1) for name, t in tasks.items()]
 
 
 def sample_row(spec: TaskSpec, s: dict[str, Any]) -> dict:
@@ -194,3 +260,29 @@ def per_sample_scores(spec: TaskSpec, row: dict) -> dict[str, float]:
     if any(m.startswith("rouge") for m in hib):
         scores.update(metrics.rouge(ref, hyp))
     return scores
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """One task's outcome in a run: aggregate scores, per-sample rows and each metric's direction,
+    all keyed by the task's own metric names (callers prefix `<task>/`)."""
+    metrics: dict[str, float]
+    rows: list[dict]
+    higher_is_better: dict[str, bool]
+
+
+def task_result(spec: TaskSpec, results: dict, samples: list[dict]) -> TaskResult:
+    """From lm-eval's results entry and logged samples of one task (simple_evaluate's output)."""
+    samples = sorted(samples, key=lambda r: r["doc_id"])
+    if spec.kind == "lm_eval":
+        agg, per, hib = registry.scores(results, samples, spec.higher_is_better)
+        seen: set[int] = set()
+        rows = []
+        for s in samples:
+            if s["doc_id"] not in seen and s["doc_id"] in per:
+                seen.add(s["doc_id"])
+                rows.append(registry.sample_row(s, per[s["doc_id"]]))
+        return TaskResult(agg, rows, hib)
+    found = {m: float(results[f"{m},none"]) for m in spec.higher_is_better if f"{m},none" in results}
+    return TaskResult(found, [sample_row(spec, r) for r in samples],
+                      {m: spec.higher_is_better[m] for m in found})

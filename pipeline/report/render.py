@@ -7,18 +7,21 @@ from typing import Any
 
 from pipeline.domain import hardware
 from pipeline.domain.memory import mib
+from pipeline.domain.metrics import split_id
 from pipeline.schema import Bootstrap
 from pipeline.scoring.analysis import KvLength
-from pipeline.scoring.decision import GpuRec, Row
+from pipeline.scoring.decision import GpuRec, Row, task_verdicts
 from pipeline.scoring.planner import Budget, Gpu, Plan
 from pipeline.scoring.stats import Flips
 
 METRIC_LABELS = {"bleu": "BLEU", "chrf": "chrF", "rouge1": "ROUGE-1", "rouge2": "ROUGE-2",
                  "rougeL": "ROUGE-L", "acc": "Accuracy", "macro_f1": "Macro-F1"}
-TABLE_METRICS = ("bleu", "chrf", "rougeL", "acc")
 MARK = {"pass": "pass", "fail": "**FAIL**", "inconclusive": "inconclusive"}
 
 NOTES = [
+    "Metrics are named `<task>/<metric>` (a task is an entry of `eval.tasks`): each task is scored, "
+    "compared and judged on its own. The first table gives each task's verdict; the tables under it give "
+    "each task's gated metrics (those with a tolerance; every metric is in `decision.json`).",
     "Metric cells read `score (delta [95% CI], verdict)`, all on a 0-100 scale. BLEU/chrF: sacrebleu corpus "
     "scores, intervals by sacrebleu-style paired bootstrap; ROUGE-L: rouge-score F-measure with stemming, mean "
     "over samples; Accuracy: log-likelihood choice over the label set; ROUGE/accuracy intervals resample "
@@ -79,6 +82,36 @@ class ModelReport:
     plot: str | None = None
 
 
+def label(mid: str, with_task: bool = True) -> str:
+    """`translation BLEU` for `translation/bleu` (just `BLEU` without the task)."""
+    task, metric = split_id(mid)
+    name = METRIC_LABELS.get(metric, metric)
+    return f"{task} {name}" if with_task and task else name
+
+
+def tasks_of(rows: list[Row]) -> list[str]:
+    """Task names in the order the rows report their metrics."""
+    return list(dict.fromkeys(split_id(mid)[0] for r in rows for mid in r.metrics))
+
+
+def shown_metrics(rows: list[Row], task: str) -> list[str]:
+    """A task's metric ids for its table: the gated ones (with a verdict somewhere), else all."""
+    mids = list(dict.fromkeys(mid for r in rows for mid in r.metrics if split_id(mid)[0] == task))
+    gated = [mid for mid in mids if any(mid in r.verdicts for r in rows)]
+    return gated or mids
+
+
+def task_cell(r: Row, task: str, is_baseline: bool) -> str:
+    if r.status != "ok":
+        return "–"
+    if not any(split_id(mid)[0] == task for mid in r.metrics):
+        return "not measured"
+    if is_baseline:
+        return "baseline"
+    verdict = task_verdicts(r.verdicts).get(task)
+    return MARK.get(verdict, verdict) if verdict else "not gated"
+
+
 def metric_cell(r: Row, metric: str, is_baseline: bool) -> str:
     if r.status != "ok":
         return "–"
@@ -109,7 +142,8 @@ def _cells(cells: list[str]) -> str:
 
 def main_table(m: ModelReport, baseline: tuple[str, str], gpus: dict[str, Gpu] | None = None) -> list[str]:
     cc = {n: g.compute_capability for n, g in (gpus or {}).items()}
-    head = (["Tier", "KV cache", "Scheme"] + [METRIC_LABELS[x] for x in TABLE_METRICS]
+    names = tasks_of(m.rows)
+    head = (["Tier", "KV cache", "Scheme"] + names
             + ["Flips (R→W / W→R)", "Verdict", "Weights (MiB)", "KV bytes/token", "Gen tok/s (this CPU)", "Backend",
                "vLLM GPUs"])
     lines = [_cells(head), "|" + "---|" * len(head)]
@@ -121,7 +155,7 @@ def main_table(m: ModelReport, baseline: tuple[str, str], gpus: dict[str, Gpu] |
         if r.variant in m.regression_links and r.status == "ok":
             verdict += f" ([regressions]({m.regression_links[r.variant]}))"
         lines.append(_cells([r.tier, r.kv, r.info.scheme]
-                            + [metric_cell(r, x, is_base) for x in TABLE_METRICS]
+                            + [task_cell(r, t, is_base) for t in names]
                             + [flip, verdict,
                                f"{mib(r.weight_bytes):.1f}" if r.weight_bytes else "–",
                                f"{r.kv_bytes_per_token:,}" if r.kv_bytes_per_token else "–",
@@ -130,10 +164,29 @@ def main_table(m: ModelReport, baseline: tuple[str, str], gpus: dict[str, Gpu] |
     return lines
 
 
-def reasons(rows: list[Row]) -> list[str]:
+def task_tables(m: ModelReport, baseline: tuple[str, str]) -> list[str]:
+    """One table per task: its metrics' cells `score (delta [95% CI], verdict)` per variant."""
+    lines: list[str] = []
+    for task in tasks_of(m.rows):
+        mids = shown_metrics(m.rows, task)
+        n = m.num_samples.get(task)
+        lines += [f"#### {task}" + (f" ({n} samples)" if n else ""), "",
+                  _cells(["Variant"] + [label(x, with_task=False) for x in mids]), "|" + "---|" * (1 + len(mids))]
+        for r in m.rows:
+            if r.status == "ok":
+                lines.append(_cells([r.variant] + [metric_cell(r, x, (r.tier, r.kv) == baseline) for x in mids]))
+        lines.append("")
+    return lines
+
+
+def reasons(rows: list[Row], baseline: tuple[str, str] | None = None) -> list[str]:
     out = []
     for r in rows:
-        parts = [f"{METRIC_LABELS.get(x, x)} {v}: {why}" for x, (v, why) in r.verdicts.items()]
+        parts = [f"{label(x)} {v}: {why}" for x, (v, why) in r.verdicts.items()]
+        if r.status == "ok" and (r.tier, r.kv) != baseline:
+            bare = [label(x) for x in r.metrics if x not in r.intervals and x not in r.verdicts]
+            if bare and baseline is not None:
+                parts.append(f"reported without an interval (no per-sample form): {', '.join(bare)}")
         if parts:
             out.append(f"- **{r.variant}** → {r.overall}. " + "; ".join(parts))
             out += power_line(r)
@@ -144,7 +197,7 @@ def power_line(r: Row) -> list[str]:
     """A sub-bullet with each gated metric's power figures (see NOTES), or nothing."""
     if not r.power:
         return []
-    return ["  - power: " + "; ".join(f"{METRIC_LABELS.get(x, x)} {p.compact()}" for x, p in r.power.items())]
+    return ["  - power: " + "; ".join(f"{label(x)} {p.compact()}" for x, p in r.power.items())]
 
 
 def hardware_table(m: ModelReport, gpus: dict[str, Gpu]) -> list[str]:
@@ -259,7 +312,8 @@ def render(models: dict[str, ModelReport], header: Header) -> str:
                       "under *Per target GPU* below.", ""]
         else:
             lines += [f"**No tier can be recommended**: {m.why}.", ""]
-        lines += main_table(m, base, header.gpus) + ["", "Why each verdict:", ""] + reasons(m.rows) + [""]
+        lines += main_table(m, base, header.gpus) + ["", "### Quality by task", ""] + task_tables(m, base)
+        lines += ["Why each verdict:", ""] + reasons(m.rows, base) + [""]
         lines += serving_lines(m)
         if m.plot:
             lines += [f"![quality delta vs weight memory]({m.plot})", ""]
@@ -316,10 +370,10 @@ def dvc_metrics(rows: list[Row]) -> dict:
 
 def _row_json(r: Row, m: ModelReport) -> dict:
     return {"model": r.model, "tier": r.tier, "kv": r.kv, "status": r.status, "reason": r.reason,
-            "backend": r.backend, "metrics": r.metrics, "deltas": r.deltas,
+            "backend": r.backend, "metrics": r.metrics, "higher_is_better": r.higher_is_better, "deltas": r.deltas,
             "intervals": {k: v.as_dict() for k, v in r.intervals.items()},
             "verdicts": {k: {"verdict": v, "why": w} for k, (v, w) in r.verdicts.items()},
-            "overall": r.overall, "weight_bytes": r.weight_bytes, "kv_bytes_per_token": r.kv_bytes_per_token,
+            "task_verdicts": task_verdicts(r.verdicts), "overall": r.overall, "weight_bytes": r.weight_bytes, "kv_bytes_per_token": r.kv_bytes_per_token,
             "gen_tokens_per_s": r.tokens_per_s, "scheme": r.info.scheme,
             "hardware": r.info.hardware, "serving": r.info.serving,
             "flips": {t: dataclasses.asdict(f) for t, f in m.flips.get(r.variant, {}).items()},

@@ -24,46 +24,59 @@ def align(base: list[dict], tier: list[dict]) -> list[tuple[dict, dict]]:
 
 
 def sample_score_key(task_rows: list[dict]) -> str:
+    """The score that ranks a task's samples: acc, rougeL, chrf, else the first one the rows carry."""
     scores = task_rows[0]["scores"] if task_rows else {}
     for key in ("acc", "rougeL", "chrf"):
         if key in scores:
             return key
+    if scores:
+        return next(iter(scores))
     raise ValueError("sample rows carry no per-sample score")
+
+
+def is_corpus(metric: str, pairs: list[tuple[dict, dict]]) -> bool:
+    """BLEU/chrF of a local task: recomputed as corpus scores from the logged outputs. A registry
+    task's rows (`lm_eval`) carry only lm-eval's own per-sample values."""
+    return metric in CORPUS_METRICS and bool(pairs) and not pairs[0][0].get("lm_eval")
 
 
 def intervals(task_metrics: list[str], pairs: list[tuple[dict, dict]], boot: Bootstrap
               ) -> dict[str, stats.Interval]:
-    """Paired bootstrap interval of tier - baseline for each metric a task reports."""
+    """Paired bootstrap interval of tier - baseline for each metric a task reports (keyed by the
+    task's own metric names). A metric without a per-sample form gets none."""
     out: dict[str, stats.Interval] = {}
     for m in task_metrics:
-        if m in CORPUS_METRICS:
+        if is_corpus(m, pairs):
             refs = [str(b["target"]) for b, _ in pairs]
             bh = [metrics.clean_generation(b["output"]) for b, _ in pairs]
             th = [metrics.clean_generation(t["output"]) for _, t in pairs]
             out[m] = stats.paired_corpus(m, refs, bh, th, boot.resamples, boot.seed, boot.confidence)
-        elif all(m in b["scores"] for b, _ in pairs):
+        elif pairs and all(m in b["scores"] and m in t["scores"] for b, t in pairs):
             out[m] = stats.paired_mean([b["scores"][m] for b, _ in pairs], [t["scores"][m] for _, t in pairs],
                                        boot.resamples, boot.seed, boot.confidence)
     return out
 
 
-def sample_diffs(metric: str, pairs: list[tuple[dict, dict]]) -> list[float] | None:
+def sample_diffs(metric: str, pairs: list[tuple[dict, dict]], higher_is_better: bool = True
+                 ) -> list[float] | None:
     """Per-sample tier - baseline differences of a metric, signed so that a drop is negative. Corpus
     metrics (BLEU, chrF) have no per-sample form: sentence chrF stands in, as in the sample logs.
     None when the samples carry no such score."""
-    key = "chrf" if metric in CORPUS_METRICS else metric
+    key = "chrf" if is_corpus(metric, pairs) else metric
     if not pairs or not all(key in b["scores"] and key in t["scores"] for b, t in pairs):
         return None
-    sign = 1.0 if metrics.HIGHER_IS_BETTER.get(metric, True) else -1.0
+    sign = 1.0 if higher_is_better else -1.0
     return [sign * (t["scores"][key] - b["scores"][key]) for b, t in pairs]
 
 
 def powers(task_metrics: list[str], pairs: list[tuple[dict, dict]], limits: dict[str, float],
-           confidence: float) -> dict[str, power.Power]:
-    """Power figures for each gated metric a task reports; `limits`: metric -> allowed drop."""
+           confidence: float, higher_is_better: dict[str, bool] | None = None) -> dict[str, power.Power]:
+    """Power figures for each gated metric a task reports; `limits`: metric -> allowed drop (the
+    task's own metric names, as `higher_is_better`)."""
+    hib = higher_is_better or {}
     out = {}
     for m in task_metrics:
-        diffs = sample_diffs(m, pairs) if m in limits else None
+        diffs = sample_diffs(m, pairs, hib.get(m, True)) if m in limits else None
         found = power.observed(diffs, limits[m], confidence) if diffs else None
         if found is not None:
             out[m] = found

@@ -1,6 +1,10 @@
 """The decision rule: per-metric non-inferiority verdicts against the baseline, and the
 recommended variant. Pure.
 
+Metrics are `<task>/<metric>`; each task's metrics are judged on their own. Tolerances and
+min_baseline come from the task's entry, else the per-metric defaults (schema.gate). Direction
+(higher_is_better) comes from the task's YAML via result.json (Row.higher_is_better).
+
 For each metric with a tolerance T (absolute, or relative to the baseline score) and the 95% paired
 bootstrap interval [lo, hi] of tier - baseline (sign flipped for lower-is-better metrics):
   pass          lo >= -T   (the tier is, with 95% confidence, no worse than T)
@@ -15,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.domain import hardware
-from pipeline.domain.metrics import HIGHER_IS_BETTER
-from pipeline.schema import Decision, Tolerance
+from pipeline.domain.metrics import split_id
+from pipeline.schema import Decision, Task, Tolerance, gate
 from pipeline.scoring.planner import Gpu, Plan
 from pipeline.scoring.power import Power
 from pipeline.scoring.stats import Interval
@@ -32,7 +36,6 @@ class RowInfo:
     hardware: str = "fp16"                            # vLLM kernel family (pipeline/data/vllm_hardware.yaml)
     serve_path: str | None = None                     # what `vllm serve` is pointed at (quantize record)
     num_samples: dict[str, int] = field(default_factory=dict)                # task -> samples evaluated
-    task_metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # task -> metric -> score
     versions: dict[str, str] = field(default_factory=dict)                   # package -> version
     # evaluate's result.json records, passed through as written (their keys depend on the backend);
     # serving is None when the variant left no result
@@ -49,7 +52,8 @@ class Row:
     status: str                              # ok | failed | unsupported
     backend: str | None = None
     reason: str | None = None
-    metrics: dict[str, float] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)     # `<task>/<metric>` -> score
+    higher_is_better: dict[str, bool] = field(default_factory=dict)   # same keys, from the task YAMLs
     intervals: dict[str, Interval] = field(default_factory=dict)
     weight_bytes: int | None = None
     kv_bytes_per_token: int | None = None
@@ -70,15 +74,15 @@ def allowed_drop(tol: Tolerance, baseline: float) -> float:
 
 
 def judge_metric(metric: str, base: float | None, interval: Interval | None, tol: Tolerance,
-                 min_base: float | None) -> tuple[str, str]:
+                 min_base: float | None, higher_is_better: bool = True) -> tuple[str, str]:
     """(verdict, reason) for one metric of one variant."""
     if base is None:
         return INCONCLUSIVE, "no comparable baseline"
     if min_base is not None and base < min_base:
         return INCONCLUSIVE, f"{NOT_CAPABLE} (baseline {base:.1f} < min_baseline {min_base:g})"
     if interval is None:
-        return INCONCLUSIVE, "no per-sample data for an interval"
-    sign = 1.0 if HIGHER_IS_BETTER.get(metric, True) else -1.0
+        return INCONCLUSIVE, "no interval: the metric has no per-sample form here"
+    sign = 1.0 if higher_is_better else -1.0
     lo, hi = sorted((sign * interval.lo, sign * interval.hi))
     limit = allowed_drop(tol, base)
     ci = f"95% CI [{lo:+.2f}, {hi:+.2f}] (n={interval.n})"
@@ -107,8 +111,9 @@ def baselines(rows: list[Row], rule: Decision) -> dict[tuple[str, str | None], R
             if r.tier == rule.baseline.tier and r.kv == rule.baseline.kv and r.status == "ok"}
 
 
-def judge(rows: list[Row], rule: Decision) -> None:
-    """Fill verdicts and overall for every row, in place (intervals must already be set)."""
+def judge(rows: list[Row], rule: Decision, tasks: dict[str, Task] | None = None) -> None:
+    """Fill verdicts and overall for every row, in place (intervals must already be set). `tasks`:
+    eval.tasks, for per-task tolerances and min_baseline."""
     base_rows = baselines(rows, rule)
     for r in rows:
         if r.status != "ok":
@@ -118,15 +123,24 @@ def judge(rows: list[Row], rule: Decision) -> None:
         if base is r:
             r.overall = "baseline"
             continue
-        for metric, tol in rule.tolerances.items():
-            if metric not in r.metrics:
-                continue
+        for metric in r.metrics:
+            tol, floor = gate(rule, tasks or {}, metric)
             base_value = base.metrics.get(metric) if base else None
             if base_value is not None:
                 r.deltas[metric] = r.metrics[metric] - base_value
-            r.verdicts[metric] = judge_metric(metric, base_value, r.intervals.get(metric), tol,
-                                              rule.min_baseline.get(metric))
+            if tol is None:
+                continue
+            r.verdicts[metric] = judge_metric(metric, base_value, r.intervals.get(metric), tol, floor,
+                                              r.higher_is_better.get(metric, True))
         r.overall = overall(r.verdicts)
+
+
+def task_verdicts(verdicts: dict[str, tuple[str, str]]) -> dict[str, str]:
+    """task -> its overall verdict over its own metrics (the same rule as `overall`)."""
+    by_task: dict[str, dict[str, tuple[str, str]]] = {}
+    for mid, v in verdicts.items():
+        by_task.setdefault(split_id(mid)[0], {})[mid] = v
+    return {t: overall(v) for t, v in by_task.items()}
 
 
 def overall(verdicts: dict[str, tuple[str, str]]) -> str:

@@ -74,8 +74,8 @@ def observed(diffs: Sequence[float], margin: float, confidence: float = 0.95) ->
 class LastRun:
     """What a previous decision.json says about the spread of paired differences."""
     generated: str                  # its time stamp
-    sd: dict[str, float]            # metric -> largest observed SD over the variants
-    baseline: dict[str, float]      # metric -> the baseline's score (for relative tolerances)
+    sd: dict[str, float]            # `<task>/<metric>` -> largest observed SD over the variants
+    baseline: dict[str, float]      # `<task>/<metric>` -> the baseline's score (for relative tolerances)
 
 
 def last_run(decision: dict) -> LastRun:

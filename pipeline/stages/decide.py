@@ -14,6 +14,7 @@ import sys
 from pipeline import io, paths, schema
 from pipeline.backends import launch
 from pipeline.domain import hardware, machine, memory, tasks
+from pipeline.domain.metrics import split_id
 from pipeline.report import plots
 from pipeline.report import render as report
 from pipeline.scoring import analysis, decision, planner
@@ -47,11 +48,10 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Row:
     record = io.read_json(record_file) if record_file.is_file() else {}
     serving = res.get("serving", {})
     info = RowInfo(scheme, kind, serve_path=record.get("serve_path"), num_samples=res.get("num_samples", {}),
-                   task_metrics=res.get("metrics", {}), versions=res.get("versions", {}), serving=serving,
-                   throughput=res.get("throughput", {}))
-    row = Row(model, tier, kv, status=res["status"], backend=res.get("backend"), reason=res.get("reason"), info=info)
-    for task_metrics in info.task_metrics.values():
-        row.metrics.update(task_metrics)
+                   versions=res.get("versions", {}), serving=serving, throughput=res.get("throughput", {}))
+    # metrics are `<task>/<metric>` in result.json, with each one's direction from its task's YAML
+    row = Row(model, tier, kv, status=res["status"], backend=res.get("backend"), reason=res.get("reason"), info=info,
+              metrics=dict(res.get("metrics", {})), higher_is_better=dict(res.get("higher_is_better", {})))
     row.tokens_per_s = info.throughput.get("gen_tokens_per_s")
     row.weight_bytes = record.get("weight_bytes") or serving.get("weight_bytes_serving")
     hf = record.get("geometry")
@@ -73,6 +73,11 @@ def engine_kv_check(hf: dict, cache_dtype: str, serving: dict) -> str | None:
     return f"{formula:,} tokens ({(formula - tokens) / tokens:+.2%}) from {gib} GiB x {per_token:,} B/token"
 
 
+def task_metrics(r: Row, task: str) -> dict[str, str]:
+    """The task's own metric name -> its id `<task>/<metric>`, for the metrics the row reports."""
+    return {split_id(mid)[1]: mid for mid in r.metrics if split_id(mid)[0] == task}
+
+
 def compare(params: schema.Params, rows: list[Row]) -> analysis.Comparison:
     """Intervals and power (set on each ok row), flips, regressions and KV length sensitivity, every
     ok row against its baseline."""
@@ -86,16 +91,19 @@ def compare(params: schema.Params, rows: list[Row]) -> analysis.Comparison:
         if r.status != "ok" or base is None or base is r:
             continue
         mine, theirs = samples[(r.model, r.tier, r.kv)], samples[(base.model, base.tier, base.kv)]
-        limits = {m: decision.allowed_drop(t, base.metrics[m]) for m, t in rule.tolerances.items()
-                  if m in base.metrics}
         regress: dict[str, list] = {}
         for task, task_rows in mine.items():
             if task not in theirs:
                 continue
             pairs = analysis.align(theirs[task], task_rows)
-            reported = list(r.info.task_metrics.get(task, {}))
-            r.intervals.update(analysis.intervals(reported, pairs, rule.bootstrap))
-            r.power.update(analysis.powers(reported, pairs, limits, rule.bootstrap.confidence))
+            reported = task_metrics(r, task)
+            limits = {m: decision.allowed_drop(tol, base.metrics[mid]) for m, mid in reported.items()
+                      if (tol := params.gate(mid)[0]) is not None and mid in base.metrics}
+            hib = {m: r.higher_is_better.get(mid, True) for m, mid in reported.items()}
+            ivs = analysis.intervals(list(reported), pairs, rule.bootstrap)
+            r.intervals.update({reported[m]: iv for m, iv in ivs.items()})
+            pws = analysis.powers(list(reported), pairs, limits, rule.bootstrap.confidence, hib)
+            r.power.update({reported[m]: p for m, p in pws.items()})
             if "logliks" in task_rows[0]:
                 found.flips.setdefault(r.model, {}).setdefault(r.variant, {})[task] = analysis.flips(pairs)
             regress[task] = analysis.largest_regressions(pairs, rule.regressions_per_task)
@@ -159,9 +167,10 @@ def write_plot(params: schema.Params, model: str, mine: list[Row], baseline: tup
     """results/plots/<model>-quality_vs_memory.png, tolerance lines at the baseline's allowed drop."""
     plot = f"plots/{model}-quality_vs_memory.png"
     base_row = next((r for r in mine if (r.tier, r.kv) == baseline and r.status == "ok"), None)
-    limits = {k: decision.allowed_drop(t, base_row.metrics.get(k, 0.0))
-              for k, t in params.decision.tolerances.items() if base_row is not None}
-    plots.quality_vs_memory(mine, list(params.decision.tolerances), paths.RESULTS / plot,
+    gated = [mid for mid in dict.fromkeys(m for r in mine for m in r.metrics) if params.gate(mid)[0] is not None]
+    limits = {mid: decision.allowed_drop(params.gate(mid)[0], base_row.metrics.get(mid, 0.0))
+              for mid in gated if base_row is not None}
+    plots.quality_vs_memory(mine, gated, paths.RESULTS / plot,
                             f"{model}: quality delta (95% CI) vs weight memory", limits)
     return plot
 
@@ -222,7 +231,7 @@ def main() -> None:
     params = schema.load_or_exit()
     rows = [build_row(params, *v) for v in params.variants()]
     found = compare(params, rows)
-    decision.judge(rows, params.decision)
+    decision.judge(rows, params.decision, params.eval.tasks)
     planned = plan_rows(params, rows)
     models = {name: model_report(params, rows, name, found, planned) for name in params.models}
     write(models, header(params, rows, planned))

@@ -3,7 +3,9 @@ lm-eval tasks with per-sample logging, and measure generation throughput.
 
     python -m pipeline.stages.evaluate <model> <tier> <kv>
 
-Writes results/evals/<model>/<tier>-<kv>/{result.json, samples/<task>.jsonl}. A variant that
+Writes results/evals/<model>/<tier>-<kv>/{result.json, samples/<task>.jsonl}. result.json names
+every metric `<task>/<metric>` (`metrics`, `higher_is_better`, the latter from each task's YAML or
+lm-eval task). A variant that
 cannot run here is recorded as status "unsupported" (with the reason), one that breaks as
 "failed"; neither stops the pipeline.
 """
@@ -20,13 +22,19 @@ from typing import Any
 from pipeline import errors, io, paths, schema
 from pipeline.backends import Unsupported, Variant, select
 from pipeline.domain import tasks
+from pipeline.domain.metrics import metric_id
 
 
 def throughput_prompts(specs: list[tasks.TaskSpec], n: int) -> list[str]:
-    """The first n prompts of the first generation task, rendered by lm-eval's template engine."""
+    """The first n prompts of the first generation task, rendered by lm-eval's template engine (with
+    only registry tasks: the first one's prompts, rendered by lm-eval's Task)."""
     from lm_eval.utils import apply_template
 
-    spec = next((s for s in specs if s.kind == "generate"), specs[0])
+    local = [s for s in specs if s.kind != "lm_eval"]
+    if not local:
+        task = specs[0].config
+        return [str(task.doc_to_text(doc)) for doc in list(task.eval_docs)[:n]]
+    spec = next((s for s in local if s.kind == "generate"), local[0])
     data = spec.config["dataset_kwargs"]["data_files"]["test"]
     rows = io.read_jsonl(data)[:n]
     dataset = spec.config["process_docs"](_to_dataset(rows))
@@ -40,8 +48,8 @@ def _to_dataset(rows: list[dict]):
 
 
 def run_tasks(session, specs: list[tasks.TaskSpec], ev: schema.Eval,
-              raw_samples=None) -> tuple[dict, dict[str, list[dict]]]:
-    """lm-eval on the session's model: (task -> metrics, task -> per-sample rows). `raw_samples`, if
+              raw_samples=None) -> tuple[dict[str, tasks.TaskResult], dict[str, list[dict]]]:
+    """lm-eval on the session's model: (task -> its result, task -> per-sample rows). `raw_samples`, if
     given, receives lm-eval's own logged samples per task (benchmarks count tokens from them)."""
     import lm_eval  # lazy: seconds of imports, kept out of argument and params errors
 
@@ -54,16 +62,20 @@ def run_tasks(session, specs: list[tasks.TaskSpec], ev: schema.Eval,
         log_samples=True,
         random_seed=ev.seed, numpy_random_seed=ev.seed, torch_random_seed=ev.seed, fewshot_random_seed=ev.seed,
     )
-    metrics: dict[str, dict[str, float]] = {}
-    samples: dict[str, list[dict]] = {}
+    found: dict[str, tasks.TaskResult] = {}
     for s in specs:
-        res = out["results"][s.lm_eval_name]
-        metrics[s.name] = {m: float(res[f"{m},none"]) for m in s.higher_is_better if f"{m},none" in res}
         rows = sorted(out["samples"][s.lm_eval_name], key=lambda r: r["doc_id"])
-        samples[s.name] = [tasks.sample_row(s, r) for r in rows]
+        found[s.name] = tasks.task_result(s, out["results"][s.lm_eval_name], rows)
         if raw_samples is not None:
             raw_samples({s.name: rows})
-    return metrics, samples
+    return found, {name: r.rows for name, r in found.items()}
+
+
+def flat(found: dict[str, tasks.TaskResult]) -> tuple[dict[str, float], dict[str, bool]]:
+    """(`<task>/<metric>` -> score, `<task>/<metric>` -> higher_is_better) for result.json."""
+    scores = {metric_id(t, m): v for t, r in found.items() for m, v in r.metrics.items()}
+    hib = {metric_id(t, m): v for t, r in found.items() for m, v in r.higher_is_better.items()}
+    return scores, hib
 
 
 def versions() -> dict[str, str]:
@@ -103,7 +115,8 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
         return result
     for name, rows in samples.items():
         io.atomic_write_jsonl(out_dir / "samples" / f"{name}.jsonl", rows)
-    result.update(status="ok", metrics=metrics, num_samples={s.name: s.num_docs for s in specs},
+    scores, hib = flat(metrics)
+    result.update(status="ok", metrics=scores, higher_is_better=hib, num_samples={s.name: s.num_docs for s in specs},
                   versions=versions())
     return result
 
