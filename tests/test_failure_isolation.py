@@ -56,7 +56,7 @@ def test_broken_tier_is_a_row_not_a_crash(tmp_path, monkeypatch, root):
     samples = [json.loads(line) for line in logged]
     assert len(samples) == 2
     expected = 100.0 * sum(s["pred"] == s["gold"] for s in samples) / len(samples)
-    assert rows["fp16"]["metrics"]["acc"] == pytest.approx(expected)
+    assert rows["fp16"]["metrics"]["classification/acc"] == pytest.approx(expected)
     assert rows["broken"]["status"] == "failed" and rows["broken"]["reason"].startswith("quantize: ")
     md = (tmp_path / "results/decision.md").read_text()
     assert "failed: quantize: " in md and "| fp16 | auto |" in md

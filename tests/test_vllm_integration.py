@@ -11,7 +11,7 @@ import pytest
 from pipeline.backends.base import Variant
 from pipeline.backends.vllm_backend import VllmBackend
 from pipeline.domain import tasks
-from pipeline.schema import Eval, KvMode, Model, Task, Tier, Vllm, VllmBench
+from pipeline.schema import Eval, KvMode, Languages, Model, Task, Tier, Vllm, VllmBench
 from pipeline.stages.evaluate import run_tasks
 from tests import tiny_model
 
@@ -39,7 +39,7 @@ def test_real_server_eval_bench_and_capacity(vllm_python, tmp_path, monkeypatch,
     ckpt = tiny_model.build(tmp_path / "tiny", root, hidden=128, heads=2, kv_heads=1, head_dim=64)
     ev = Eval(tasks={
         "translation": Task(config="eval_sets/tasks/translation.yaml", data="eval_sets/translation_en_de.jsonl",
-                            kind="generate", limit=2),
+                            kind="generate", limit=2, languages=Languages(source="English", target="German")),
         "classification": Task(config="eval_sets/tasks/classification.yaml", data="eval_sets/sentiment.jsonl",
                                kind="classify", labels=["negative", "positive"], limit=4)})
     cfg = Vllm(python=vllm_python, device="cpu", max_model_len=512, cpu_memory_utilization=0.1,
@@ -54,7 +54,8 @@ def test_real_server_eval_bench_and_capacity(vllm_python, tmp_path, monkeypatch,
         assert s.info["engine"]["vllm_version"]
         metrics, samples = run_tasks(s, tasks.build_all(ev.tasks), ev)
         perf = s.throughput([], 0, 1)
-    assert set(metrics["translation"]) == {"bleu", "chrf"} and set(metrics["classification"]) == {"acc", "macro_f1"}
+    assert set(metrics["translation"].metrics) == {"bleu", "chrf"}
+    assert set(metrics["classification"].metrics) == {"acc", "macro_f1"}
     assert len(samples["classification"]) == 4 and len(samples["classification"][0]["logliks"]) == 2
     assert perf["bench"]["2"]["completed"] == 4 and perf["bench"]["2"]["median_ttft_ms"] > 0
     assert (out / "bench-c2.json").is_file() and (out / "vllm_server.log").is_file()

@@ -60,7 +60,9 @@ def prefill_groups(lengths: list[int], max_padding: float = PREFILL_PADDING) -> 
 
 def _prefill(model, rows: list[torch.Tensor]):
     """Left-padded forward of a few similar-length prompts: last logits and the cache."""
-    from transformers import DynamicCache  # lazy: transformers is imported only where a model runs
+    from transformers import (
+        DynamicCache,  # lazy: transformers is imported only where a model runs
+    )
 
     width = max(len(r) for r in rows)
     ids = torch.zeros(len(rows), width, dtype=torch.long)

@@ -35,7 +35,9 @@ def fp8_round(x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
 def grouped_sdpa(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None,
                  is_causal=None, **kwargs):
     """transformers' sdpa attention, with grouped query heads read against un-repeated K/V."""
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward  # lazy: transformers
+    from transformers.integrations.sdpa_attention import (
+        sdpa_attention_forward,  # lazy: transformers
+    )
 
     groups = getattr(module, "num_key_value_groups", 1)
     if (groups == 1 or attention_mask is None or attention_mask.dim() != 4 or attention_mask.shape[1] != 1

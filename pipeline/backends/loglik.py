@@ -48,7 +48,9 @@ def score(model, requests: list[Request], max_length: int, batch_size: int) -> l
         plan.append((inp, cont))
     order = sorted(inputs, key=lambda t: (-len(t), t))     # longest first, as HFLM does
     logprobs: dict[tuple[int, ...], torch.Tensor] = {}
-    from transformers import DynamicCache  # lazy: transformers takes seconds to import, only model stages need it
+    from transformers import (
+        DynamicCache,  # lazy: transformers takes seconds to import, only model stages need it
+    )
 
     decoder, head = model.get_decoder(), model.get_output_embeddings()
     with torch.inference_mode():

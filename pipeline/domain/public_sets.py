@@ -27,8 +27,8 @@ class PublicSet:
     options: dict[str, str]
 
 
-def is_public(data: str) -> bool:
-    return data.partition(":")[0] in SCHEMES and "?" in data
+def is_public(data: str | None) -> bool:
+    return data is not None and data.partition(":")[0] in SCHEMES and "?" in data
 
 
 def parse(key: str, data: str) -> PublicSet:

@@ -52,9 +52,13 @@ def run_tasks(session, specs: list[tasks.TaskSpec], ev: schema.Eval,
     """lm-eval on the session's model: (task -> its result, task -> per-sample rows). `raw_samples`, if
     given, receives lm-eval's own logged samples per task (benchmarks count tokens from them)."""
     import lm_eval  # lazy: seconds of imports, kept out of argument and params errors
+    from lm_eval.tasks import TaskManager
 
     out = lm_eval.simple_evaluate(
         model=session.lm,
+        # every task arrives built (a config dict or a registry Task): lm-eval's default manager would
+        # index its ~10,000 task YAMLs first, 4 s per variant for nothing
+        task_manager=TaskManager(include_defaults=False),
         tasks=[s.config for s in specs],
         samples={s.lm_eval_name: list(range(s.num_docs)) for s in specs},
         apply_chat_template=ev.apply_chat_template,
