@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from pipeline import io, paths, schema
-from pipeline.domain import public_sets, tasks
+from pipeline.domain import public_sets, registry, tasks
 from pipeline.schema import ConfigError
 
 MANIFEST = paths.EVAL_DATA_MANIFEST
@@ -30,6 +30,19 @@ def fetch(name: str, data: str, root: Path = Path("."), load_dataset=None) -> in
     return text.count("\n")
 
 
+def prefetch(name: str, task) -> None:
+    """Build an lm-eval registry task once here, with the network, so its dataset lands in the Hugging
+    Face datasets cache; the evaluate stages then read it from there offline (HF_DATASETS_OFFLINE=1)."""
+    try:
+        loaded = registry.load(name, task)
+    except ConfigError:
+        raise
+    except Exception as e:  # noqa: BLE001 - any download/build failure becomes one named line
+        raise ConfigError(f"eval.tasks.{name}.lm_eval: could not load {task.lm_eval!r}: "
+                          f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
+    print(f"qtier: eval set {name}: lm-eval task {task.lm_eval} ready ({len(loaded.eval_docs)} docs)")
+
+
 def main() -> None:
     params = schema.load_or_exit()
     manifest = io.read_json(MANIFEST) if MANIFEST.is_file() else {}
@@ -46,6 +59,8 @@ def main() -> None:
                 manifest[name] = task.data
                 # the copy is recorded before it is checked: a mapping error must not cost a new download
                 io.atomic_write_json(MANIFEST, manifest)
+            if task.kind == "lm_eval":
+                prefetch(name, task)
             tasks.check_data(name, task, Path("."), paths.eval_data(name) if name in wanted else None)
     except ConfigError as e:
         print(f"qtier: error: {e}", file=sys.stderr)
