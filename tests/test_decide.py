@@ -114,3 +114,27 @@ def test_missing_result_is_a_failed_row_and_exit_1(project):
     failed = [r for r in data["rows"] if r["status"] == "failed"]
     assert len(failed) == 1 and "is missing" in failed[0]["reason"]
     assert (project / "results/decision.md").is_file()
+
+
+def test_compute_dtype_from_the_result_or_older_serving_records():
+    assert decide.compute_dtype_of({"backend": "vllm", "compute_dtype": "bfloat16"}) == "bfloat16"
+    assert decide.compute_dtype_of({"backend": "reference", "serving": {"dtype": "float32"}}) == "float32"
+    assert decide.compute_dtype_of({"backend": "vllm", "serving": {"engine": {"dtype": "torch.float32"}}}) == "float32"
+    assert decide.compute_dtype_of({"backend": "vllm", "serving": {}}) is None
+
+
+def test_a_tier_at_another_compute_dtype_is_not_compared_with_the_baseline(project):
+    for tier in ("fp16", "int8"):
+        f = paths.eval_dir("m", tier, "auto") / "result.json"
+        res = json.loads(f.read_text())
+        res["compute_dtype"] = "float32" if tier == "fp16" else "bfloat16"
+        f.write_text(json.dumps(res))
+    decide.main()
+    rows = {(r["tier"], r["kv"]): r for r in json.loads((project / "results/decision.json").read_text())["rows"]}
+    int8 = rows[("int8", "auto")]
+    assert int8["compute_dtype"] == "bfloat16" and int8["deltas"] == {} and int8["intervals"] == {}
+    assert {v["verdict"] for v in int8["verdicts"].values()} == {"inconclusive"}
+    assert all(v["why"].startswith("no baseline at this compute dtype (bfloat16; the reference baseline ran "
+                                   "in float32)") for v in int8["verdicts"].values())
+    md = (project / "results/decision.md").read_text()
+    assert "| reference | bfloat16 |" in md

@@ -14,8 +14,9 @@ def iv(delta, half=0.5):
     return Interval(delta, delta - half, delta + half, 100)
 
 
-def row(tier, kv="auto", backend="reference", w=100, kvb=10, **metrics):
-    r = Row("m", tier, kv, "ok", backend=backend, metrics=metrics, weight_bytes=w, kv_bytes_per_token=kvb)
+def row(tier, kv="auto", backend="reference", w=100, kvb=10, compute="float32", **metrics):
+    r = Row("m", tier, kv, "ok", backend=backend, compute_dtype=compute, metrics=metrics, weight_bytes=w,
+            kv_bytes_per_token=kvb)
     return r
 
 
@@ -76,6 +77,33 @@ def test_rows_from_other_backend_are_not_compared():
     decision.judge(rows, RULE)
     assert rows[1].verdicts["acc"] == (INCONCLUSIVE, "no comparable baseline")
     assert rows[1].overall == INCONCLUSIVE
+
+
+def test_rows_of_different_compute_dtypes_are_never_compared():
+    # the vLLM fp16 baseline ran in float32, the int8 tier in bfloat16: the delta would mix bf16 with quantization
+    rows = [row("fp16", backend="vllm", compute="float32", acc=90.0),
+            row("int8", backend="vllm", compute="bfloat16", acc=90.0),
+            row("int4", backend="vllm", compute="float32", acc=89.9)]
+    for r in rows[1:]:
+        r.intervals = {"acc": iv(0.0)}
+    decision.judge(rows, RULE)
+    verdict, why = rows[1].verdicts["acc"]
+    assert verdict == INCONCLUSIVE and why.startswith("no baseline at this compute dtype (bfloat16")
+    assert "float32" in why and rows[1].deltas == {} and rows[1].overall == INCONCLUSIVE
+    assert rows[2].verdicts["acc"][0] == PASS                     # same dtype: compared as before
+    keys = decision.baselines(rows, RULE)
+    assert list(keys) == [("m", "vllm", "float32")]
+
+
+def test_each_compute_dtype_pairs_with_its_own_baseline():
+    rows = [row("fp16", compute="float32", acc=90.0), row("int8", compute="float32", acc=89.0),
+            row("fp16", kv="fp8", compute="bfloat16", acc=70.0),
+            row("int8", kv="fp8", compute="bfloat16", acc=69.0)]
+    rule = Decision(baseline=Baseline("fp16", "auto"), tolerances=RULE.tolerances)
+    decision.judge(rows, rule)
+    assert rows[1].deltas["acc"] == pytest.approx(-1.0)
+    # the bfloat16 rows have no bfloat16 baseline (fp16+auto ran in float32): never paired with it
+    assert rows[3].deltas == {} and rows[3].verdicts["acc"][1].startswith("no baseline at this compute dtype")
 
 
 def test_failed_rows_keep_status_and_nothing_passes():

@@ -11,9 +11,9 @@ HEADER = report.Header(generated="now", hardware="cpu", baseline=("fp16", "auto"
 
 
 def rows():
-    r = [Row("m", "fp16", "auto", "ok", backend="reference", metrics={"acc": 90.0, "bleu": 0.3},
+    r = [Row("m", "fp16", "auto", "ok", backend="reference", compute_dtype="float32", metrics={"acc": 90.0, "bleu": 0.3},
              weight_bytes=2**20 * 258, kv_bytes_per_token=23040, tokens_per_s=50.0),
-         Row("m", "int4", "fp8", "ok", backend="reference", metrics={"acc": 89.0, "bleu": 0.2},
+         Row("m", "int4", "fp8", "ok", backend="reference", compute_dtype="float32", metrics={"acc": 89.0, "bleu": 0.2},
              weight_bytes=2**20 * 100, kv_bytes_per_token=11520, tokens_per_s=48.0),
          Row("m", "int8", "fp8", "unsupported", reason="FP8 KV cache on CPU requires AVX-512")]
     r[1].intervals = {"acc": Interval(-1.0, -2.0, 0.0, 160), "bleu": Interval(-0.1, -0.3, 0.1, 40)}
@@ -42,10 +42,13 @@ def test_render_has_every_row_reason_and_command():
     assert "unsupported here: FP8 KV cache on CPU requires AVX-512" in md
     assert "0.2 (-0.1 [-0.3, +0.1], inconclusive)" in md and "89.0 (-1.0 [-2.0, +0.0], pass)" in md
     assert "90.0 (baseline)" in md
+    head = next(line for line in md.splitlines() if line.startswith("| Tier |")).split(" | ")
+    first = next(line for line in md.splitlines() if line.startswith("| fp16 | auto |")).split(" | ")
+    assert head[-3:-1] == ["Backend", "Compute"] and first[-3:-1] == ["reference", "float32"]
     assert "- **int4-fp8** → pass" in md and "\n  - power: Accuracy SD 10.0, n=160, MDD 2.2, n80 88\n" in md
     data = report.decision_json({"m": model_report(rs, best, why, "vllm serve x")}, HEADER)
     assert data["rows"][1]["power"] == {"acc": {"sd": 10.0, "n": 160, "mdd": 2.2, "n_for_80pct_power": 88}}
-    assert data["rows"][0]["power"] == {}
+    assert data["rows"][0]["power"] == {} and data["rows"][0]["compute_dtype"] == "float32"
 
 
 def test_render_without_recommendation_says_why():

@@ -1,5 +1,6 @@
 """The vLLM backend's command lines, its server lifecycle and its unsupported path, with fake
 servers (the real one runs in test_vllm_integration.py)."""
+import dataclasses
 import sys
 import textwrap
 import time
@@ -39,20 +40,44 @@ def test_gpu_serve_line_from_params(tmp_path):
     assert "--quantization" not in flags and "--enforce-eager" not in flags
 
 
-def test_cpu_serve_line_uses_float32_ram_share_and_eager(tmp_path):
-    argv, _ = vllm_backend.serve_argv(Vllm(), variant(tmp_path), 9000, "cpu")
+def test_cpu_serve_line_uses_bfloat16_ram_share_and_eager(tmp_path):
+    argv, _ = vllm_backend.serve_argv(Vllm(), variant(tmp_path, dtype="float16"), 9000, "cpu")
     flags = " ".join(argv[4:])
-    assert "--dtype float32" in flags and "--gpu-memory-utilization 0.25" in flags and "--enforce-eager" in flags
+    assert "--dtype bfloat16" in flags and "--gpu-memory-utilization 0.25" in flags and "--enforce-eager" in flags
     assert "--host 127.0.0.1" in flags
 
 
-def test_cpu_quantized_checkpoint_is_served_in_bfloat16(tmp_path):
-    v = variant(tmp_path)
-    (v.checkpoint / "config.json").write_text('{"quantization_config": {"quant_method": "compressed-tensors"}}')
-    argv, _ = vllm_backend.serve_argv(Vllm(), v, 9000, "cpu")
-    assert "--dtype bfloat16" in " ".join(argv)
-    argv, _ = vllm_backend.serve_argv(Vllm(dtype="float16"), v, 9000, "cpu")
-    assert "--dtype float16" in " ".join(argv)
+@pytest.mark.parametrize("dev, expected", [("cpu", "bfloat16"), ("gpu", "float16")])
+def test_every_tier_of_a_model_is_served_at_one_dtype(tmp_path, dev, expected):
+    # matched compute: the float baseline and a quantized checkpoint get the same --dtype
+    base = variant(tmp_path, dtype="float16")
+    quant_dir = tmp_path / "quant"
+    quant_dir.mkdir()
+    (quant_dir / "config.json").write_text('{"quantization_config": {"quant_method": "compressed-tensors"}}')
+    quant = dataclasses.replace(base, tier="q", checkpoint=quant_dir, serve_path=quant_dir)
+    for v in (base, quant):
+        argv, _ = vllm_backend.serve_argv(Vllm(), v, 9000, dev)
+        assert f"--dtype {expected}" in " ".join(argv)
+    argv, _ = vllm_backend.serve_argv(Vllm(dtype="float32"), quant, 9000, dev)   # explicit wins
+    assert "--dtype float32" in " ".join(argv)
+
+
+def test_served_dtype_prefers_the_engine_log():
+    assert vllm_backend.served_dtype({"dtype": "torch.bfloat16"}, "float16") == "bfloat16"
+    assert vllm_backend.served_dtype({}, "float16") == "float16"
+
+
+@pytest.mark.parametrize("gpu", [False, True])
+def test_load_is_sized_for_the_device(monkeypatch, gpu):
+    monkeypatch.setattr(vllm_backend, "accelerator_available", lambda: gpu)
+    cfg = Vllm()
+    dev = vllm_backend.device(cfg)
+    sized = cfg.for_device(dev)
+    if gpu:
+        assert dev == "gpu" and sized.num_concurrent == 64
+        assert sized.bench.concurrency == [1, 8, 32, 64] and sized.bench.num_prompts == 200
+    else:
+        assert dev == "cpu" and sized == cfg and sized.num_concurrent == 4 and sized.bench == VllmBench()
 
 
 def test_bitsandbytes_tier_serves_the_source_with_quantization_flag(tmp_path):
@@ -183,3 +208,36 @@ def test_first_completion_times_an_answer(tmp_path):
         assert 0 <= first_completion(server.base_url, "m", 10) < 10
     finally:
         server.stop(grace_s=5)
+
+
+HEALTHY_ENGINE = textwrap.dedent("""
+    import http.server, sys
+    port = int(sys.argv[sys.argv.index("--port") + 1])
+    dtype = sys.argv[sys.argv.index("--dtype") + 1]
+    print(f"(APIServer pid=1) INFO Initializing a V1 LLM engine (v0.33.0) with config: model=x, "
+          f"dtype=torch.{dtype}, quantization=None, kv_cache_dtype=auto", flush=True)
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200); self.end_headers()
+        def do_POST(self):
+            self.send_response(200); self.end_headers(); self.wfile.write(b'{}')
+        def log_message(self, *a): pass
+    http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+""")
+
+
+@pytest.mark.parametrize("gpu, dtype, concurrent", [(False, "bfloat16", 4), (True, "float16", 64)])
+def test_session_records_the_served_compute_dtype_and_load(tmp_path, monkeypatch, gpu, dtype, concurrent):
+    fake = tmp_path / "fake_launch.py"
+    fake.write_text(HEALTHY_ENGINE)
+    monkeypatch.setattr(vllm_backend, "LAUNCHER", fake)
+    monkeypatch.setattr(vllm_backend, "accelerator_available", lambda: gpu)
+    seen = {}
+    monkeypatch.setattr(vllm_backend, "_local_completions",
+                        lambda url, served, tok, cfg, ev: seen.setdefault("num_concurrent", cfg.num_concurrent))
+    backend = vllm_backend.VllmBackend(Vllm(python=sys.executable, startup_timeout_s=30), Eval(tasks={}))
+    with backend.session(variant(tmp_path, dtype="float16")) as session:
+        assert session.info["device"] == ("gpu" if gpu else "cpu")
+        assert session.info["compute_dtype"] == dtype and session.info["engine"]["dtype"] == f"torch.{dtype}"
+        assert session.info["num_concurrent"] == concurrent == seen["num_concurrent"]
+        assert session.cfg.bench.num_prompts == (200 if gpu else 16)

@@ -1,4 +1,5 @@
-"""Reference backend: transformers on the CPU (or any torch device), through lm-eval's HFLM.
+"""Reference backend: transformers through lm-eval's HFLM, on the CPU in float32, or on the GPU in
+the model's dtype when one is there (pipeline/domain/compute.py: reference_placement).
 
 compressed-tensors checkpoints are decompressed at load and W8A8 activations are fake-quantized
 in forward, so quality follows the quantized weights faithfully; speed does not (kernels are
@@ -13,6 +14,8 @@ from typing import Any, Iterator
 
 from pipeline.backends import generate, kvcache, loglik
 from pipeline.backends.base import Unsupported, Variant
+from pipeline.domain import compute
+from pipeline.domain.machine import accelerator_available
 from pipeline.io import read_json
 from pipeline.schema import Eval, Reference
 
@@ -46,15 +49,19 @@ def serving_weight_bytes(model, serving_dtype: str) -> int:
     return total
 
 
+def on_cpu(model) -> bool:
+    return model.device.type == "cpu"
+
+
 def reference_lm_class():
     """lm-eval's HFLM with the generation of pipeline/backends/generate.py and the log-likelihood
-    path of pipeline/backends/loglik.py."""
+    path of pipeline/backends/loglik.py, on the CPU (they build their batches there); on a GPU, HFLM's own."""
     import torch  # lazy, as below
     from lm_eval.models.huggingface import HFLM  # lazy: lm-eval imports take seconds
 
     class ReferenceLM(HFLM):
         def _model_generate(self, context, max_length, stop, **kwargs):
-            if self.backend != "causal" or not generate.plain_greedy(self.model, kwargs):
+            if self.backend != "causal" or not on_cpu(self.model) or not generate.plain_greedy(self.model, kwargs):
                 return super()._model_generate(context, max_length, stop, **kwargs)
             mask = kwargs.get("attention_mask")
             if mask is None:
@@ -63,7 +70,7 @@ def reference_lm_class():
                                    self.tokenizer.pad_token_id)
 
         def _loglikelihood_tokens(self, requests, disable_tqdm=False, override_bs=None):
-            if self.backend != "causal" or not loglik.supported(self.model):
+            if self.backend != "causal" or not on_cpu(self.model) or not loglik.supported(self.model):
                 return super()._loglikelihood_tokens(requests, disable_tqdm, override_bs)
             return loglik.score(self.model, requests, self.max_length, int(self.batch_size))
 
@@ -84,7 +91,7 @@ class ReferenceSession:
     def throughput(self, prompts: list[str], new_tokens: int, repeats: int) -> dict[str, float]:
         import torch
 
-        batch = self._encode(prompts)
+        batch = self._encode(prompts).to(self.model.device)
         kwargs = dict(do_sample=False, pad_token_id=self.tokenizer.pad_token_id)
         with torch.inference_mode():
             self.model.generate(**batch, max_new_tokens=2, min_new_tokens=2, **kwargs)  # warm-up
@@ -104,6 +111,11 @@ class ReferenceBackend:
     def __init__(self, ref: Reference, ev: Eval):
         self.ref, self.ev = ref, ev
 
+    def placement(self, variant: Variant) -> compute.Placement:
+        """cuda in the model's dtype when a GPU is there, else the CPU in float32 (serving.reference.dtype
+        overrides the dtype on either)."""
+        return compute.reference_placement(accelerator_available(), variant.model_cfg.dtype, self.ref.dtype)
+
     @contextmanager
     def session(self, variant: Variant) -> Iterator[ReferenceSession]:
         import torch
@@ -111,10 +123,13 @@ class ReferenceBackend:
 
         if self.ref.num_threads:
             torch.set_num_threads(self.ref.num_threads)
-        kwargs: dict[str, Any] = {"dtype": getattr(torch, self.ref.dtype),
+        place = self.placement(variant)
+        kwargs: dict[str, Any] = {"dtype": getattr(torch, place.dtype),
                                   "trust_remote_code": variant.model_cfg.trust_remote_code}
-        info: dict[str, Any] = {"backend": self.name, "device": "cpu", "dtype": self.ref.dtype,
-                                "torch_threads": torch.get_num_threads()}
+        if place.device != "cpu":
+            kwargs["device_map"] = place.device
+        info: dict[str, Any] = {"backend": self.name, "device": place.device, "dtype": place.dtype,
+                                "compute_dtype": place.dtype, "torch_threads": torch.get_num_threads()}
         kv = variant.kv_cfg
         if kv.cache_dtype == "fp8_e4m3":
             kwargs["attn_implementation"] = kvcache.register()
@@ -122,7 +137,7 @@ class ReferenceBackend:
                                 f"scale {kv.scale:g}, uncalibrated like vLLM's default)")
         elif kv.cache_dtype == "auto":
             kwargs["attn_implementation"] = kvcache.register(fp8=False)
-            info["kv_cache"] = f"auto ({self.ref.dtype}, not quantized)"
+            info["kv_cache"] = f"auto ({place.dtype}, not quantized)"
         else:
             raise Unsupported(f"kv cache dtype {kv.cache_dtype!r} is not implemented by the reference backend")
 

