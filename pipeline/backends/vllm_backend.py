@@ -25,7 +25,13 @@ from typing import Any, Iterator
 from pipeline.backends import vllm_logs
 from pipeline.backends.base import Unsupported, Variant
 from pipeline.backends.launch import vllm_serve_args
-from pipeline.backends.server import Server, ServerDied, decode_speed, first_completion, free_port
+from pipeline.backends.server import (
+    Server,
+    ServerDied,
+    decode_speed,
+    first_completion,
+    free_port,
+)
 from pipeline.domain.machine import accelerator_available
 from pipeline.io import read_json
 from pipeline.schema import Eval, Slo, Vllm
@@ -84,8 +90,7 @@ def bench_argv(cfg: Vllm, target: str, served: str, port: int, concurrency: int,
     percentiles = ["50", "99"]
     num_prompts = b.num_prompts
     if slo is not None:
-        word = slo_search.percentile_key("x", slo.percentile)[1:-len("_x_ms")]
-        percentiles = sorted(set(percentiles) | {word}, key=float)
+        percentiles = sorted(set(percentiles) | {slo_search.percentile_word(slo.percentile)}, key=float)
         num_prompts = max(num_prompts, concurrency)
     argv = [cfg.python, str(LAUNCHER), "bench", "serve", "--backend", "vllm",
             "--base-url", f"http://127.0.0.1:{port}", "--model", served, "--tokenizer", target,

@@ -38,10 +38,14 @@ class SloSearch:
         return next((p.figures for p in self.probes if p.concurrency == self.best and p.meets), None)
 
 
+def percentile_word(percentile: float) -> str:
+    """A percentile as vLLM spells it in flags and result keys: 99, 99.9."""
+    return str(int(percentile)) if int(percentile) == percentile else str(percentile)
+
+
 def percentile_key(metric: str, percentile: float) -> str:
     """vLLM's result key for a metric percentile (`p99_ttft_ms`, `p99.9_tpot_ms`)."""
-    word = str(int(percentile)) if int(percentile) == percentile else str(percentile)
-    return f"p{word}_{metric}_ms"
+    return f"p{percentile_word(percentile)}_{metric}_ms"
 
 
 def meets_slo(figures: dict, ttft_ms: float, tpot_ms: float, percentile: float) -> bool:
