@@ -216,6 +216,7 @@ FAKE_VLLM = textwrap.dedent("""
     def arg(name):
         return argv[argv.index(name) + 1]
     if argv[:2] == ["bench", "serve"]:
+        time.sleep(float(os.environ.get("FAKE_BENCH_DELAY", "0")))
         c = int(arg("--max-concurrency"))
         out = {"p99_ttft_ms": 100.0 * c, "p99_tpot_ms": 10.0, "median_ttft_ms": 50.0 * c, "median_tpot_ms": 8.0,
                "output_throughput": 100.0 * c, "request_throughput": 1.0 * c, "completed": int(arg("--num-prompts")),
@@ -285,3 +286,17 @@ def test_decode_probe_that_outlasts_the_wall_budget_is_too_slow(tmp_path, monkey
         tp = session.throughput([], 0, 1)
         assert session.remaining_s() < 3
     assert "too slow here: a 16-token request did not finish" in tp["skipped"]
+
+
+def test_a_bench_run_past_the_wall_budget_ends_the_load_test(tmp_path, monkeypatch):
+    from pipeline.schema import VllmBudget
+
+    fake_vllm(tmp_path, monkeypatch, 0.0)
+    monkeypatch.setenv("FAKE_BENCH_DELAY", "30")
+    cfg = Vllm(python=sys.executable, startup_timeout_s=30, budget=VllmBudget(max_wall_s=4))
+    t0 = time.monotonic()
+    with vllm_backend.VllmBackend(cfg, Eval(tasks={})).session(variant(tmp_path)) as session:
+        tp = session.throughput([], 0, 1)
+    assert time.monotonic() - t0 < 10
+    assert tp["cut"].startswith("load test stopped at concurrency 1: vllm bench serve at concurrency 1 did not finish")
+    assert "bench" not in tp and "slo" not in tp and tp["gen_tokens_per_s"] > 0
