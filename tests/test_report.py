@@ -59,3 +59,35 @@ def test_render_without_recommendation_says_why():
 def test_hardware_table_lists_target_gpus():
     lines = report.hardware_table(model_report(rows()), HEADER.gpus)
     assert any("int4" in x and "A100-80G (SM >= 8)" in x for x in lines)
+
+
+def vllm_rows():
+    budget = {"min_speed_vs_baseline": 0.5, "min_decode_tok_s": None, "max_wall_s": 1200}
+    slo = {"slo": {"ttft_ms": 2000, "tpot_ms": 200, "percentile": 99}, "max_concurrency_meeting_slo": 6,
+           "goodput_at_that_concurrency": 1.25, "stopped": "converged", "probes": [{"concurrency": 1}] * 5}
+    rs = [Row("m", "fp16", "auto", "ok", backend="vllm", weight_bytes=10**9, tokens_per_s=40.0),
+          Row("m", "int4", "auto", "ok", backend="vllm", weight_bytes=3 * 10**8, tokens_per_s=5.0),
+          Row("m", "w8a8", "auto", "ok", backend="vllm", tokens_per_s=1.0)]
+    rs[0].info = RowInfo(serving={"budget": budget}, throughput={
+        "slo": slo, "roofline": {"decode_tokens_per_s": 25.0, "fraction": 0.25, "roofline_tokens_per_s": 100.0}})
+    rs[1].info = RowInfo(serving={"budget": budget}, throughput={
+        "roofline": {"decode_tokens_per_s": 5.0, "unknown": "bandwidth unknown (serving.bandwidth_gbps)"}})
+    rs[2].info = RowInfo(serving={"budget": budget}, throughput={
+        "skipped": "too slow here: 1.0 tok/s vs 2 (serving.vllm.budget.min_decode_tok_s)",
+        "decode_probe_tokens_per_s": 1.0})
+    return rs
+
+
+def test_serving_section_shows_slo_roofline_and_the_speed_floor():
+    m = model_report(vllm_rows())
+    md = "\n".join(report.serving_lines(m, ("fp16", "auto")))
+    assert "| fp16-auto | p99 TTFT <= 2000 ms, TPOT <= 200 ms | 6 | 1.25 | 5 (converged) | 25.0 | 25% of 100 tok/s |" \
+        in md
+    assert "| int4-auto | – | – | – | – | 5.0 | bandwidth unknown (serving.bandwidth_gbps) |" in md
+    assert ("- int4-auto: too slow here: 5.0 tok/s vs 25.0 for the baseline (below 0.5x, "
+            "serving.vllm.budget.min_speed_vs_baseline)") in md
+    assert "- w8a8-auto: too slow here: 1.0 tok/s vs 2 (serving.vllm.budget.min_decode_tok_s)" in md
+    assert "- fp16-auto:" not in md
+    data = report.decision_json({"m": m}, HEADER)
+    assert data["rows"][0]["load"]["slo"]["max_concurrency_meeting_slo"] == 6 and data["rows"][0]["load_note"] is None
+    assert data["rows"][1]["load_note"].startswith("too slow here: 5.0 tok/s vs 25.0 for the baseline")

@@ -210,6 +210,123 @@ def test_first_completion_times_an_answer(tmp_path):
         server.stop(grace_s=5)
 
 
+def test_bench_line_with_an_slo_counts_goodput_at_its_percentile():
+    from pipeline.schema import Slo
+
+    cfg = Vllm(python="p", bench=VllmBench(num_prompts=5))
+    s = Slo(ttft_ms=2000, tpot_ms=200, percentile=95)
+    argv = vllm_backend.bench_argv(cfg, "ckpt", "m-t-auto", 8123, 8, Path("out"), s)
+    line = " ".join(argv)
+    assert "--goodput ttft:2000 tpot:200 --save-result" in line
+    assert "--metric-percentiles 50,95,99" in line and "--num-prompts 8" in line
+    assert line.endswith("--result-filename slo-c8.json")
+    raw = {"p95_ttft_ms": 1.0, "p95_tpot_ms": 2.0, "request_goodput": 0.5, "p90_ttft_ms": 9.0}
+    assert vllm_backend.bench_summary(raw, s) == {"p95_ttft_ms": 1.0, "p95_tpot_ms": 2.0, "request_goodput": 0.5}
+    assert "--goodput" not in " ".join(vllm_backend.bench_argv(cfg, "ckpt", "m", 1, 1, Path("out")))
+
+
+def test_too_slow_reason():
+    assert vllm_backend.too_slow({"tokens": 16, "tokens_per_s": 50.0}, None) is None
+    assert vllm_backend.too_slow({"tokens": 16, "tokens_per_s": 0.5}, 2.0) == \
+        "too slow here: 0.5 tok/s vs 2 (serving.vllm.budget.min_decode_tok_s)"
+    assert "did not finish in 3 s" in vllm_backend.too_slow({"tokens": 16, "tokens_per_s": None, "timeout_s": 3}, 2.0)
+
+
+# One script plays both `vllm serve` (an HTTP server whose completions take DELAY s) and `vllm bench serve`
+# (writes a result whose p99 TTFT is 100 ms x concurrency, so an SLO of 450 ms holds up to concurrency 4).
+FAKE_VLLM = textwrap.dedent("""
+    import http.server, json, os, sys, time
+    DELAY = float(os.environ.get("FAKE_DELAY", "0"))
+    argv = sys.argv[1:]
+    def arg(name):
+        return argv[argv.index(name) + 1]
+    if argv[:2] == ["bench", "serve"]:
+        time.sleep(float(os.environ.get("FAKE_BENCH_DELAY", "0")))
+        c = int(arg("--max-concurrency"))
+        out = {"p99_ttft_ms": 100.0 * c, "p99_tpot_ms": 10.0, "median_ttft_ms": 50.0 * c, "median_tpot_ms": 8.0,
+               "output_throughput": 100.0 * c, "request_throughput": 1.0 * c, "completed": int(arg("--num-prompts")),
+               "request_goodput": (1.0 * c if 100.0 * c <= 450 else 0.0) if "--goodput" in argv else None}
+        with open(os.path.join(arg("--result-dir"), arg("--result-filename")), "w") as f:
+            json.dump(out, f)
+        sys.exit(0)
+    port = int(arg("--port"))
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200); self.end_headers()
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if body["max_tokens"] > 1:
+                time.sleep(DELAY)
+            self.send_response(200); self.end_headers()
+            self.wfile.write(json.dumps({"usage": {"completion_tokens": body["max_tokens"]}}).encode())
+        def log_message(self, *a): pass
+    http.server.ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
+""")
+
+
+def fake_vllm(tmp_path, monkeypatch, delay: float):
+    fake = tmp_path / "fake_vllm.py"
+    fake.write_text(FAKE_VLLM)
+    monkeypatch.setattr(vllm_backend, "LAUNCHER", fake)
+    monkeypatch.setattr(vllm_backend, "_local_completions", lambda *a, **k: None)   # no lm-eval import here
+    monkeypatch.setenv("FAKE_DELAY", str(delay))
+
+
+def test_load_test_and_slo_search_against_a_fake_engine(tmp_path, monkeypatch):
+    from pipeline.schema import Slo
+
+    fake_vllm(tmp_path, monkeypatch, 0.0)
+    cfg = Vllm(python=sys.executable, startup_timeout_s=30, bench=VllmBench(concurrency=[1, 2]))
+    backend = vllm_backend.VllmBackend(cfg, Eval(tasks={}), Slo(ttft_ms=450, tpot_ms=100, max_concurrency=16))
+    with backend.session(variant(tmp_path)) as session:
+        assert session.info["decode_probe"]["tokens_per_s"] > 16
+        tp = session.throughput([], 0, 1)
+    assert set(tp["bench"]) == {"1", "2"} and tp["gen_tokens_per_s"] == 100.0
+    s = tp["slo"]
+    assert s["max_concurrency_meeting_slo"] == 4 and s["goodput_at_that_concurrency"] == 4.0
+    assert [p["concurrency"] for p in s["probes"]] == [1, 2, 4, 8, 6, 5]
+    assert s["slo"] == {"ttft_ms": 450, "tpot_ms": 100, "percentile": 99}
+
+
+def test_engine_below_the_speed_floor_skips_its_load_test(tmp_path, monkeypatch):
+    from pipeline.schema import VllmBudget
+
+    fake_vllm(tmp_path, monkeypatch, 1.0)     # 16 tokens in 1 s
+    cfg = Vllm(python=sys.executable, startup_timeout_s=30,
+               budget=VllmBudget(min_decode_tok_s=100, max_wall_s=60))
+    with vllm_backend.VllmBackend(cfg, Eval(tasks={})).session(variant(tmp_path)) as session:
+        tp = session.throughput([], 0, 1)
+    assert tp["skipped"].startswith("too slow here: ") and "vs 100 (serving.vllm.budget.min_decode_tok_s)" in tp["skipped"]
+    assert "bench" not in tp and tp["gen_tokens_per_s"] < 20
+    assert not list((tmp_path / "out").glob("bench-*.json"))
+
+
+def test_decode_probe_that_outlasts_the_wall_budget_is_too_slow(tmp_path, monkeypatch):
+    from pipeline.schema import VllmBudget
+
+    fake_vllm(tmp_path, monkeypatch, 30.0)
+    cfg = Vllm(python=sys.executable, startup_timeout_s=30, budget=VllmBudget(max_wall_s=3))
+    with vllm_backend.VllmBackend(cfg, Eval(tasks={})).session(variant(tmp_path)) as session:
+        assert session.info["decode_probe"]["tokens_per_s"] is None
+        tp = session.throughput([], 0, 1)
+        assert session.remaining_s() < 3
+    assert "too slow here: a 16-token request did not finish" in tp["skipped"]
+
+
+def test_a_bench_run_past_the_wall_budget_ends_the_load_test(tmp_path, monkeypatch):
+    from pipeline.schema import VllmBudget
+
+    fake_vllm(tmp_path, monkeypatch, 0.0)
+    monkeypatch.setenv("FAKE_BENCH_DELAY", "30")
+    cfg = Vllm(python=sys.executable, startup_timeout_s=30, budget=VllmBudget(max_wall_s=4))
+    t0 = time.monotonic()
+    with vllm_backend.VllmBackend(cfg, Eval(tasks={})).session(variant(tmp_path)) as session:
+        tp = session.throughput([], 0, 1)
+    assert time.monotonic() - t0 < 10
+    assert tp["cut"].startswith("load test stopped at concurrency 1: vllm bench serve at concurrency 1 did not finish")
+    assert "bench" not in tp and "slo" not in tp and tp["gen_tokens_per_s"] > 0
+
+
 HEALTHY_ENGINE = textwrap.dedent("""
     import http.server, sys
     port = int(sys.argv[sys.argv.index("--port") + 1])
@@ -220,7 +337,7 @@ HEALTHY_ENGINE = textwrap.dedent("""
         def do_GET(self):
             self.send_response(200); self.end_headers()
         def do_POST(self):
-            self.send_response(200); self.end_headers(); self.wfile.write(b'{}')
+            self.send_response(200); self.end_headers(); self.wfile.write(b'{"usage": {"completion_tokens": 1}}')
         def log_message(self, *a): pass
     http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
 """)
@@ -234,7 +351,7 @@ def test_session_records_the_served_compute_dtype_and_load(tmp_path, monkeypatch
     monkeypatch.setattr(vllm_backend, "accelerator_available", lambda: gpu)
     seen = {}
     monkeypatch.setattr(vllm_backend, "_local_completions",
-                        lambda url, served, tok, cfg, ev: seen.setdefault("num_concurrent", cfg.num_concurrent))
+                        lambda url, served, tok, cfg, ev, **k: seen.setdefault("num_concurrent", cfg.num_concurrent))
     backend = vllm_backend.VllmBackend(Vllm(python=sys.executable, startup_timeout_s=30), Eval(tasks={}))
     with backend.session(variant(tmp_path, dtype="float16")) as session:
         assert session.info["device"] == ("gpu" if gpu else "cpu")

@@ -20,7 +20,7 @@ def select(params: Params) -> Backend:
         choice = "vllm" if _vllm_usable(params) else "reference"
     if choice == "reference":
         return ReferenceBackend(params.serving.reference, params.eval)
-    return VllmBackend(params.serving.vllm, params.eval)
+    return VllmBackend(params.serving.vllm, params.eval, params.serving.slo)
 
 
 def _vllm_usable(params: Params) -> bool:

@@ -45,6 +45,28 @@ def first_completion(base_url: str, model: str, timeout_s: float) -> float:
     return time.monotonic() - t0
 
 
+def decode_speed(base_url: str, model: str, tokens: int, timeout_s: float) -> float:
+    """Tokens/s of one greedy `tokens`-token completion (EOS ignored, so it decodes them all): the
+    variant's single-stream decode speed, measured in seconds. TimeoutError past timeout_s."""
+    body = json.dumps({"model": model, "prompt": "Hello", "max_tokens": tokens, "temperature": 0,
+                       "ignore_eos": True}).encode()
+    req = urllib.request.Request(f"{base_url}/v1/completions", data=body,
+                                 headers={"Content-Type": "application/json"})
+    t0 = time.monotonic()
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as r:
+            answer = json.loads(r.read() or b"{}")
+    except (TimeoutError, socket.timeout):
+        raise TimeoutError(f"no answer in {timeout_s:.0f} s") from None
+    except urllib.error.URLError as e:
+        if isinstance(e.reason, (TimeoutError, socket.timeout)):
+            raise TimeoutError(f"no answer in {timeout_s:.0f} s") from None
+        raise
+    seconds = time.monotonic() - t0
+    done = (answer.get("usage") or {}).get("completion_tokens") or tokens
+    return done / max(seconds, 1e-6)
+
+
 class Server:
     def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, port: int):
         self.argv, self.env, self.log_path, self.port = argv, env, log_path, port

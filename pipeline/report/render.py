@@ -252,7 +252,55 @@ def kv_length_lines(m: ModelReport) -> list[str]:
     return lines
 
 
-def serving_lines(m: ModelReport) -> list[str]:
+def decode_speed(r: Row) -> float | None:
+    """A row's single-stream decode tokens/s as evaluate recorded it (c=1 bench TPOT, else the probe)."""
+    tp = r.info.throughput or {}
+    return (tp.get("roofline") or {}).get("decode_tokens_per_s") or tp.get("decode_probe_tokens_per_s")
+
+
+def load_note(r: Row, base: Row | None) -> str | None:
+    """Why a row's load figures do not count here: skipped at evaluate time (serving.vllm.budget.
+    min_decode_tok_s, or a decode probe out of time), or below min_speed_vs_baseline x the baseline's
+    decode speed - a ratio evaluate@<variant> cannot apply, as it does not depend on the baseline's run."""
+    tp = r.info.throughput or {}
+    if tp.get("skipped"):
+        return tp["skipped"]
+    if tp.get("cut"):
+        return tp["cut"]
+    if base is None or base is r:
+        return None
+    ratio = ((r.info.serving or {}).get("budget") or {}).get("min_speed_vs_baseline")
+    speed, base_speed = decode_speed(r), decode_speed(base)
+    if ratio and speed is not None and base_speed and speed < ratio * base_speed:
+        return (f"too slow here: {speed:.1f} tok/s vs {base_speed:.1f} for the baseline "
+                f"(below {ratio:g}x, serving.vllm.budget.min_speed_vs_baseline)")
+    return None
+
+
+def slo_cells(r: Row) -> list[str]:
+    """SLO, highest concurrency meeting it, goodput there, probes; decode tok/s and roofline share."""
+    tp = r.info.throughput or {}
+    s = tp.get("slo")
+    if s:
+        slo = s["slo"]
+        best = s.get("max_concurrency_meeting_slo")
+        good = s.get("goodput_at_that_concurrency")
+        cells = [f"p{slo['percentile']:g} TTFT <= {slo['ttft_ms']:g} ms, TPOT <= {slo['tpot_ms']:g} ms",
+                 str(best) if best else "none (not even 1)", f"{good:.2f}" if good is not None else "–",
+                 f"{len(s.get('probes', []))} ({s.get('stopped', '')})"]
+    else:
+        cells = ["–", "–", "–", "–"]
+    roof = tp.get("roofline") or {}
+    speed = decode_speed(r)
+    cells.append(f"{speed:.1f}" if speed is not None else "–")
+    if "fraction" in roof:
+        cells.append(f"{roof['fraction']:.0%} of {roof['roofline_tokens_per_s']:,.0f} tok/s")
+    else:
+        cells.append(roof.get("unknown", "bandwidth unknown (serving.bandwidth_gbps)"))
+    return cells
+
+
+def serving_lines(m: ModelReport, baseline: tuple[str, str] | None = None) -> list[str]:
     """Engine facts and load figures for rows served by vLLM."""
     served = [r for r in m.rows if r.backend == "vllm"]
     if not served:
@@ -282,6 +330,17 @@ def serving_lines(m: ModelReport) -> list[str]:
                                  f"{f.get('median_tpot_ms', 0):.1f} / {f.get('p99_tpot_ms', 0):.1f}",
                                  f"{f.get('median_itl_ms', 0):.1f} / {f.get('p99_itl_ms', 0):.1f}",
                                  f"{f.get('output_throughput', 0):.1f}", f"{f.get('request_throughput', 0):.2f}"]))
+    base = next((r for r in m.rows if baseline and (r.tier, r.kv) == baseline), None)
+    ok = [r for r in served if r.status == "ok"]
+    if ok:
+        lines += ["", "Service level (`serving.slo`: highest `--max-concurrency` meeting it, by bisection; goodput "
+                  "= requests/s meeting it, vLLM's `--goodput`) and decode speed at concurrency 1 against the "
+                  "bandwidth roofline (`serving.bandwidth_gbps` / weight bytes):", "",
+                  _cells(["Variant", "SLO", "Max concurrency meeting it", "Goodput (req/s)", "Probes",
+                          "Decode tok/s (c=1)", "Share of roofline"]), "|---|---|---|---|---|---|---|"]
+        lines += [_cells([r.variant, *slo_cells(r)]) for r in ok]
+        notes = [(r, load_note(r, base)) for r in ok]
+        lines += [""] + [f"- {r.variant}: {n}" for r, n in notes if n]
     return lines + [""]
 
 
@@ -317,7 +376,7 @@ def render(models: dict[str, ModelReport], header: Header) -> str:
             lines += [f"**No tier can be recommended**: {m.why}.", ""]
         lines += main_table(m, base, header.gpus) + ["", "### Quality by task", ""] + task_tables(m, base)
         lines += ["Why each verdict:", ""] + reasons(m.rows, base) + [""]
-        lines += serving_lines(m)
+        lines += serving_lines(m, base)
         if m.plot:
             lines += [f"![quality delta vs weight memory]({m.plot})", ""]
         lines += [f"### Per target GPU (max_model_len {budget.max_model_len}, gpu_memory_utilization "
@@ -371,14 +430,15 @@ def dvc_metrics(rows: list[Row]) -> dict:
     return out
 
 
-def _row_json(r: Row, m: ModelReport) -> dict:
+def _row_json(r: Row, m: ModelReport, baseline: tuple[str, str]) -> dict:
     return {"model": r.model, "tier": r.tier, "kv": r.kv, "status": r.status, "reason": r.reason,
             "backend": r.backend, "compute_dtype": r.compute_dtype, "metrics": r.metrics, "higher_is_better": r.higher_is_better, "deltas": r.deltas,
             "intervals": {k: v.as_dict() for k, v in r.intervals.items()},
             "verdicts": {k: {"verdict": v, "why": w} for k, (v, w) in r.verdicts.items()},
             "task_verdicts": task_verdicts(r.verdicts), "overall": r.overall, "weight_bytes": r.weight_bytes, "kv_bytes_per_token": r.kv_bytes_per_token,
             "gen_tokens_per_s": r.tokens_per_s, "scheme": r.info.scheme,
-            "hardware": r.info.hardware, "serving": r.info.serving,
+            "hardware": r.info.hardware, "serving": r.info.serving, "load": r.info.throughput,
+            "load_note": load_note(r, next((b for b in m.rows if (b.tier, b.kv) == baseline), None)),
             "flips": {t: dataclasses.asdict(f) for t, f in m.flips.get(r.variant, {}).items()},
             "plans": {g: dataclasses.asdict(p) for g, p in m.plans.get(r.variant, {}).items()},
             "power": {k: p.as_dict() for k, p in r.power.items()}}
@@ -394,5 +454,5 @@ def decision_json(models: dict[str, ModelReport], header: Header) -> dict:
                         for n, m in models.items()},
         "per_gpu": {n: {g: None if rec.row is None else {"tier": rec.row.tier, "kv": rec.row.kv, "command": rec.command}
                         for g, rec in m.gpu_recs.items()} for n, m in models.items()},
-        "rows": [_row_json(r, m) for m in models.values() for r in m.rows],
+        "rows": [_row_json(r, m, header.baseline) for m in models.values() for r in m.rows],
     }

@@ -66,6 +66,13 @@ def decode_roofline(bandwidth_gbps: float, weight_bytes: int, kv_bytes_per_token
     return bandwidth_gbps * 1e9 / (weight_bytes + context * kv_bytes_per_token)
 
 
+def decode_roofline_fraction(tokens_per_s: float, weight_bytes: int, bandwidth_gbps: float) -> float:
+    """Measured single-stream decode speed as a share of its memory-bandwidth roofline: each token reads
+    every weight once, so the ceiling is bandwidth / weight bytes tokens/s (KV reads ignored: a short
+    context at concurrency 1). Far below 1: the kernel, not the memory, sets the pace."""
+    return tokens_per_s / (bandwidth_gbps * 1e9 / weight_bytes)
+
+
 def plan(gpu: Gpu, budget: Budget, weight_bytes: int, kv_bytes_per_token: int) -> Plan:
     total = gpu.memory_gib * GIB * budget.gpu_memory_utilization
     reserve = (budget.activation_peak_gib + budget.non_torch_overhead_gib) * GIB

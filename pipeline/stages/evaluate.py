@@ -14,15 +14,18 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from pipeline import errors, io, paths, schema
 from pipeline.backends import Unsupported, Variant, select
 from pipeline.domain import tasks
 from pipeline.domain.metrics import metric_id
+from pipeline.scoring.planner import decode_roofline_fraction
 
 
 def throughput_prompts(specs: list[tasks.TaskSpec], n: int) -> list[str]:
@@ -95,6 +98,52 @@ def versions() -> dict[str, str]:
     return found
 
 
+def decode_tokens_per_s(throughput: dict[str, Any]) -> tuple[float | None, str]:
+    """Single-stream decode speed: 1000 / median TPOT of the concurrency-1 bench run, else the decode
+    probe's tokens/s. (speed, where it comes from)."""
+    tpot = ((throughput.get("bench") or {}).get("1") or {}).get("median_tpot_ms")
+    if tpot:
+        return round(1000 / tpot, 2), "1000 / median TPOT, vllm bench serve at concurrency 1"
+    return throughput.get("decode_probe_tokens_per_s"), "decode probe"
+
+
+def roofline(throughput: dict[str, Any], weight_bytes: int | None, bandwidth_gbps: float | None) -> dict[str, Any]:
+    """Measured c=1 decode speed against bandwidth / weight bytes (pipeline/scoring/planner.py)."""
+    speed, source = decode_tokens_per_s(throughput)
+    out: dict[str, Any] = {"decode_tokens_per_s": speed, "source": source, "bandwidth_gbps": bandwidth_gbps}
+    if bandwidth_gbps is None:
+        return {**out, "unknown": "bandwidth unknown (serving.bandwidth_gbps)"}
+    if not weight_bytes:
+        return {**out, "unknown": "weight bytes unknown (quantized at load time)"}
+    if speed is None:
+        return {**out, "unknown": "no decode speed measured"}
+    return {**out, "roofline_tokens_per_s": round(bandwidth_gbps * 1e9 / weight_bytes, 1),
+            "fraction": round(decode_roofline_fraction(speed, weight_bytes, bandwidth_gbps), 4)}
+
+
+class WallBudgetExceeded(Exception):
+    pass
+
+
+@contextmanager
+def wall_limit(seconds: float | None) -> Iterator[None]:
+    """Raise WallBudgetExceeded in this (main) thread after `seconds`; None or off the main thread: no limit."""
+    if seconds is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):  # noqa: ARG001
+        raise WallBudgetExceeded(f"did not finish in the {seconds:.0f} s left of serving.vllm.budget.max_wall_s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.01))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Path) -> dict[str, Any]:
     record = io.read_json(paths.quantize_record(model, tier))
     result: dict[str, Any] = {"model": model, "tier": tier, "kv": kv}
@@ -111,10 +160,18 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
         with backend.session(variant) as session:
             result["serving"] = session.info
             result["compute_dtype"] = session.info.get("compute_dtype")   # decide compares only equal ones
-            metrics, samples = run_tasks(session, specs, params.eval)
+            remaining = getattr(session, "remaining_s", lambda: None)
+            try:
+                with wall_limit(remaining()):
+                    metrics, samples = run_tasks(session, specs, params.eval)
+            except WallBudgetExceeded as e:
+                raise Unsupported(f"too slow here: lm-eval {e}") from None
             tp = params.eval.throughput
             result["throughput"] = session.throughput(throughput_prompts(specs, tp.batch_size), tp.new_tokens,
                                                       tp.repeats)
+            if backend.name == "vllm":
+                result["throughput"]["roofline"] = roofline(result["throughput"], record.get("weight_bytes"),
+                                                            params.serving.bandwidth_gbps)
     except Unsupported as e:
         result.update(status="unsupported", reason=str(e))
         return result
