@@ -14,15 +14,53 @@ PROMPTS = ["The cat sat on", "Translate: hello world", "A", "Summarize the follo
 
 
 @pytest.fixture(scope="module")
-def lms(tmp_path_factory):
+def tiny(tmp_path_factory):
+    return tiny_model.build(tmp_path_factory.mktemp("tiny"), ROOT)
+
+
+def pair(path, attn):
     from lm_eval.models.huggingface import HFLM
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    path = tiny_model.build(tmp_path_factory.mktemp("tiny"), ROOT)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation=attn).eval()
     tok = AutoTokenizer.from_pretrained(path)
     return (HFLM(pretrained=model, tokenizer=tok, batch_size=4, max_length=128),
             reference_lm_class()(pretrained=model, tokenizer=tok, batch_size=4, max_length=128))
+
+
+@pytest.fixture(scope="module")
+def lms(tiny):
+    return pair(tiny, "sdpa")
+
+
+def test_fp8_kv_rounded_in_place_gives_the_same_continuations(tiny, monkeypatch):
+    """The fp8 KV attention rounds a reserved cache once per position (kvcache.rounded) where
+    generate()'s cache is re-rounded whole at every step: the same text either way."""
+    from pipeline.backends import kvcache
+
+    hf, ours = pair(tiny, kvcache.register())
+    kvcache.set_scales(hf.model, 0.5, 2.0)
+    theirs = hf.generate_until(requests(["zzzz"], 16), disable_tqdm=True)
+    lengths = []
+    real = kvcache.fp8_round
+    monkeypatch.setattr(kvcache, "fp8_round", lambda x, s=1.0: lengths.append(x.shape[2]) or real(x, s))
+    assert ours.generate_until(requests(["zzzz"], 16), disable_tqdm=True) == theirs
+    assert lengths.count(1) > len(lengths) // 2     # decoding steps rounded only their new position
+
+
+def test_rounded_in_place_only_past_what_it_rounded():
+    from pipeline.backends import kvcache
+
+    buf = torch.full((1, 1, 8, 2), 1.03)
+    kvcache.reserve(buf)
+    view = buf[:, :, :4]
+    out = kvcache.rounded(view, 1.0)
+    assert out.data_ptr() == buf.data_ptr() and torch.all(buf[:, :, :4] == 1.0) and torch.all(buf[:, :, 4:] == 1.03)
+    buf[:, :, 0] = 1.03                           # positions already rounded are not looked at again
+    kvcache.rounded(buf[:, :, :6], 1.0)
+    assert buf[0, 0, 0, 0] == 1.03 and torch.all(buf[:, :, 4:6] == 1.0)
+    plain = torch.full((1, 1, 3, 2), 1.03)        # not a reserved buffer: rounded copy, input untouched
+    assert torch.all(kvcache.rounded(plain, 1.0) == 1.0) and torch.all(plain == 1.03)
 
 
 def requests(until, max_gen_toks):

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import torch
 
+from pipeline.backends import kvcache
+
 PREFILL_PADDING = 0.05     # a prefill micro-batch grows while its padding stays under 5% of its tokens
 
 # generation_config fields that make `generate` differ from a plain argmax; with any of them set the
@@ -87,6 +89,7 @@ def reserved_layer_class(capacity: int):
                 self.lazy_initialization(key_states, value_states)
                 shape = (*key_states.shape[:2], capacity, key_states.shape[-1])
                 self.k_buf, self.v_buf, self.length = key_states.new_empty(shape), value_states.new_empty(shape), 0
+                self._mark()
             end = self.length + key_states.shape[-2]
             if end > capacity:
                 raise ValueError(f"KV cache reserved for {capacity} positions, {end} needed")
@@ -96,8 +99,14 @@ def reserved_layer_class(capacity: int):
             self.keys, self.values = self.k_buf[:, :, :end], self.v_buf[:, :, :end]
             return self.keys, self.values
 
+        def _mark(self):
+            # append-only buffers: the fp8 KV attention may round them in place (kvcache.rounded)
+            kvcache.reserve(self.k_buf)
+            kvcache.reserve(self.v_buf)
+
         def batch_select_indices(self, indices):
             self.k_buf, self.v_buf = self.k_buf[indices], self.v_buf[indices]
+            self._mark()
             self.keys, self.values = self.k_buf[:, :, :self.length], self.v_buf[:, :, :self.length]
 
     return ReservedLayer

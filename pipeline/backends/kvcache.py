@@ -19,6 +19,8 @@ re-rounding cached entries at each step equals storing them rounded once.
 """
 from __future__ import annotations
 
+import weakref
+
 import torch
 
 FP8_E4M3_MAX = 448.0
@@ -54,10 +56,35 @@ def grouped_sdpa(module, query, key, value, attention_mask, dropout: float = 0.0
     return out.reshape(batch, heads, q_len, dim).transpose(1, 2).contiguous(), None
 
 
+_RESERVED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()   # data_ptr -> reserved buffer
+
+
+def reserve(buffer: torch.Tensor) -> None:
+    """Declare `buffer` an append-only KV buffer ([batch, heads, capacity, dim]): views of it that start
+    at its first position may be rounded in place by `rounded`."""
+    _RESERVED[buffer.data_ptr()] = buffer
+
+
+def rounded(x: torch.Tensor, scale: float) -> torch.Tensor:
+    """x through fp8. A view of a reserved cache buffer (pipeline/backends/generate.py) is rounded in
+    place, and the buffer remembers how far: rounding is idempotent and the cache only appends, so each
+    position is rounded once instead of at every later decoding step. Anything else is rounded anew.
+    (Views made under torch.inference_mode have no ._base, hence the registry of buffers.)"""
+    buf = _RESERVED.get(x.data_ptr())
+    if buf is None or x.shape[:2] != buf.shape[:2] or x.shape[3:] != buf.shape[3:] or x.stride() != buf.stride():
+        return fp8_round(x, scale)
+    done, done_scale = getattr(buf, "qtier_rounded", (0, scale))
+    start = done if done_scale == scale else 0
+    if start < x.shape[2]:
+        x[:, :, start:].copy_(fp8_round(x[:, :, start:], scale))
+    buf.qtier_rounded = (x.shape[2], scale)
+    return x
+
+
 def _fp8kv_sdpa(module, query, key, value, attention_mask, **kwargs):
     k_scale = getattr(module, "qtier_k_scale", 1.0)
     v_scale = getattr(module, "qtier_v_scale", 1.0)
-    return grouped_sdpa(module, query, fp8_round(key, k_scale), fp8_round(value, v_scale), attention_mask, **kwargs)
+    return grouped_sdpa(module, query, rounded(key, k_scale), rounded(value, v_scale), attention_mask, **kwargs)
 
 
 def register(fp8: bool = True) -> str:
