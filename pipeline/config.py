@@ -102,7 +102,7 @@ def planned_power(p: Params, root: Path) -> list[str]:
     elif not last.sd:
         source = f"last run ({last.generated}) predates power figures: SD unknown"
     else:
-        source = f"SD from last run ({last.generated}), the largest over its variants"
+        source = f"SD from last run ({last.generated}), the median over its variants"
     lines = [f"planned power (80%, one-sided alpha {(1 - confidence) / 2:g}; {source}):"]
     for name, task in p.eval.tasks.items():
         n = tasks.planned_samples(task, root)

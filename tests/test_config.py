@@ -62,8 +62,8 @@ def test_planned_power_without_a_previous_run(project, params_dict):
     lines = config.planned_power(schema.parse(params_dict), project)
     assert lines[0] == "planned power (80%, one-sided alpha 0.025; no previous run: SD unknown):"
     assert "  translation: limit 12, 12 samples" in lines
-    # 2.8016 / sqrt(160) = 0.2215
-    assert "    acc: tolerance 3.00, SD unknown (MDD at n=160 = 0.22 x SD)" in lines
+    # 2.8016 / sqrt(320) = 0.1566
+    assert "    acc: tolerance 3.00, SD unknown (MDD at n=320 = 0.16 x SD)" in lines
     assert not any("macro_f1" in x or "rouge1" in x for x in lines)      # not gated
 
 
@@ -76,8 +76,9 @@ def test_planned_power_from_the_last_run(project, params_dict):
          "power": {"classification/acc": {"sd": 4.0, "n": 160, "mdd": 0.9, "n_for_80pct_power": 15}}}])
     lines = config.planned_power(schema.parse(params_dict), project)
     assert "from last run (2030-01-02 03:04 UTC)" in lines[0]
-    # the noisiest variant plans: SD 10, MDD 2.8016 * 10 / sqrt(160) = 2.2, n80 = ceil((2.8016 * 10 / 3)^2) = 88
-    assert "    acc: tolerance 3.00, SD 10.0 -> MDD 2.2 at n=160; n for 80% power: 88" in lines
+    # the median variant plans: SD (10 + 4) / 2 = 7, MDD 2.8016 * 7 / sqrt(320) = 1.1,
+    # n80 = ceil((2.8016 * 7 / 3)^2) = 43
+    assert "    acc: tolerance 3.00, SD 7.0 -> MDD 1.1 at n=320; n for 80% power: 43" in lines
     assert "    rougeL: tolerance 3.00, SD unknown (MDD at n=24 = 0.57 x SD)" in lines
 
 
@@ -89,7 +90,7 @@ def test_planned_power_relative_tolerance_uses_the_last_baseline(project, params
     last_run(project, [{"tier": "fp16", "kv": "auto", "status": "ok", "metrics": {"classification/acc": 60.0}},
                        {"tier": "int8", "kv": "auto", "status": "ok", "metrics": {"classification/acc": 59.0},
                         "power": {"classification/acc": {"sd": 10.0, "n": 160, "mdd": 2.2, "n_for_80pct_power": 88}}}])
-    assert "    acc: tolerance 3.00, SD 10.0 -> MDD 2.2 at n=160; n for 80% power: 88" in config.planned_power(p, project)
+    assert "    acc: tolerance 3.00, SD 10.0 -> MDD 1.6 at n=320; n for 80% power: 88" in config.planned_power(p, project)
 
 
 def test_main_prints_variants_then_planned_power(project, monkeypatch, capsys):
@@ -97,7 +98,7 @@ def test_main_prints_variants_then_planned_power(project, monkeypatch, capsys):
     monkeypatch.chdir(project)
     config.main()
     out = capsys.readouterr().out
-    assert out.index("smollm2-135m-fp16-auto") < out.index("planned power") < out.index("classification: limit 160")
+    assert out.index("smollm2-135m-fp16-auto") < out.index("planned power") < out.index("classification: limit 320")
 
 
 def test_config_imports_no_torch(root):

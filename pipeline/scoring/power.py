@@ -74,20 +74,22 @@ def observed(diffs: Sequence[float], margin: float, confidence: float = 0.95) ->
 class LastRun:
     """What a previous decision.json says about the spread of paired differences."""
     generated: str                  # its time stamp
-    sd: dict[str, float]            # `<task>/<metric>` -> largest observed SD over the variants
+    sd: dict[str, float]            # `<task>/<metric>` -> median observed SD over the variants
     baseline: dict[str, float]      # `<task>/<metric>` -> the baseline's score (for relative tolerances)
 
 
 def last_run(decision: dict) -> LastRun:
     """Read a decision.json (pipeline/report/render.py: decision_json). Runs older than the power
-    figures give no SDs. The largest SD over variants plans for the noisiest one."""
-    sd: dict[str, float] = {}
+    figures give no SDs. The median SD over variants: a badly damaged tier has a large SD and fails
+    at any n; the verdicts that need samples are those of tiers close to the baseline."""
+    seen: dict[str, list[float]] = {}
     base: dict[str, float] = {}
     b = decision.get("baseline", {})
     for row in decision.get("rows", []):
         for metric, p in (row.get("power") or {}).items():
-            sd[metric] = max(sd.get(metric, 0.0), p["sd"])
+            seen.setdefault(metric, []).append(p["sd"])
         if (row.get("tier"), row.get("kv")) == (b.get("tier"), b.get("kv")) and row.get("status") == "ok":
             for metric, value in row.get("metrics", {}).items():
                 base.setdefault(metric, value)
+    sd = {metric: statistics.median(values) for metric, values in seen.items()}
     return LastRun(decision.get("generated", "unknown date"), sd, base)
