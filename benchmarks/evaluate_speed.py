@@ -81,7 +81,8 @@ def timed_run(lm, specs, ev, tokenizer) -> dict:
     seconds = time.perf_counter() - t0
     n = sum(len(v) for v in samples.values())
     tokens = work_tokens(tokenizer, samples, raw)
-    return {"seconds": seconds, "samples": n, "tokens": tokens, "metrics": metrics, "rows": samples}
+    scores = {task: result.metrics for task, result in metrics.items()}   # task -> metric -> score
+    return {"seconds": seconds, "samples": n, "tokens": tokens, "metrics": scores, "rows": samples}
 
 
 def agreement(a: dict, b: dict) -> str:

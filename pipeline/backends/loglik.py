@@ -38,7 +38,8 @@ def shared_prefix(inputs: list[tuple[int, ...]], scored: list[int]) -> int:
     return max(n, 0)
 
 
-def score(model, requests: list[Request], max_length: int, batch_size: int) -> list[tuple[float, bool]]:
+def score(model, requests: list[Request], max_length: int, batch_size: int,
+          share_prefix: bool = True) -> list[tuple[float, bool]]:
     """(sum of continuation log-probs, continuation is the greedy choice) for each request, in order."""
     inputs: dict[tuple[int, ...], int] = {}     # distinct model input -> positions to score at its end
     plan = []
@@ -57,7 +58,7 @@ def score(model, requests: list[Request], max_length: int, batch_size: int) -> l
         for start in range(0, len(order), batch_size):
             chunk = order[start:start + batch_size]
             width = len(chunk[0])
-            shared = shared_prefix(chunk, [inputs[inp] for inp in chunk])
+            shared = shared_prefix(chunk, [inputs[inp] for inp in chunk]) if share_prefix else 0
             batch = torch.zeros(len(chunk), width - shared, dtype=torch.long)
             for i, inp in enumerate(chunk):
                 batch[i, :len(inp) - shared] = torch.tensor(inp[shared:])
