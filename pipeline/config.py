@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from pipeline import paths
+from pipeline import paths, schema
 from pipeline.domain import calibration, hardware, sources, tasks
 from pipeline.domain.metrics import metric_id
 from pipeline.quant import recipes
@@ -83,11 +83,7 @@ def load(path: str | Path = PARAMS_FILE) -> Params:
 
 
 def load_or_exit(path: str | Path = PARAMS_FILE) -> Params:
-    try:
-        return load(path)
-    except ConfigError as e:
-        print(f"qtier: params error: {e}", file=sys.stderr)
-        raise SystemExit(2) from None
+    return schema.load_or_exit(path, loader=load)
 
 
 def planned_power(p: Params, root: Path) -> list[str]:

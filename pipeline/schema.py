@@ -534,11 +534,12 @@ def load(path: str | Path = PARAMS_FILE) -> Params:
     return parse(raw)
 
 
-def load_or_exit(path: str | Path = PARAMS_FILE) -> Params:
+def load_or_exit(path: str | Path = PARAMS_FILE, loader=None) -> Params:
     """For stages: the check stage has run the full validation (pipeline/config.py) before DVC runs
-    any of them; a stage re-checks the schema only, so its deps stay what it really reads."""
+    any of them; a stage re-checks the schema only, so its deps stay what it really reads. `loader`
+    (default: this module's `load`) lets pipeline/config.py exit the same way after its full checks."""
     try:
-        return load(path)
+        return (loader or load)(path)
     except ConfigError as e:
         print(f"qtier: params error: {e}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -26,44 +26,36 @@ class ServerDied(RuntimeError):
     pass
 
 
-def first_completion(base_url: str, model: str, timeout_s: float) -> float:
-    """Seconds for one 1-token completion: proof that the engine can run this model at a usable
-    speed. TimeoutError when it does not answer within timeout_s."""
-    body = json.dumps({"model": model, "prompt": "Hello", "max_tokens": 1, "temperature": 0}).encode()
-    req = urllib.request.Request(f"{base_url}/v1/completions", data=body,
+def _complete(base_url: str, body: dict, timeout_s: float) -> tuple[bytes, float]:
+    """(the server's raw answer, seconds) for one /v1/completions request; TimeoutError past timeout_s."""
+    req = urllib.request.Request(f"{base_url}/v1/completions", data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json"})
     t0 = time.monotonic()
     try:
         with urllib.request.urlopen(req, timeout=timeout_s) as r:
-            r.read()
+            raw = r.read()
     except (TimeoutError, socket.timeout):
         raise TimeoutError(f"no answer in {timeout_s:.0f} s") from None
     except urllib.error.URLError as e:
         if isinstance(e.reason, (TimeoutError, socket.timeout)):
             raise TimeoutError(f"no answer in {timeout_s:.0f} s") from None
         raise
-    return time.monotonic() - t0
+    return raw, time.monotonic() - t0
+
+
+def first_completion(base_url: str, model: str, timeout_s: float) -> float:
+    """Seconds for one 1-token completion: proof that the engine can run this model at a usable
+    speed. TimeoutError when it does not answer within timeout_s."""
+    body = {"model": model, "prompt": "Hello", "max_tokens": 1, "temperature": 0}
+    return _complete(base_url, body, timeout_s)[1]
 
 
 def decode_speed(base_url: str, model: str, tokens: int, timeout_s: float) -> float:
     """Tokens/s of one greedy `tokens`-token completion (EOS ignored, so it decodes them all): the
     variant's single-stream decode speed, measured in seconds. TimeoutError past timeout_s."""
-    body = json.dumps({"model": model, "prompt": "Hello", "max_tokens": tokens, "temperature": 0,
-                       "ignore_eos": True}).encode()
-    req = urllib.request.Request(f"{base_url}/v1/completions", data=body,
-                                 headers={"Content-Type": "application/json"})
-    t0 = time.monotonic()
-    try:
-        with urllib.request.urlopen(req, timeout=timeout_s) as r:
-            answer = json.loads(r.read() or b"{}")
-    except (TimeoutError, socket.timeout):
-        raise TimeoutError(f"no answer in {timeout_s:.0f} s") from None
-    except urllib.error.URLError as e:
-        if isinstance(e.reason, (TimeoutError, socket.timeout)):
-            raise TimeoutError(f"no answer in {timeout_s:.0f} s") from None
-        raise
-    seconds = time.monotonic() - t0
-    done = (answer.get("usage") or {}).get("completion_tokens") or tokens
+    body = {"model": model, "prompt": "Hello", "max_tokens": tokens, "temperature": 0, "ignore_eos": True}
+    raw, seconds = _complete(base_url, body, timeout_s)
+    done = (json.loads(raw or b"{}").get("usage") or {}).get("completion_tokens") or tokens
     return done / max(seconds, 1e-6)
 
 
