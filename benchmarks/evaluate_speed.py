@@ -6,16 +6,21 @@ this machine's limit? One process, one loaded variant, the same task YAMLs and s
 
 Needs the variant's checkpoint (run `dvc repro` first). Prints, per phase (generation tasks,
 log-likelihood tasks): seconds, samples/s and tokens/s (prompt + generated tokens the phase had to
-process) for "before" (lm-eval HFLM, batch --before-batch: the evaluate path before this change) and
-"after" (the reference backend as the evaluate stage runs it), whether their per-sample outputs agree,
-and the machine's limit for this model: tokens/s of one large batched forward (compute bound, what
-prompt processing can reach) and memory bandwidth / weight bytes (what batch-1 decoding can reach).
-Timings are only comparable within one run on one machine: compare the ratios, not the seconds.
+process) for
+  before           lm-eval HFLM in float32, batch --before-batch: the evaluate stage before this round;
+  qtier, float32   the evaluate stage's path (pipeline/backends: generate, loglik, kvcache) at float32,
+                   whose per-sample outputs must agree with "before";
+  qtier, <dtype>   the same path at the dtype the evaluate stage picks on this machine (bfloat16 on a CPU
+                   with native bfloat16), whose metrics are printed next to the float32 ones;
+and the machine's limit for this model in each dtype: tokens/s of one large batched forward (compute
+bound, what prompt processing can reach) and memory bandwidth / weight bytes (what batch-1 decoding can
+reach). Timings are only comparable within one run on one machine: compare the ratios, not the seconds.
 """
 from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -97,6 +102,17 @@ def agreement(a: dict, b: dict) -> str:
     return f"{total - diffs}/{total} samples identical, max log-likelihood difference {worst:.2e}"
 
 
+def metric_change(a: dict, b: dict) -> str:
+    """Each task metric of b next to a's: the bfloat16 path changes outputs, its metrics must stay within noise
+    (`python -m pipeline.backend_diff` gives the paired intervals on a full run)."""
+    parts = []
+    for task, metrics in a["metrics"].items():
+        for name, value in metrics.items():
+            if isinstance(value, (int, float)) and name in b["metrics"].get(task, {}):
+                parts.append(f"{task}/{name} {value:.1f}->{b['metrics'][task][name]:.1f}")
+    return ", ".join(parts)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("model", nargs="?", default="smollm2-135m")
@@ -116,53 +132,69 @@ def main() -> None:
         HFLM,  # lazy: seconds of imports, after argument errors
     )
 
-    with ReferenceBackend(params.serving.reference, params.eval).session(variant) as session:
-        model, tok = session.model, session.tokenizer
-        before_lm = HFLM(pretrained=model, tokenizer=tok, batch_size=args.before_batch,
-                         max_length=session.lm.max_length)
-        ours = model.config._attn_implementation
-        # before: transformers' own sdpa (the fp8 KV variant keeps its rounding, on transformers' sdpa)
-        theirs = "sdpa" if args.kv == "auto" else ours
-        results = {}
-        for phase, group in phases.items():
-            if group:
-                model.set_attn_implementation(theirs)
-                before = timed_run(before_lm, group, params.eval, tok)
-                model.set_attn_implementation(ours)
-                results[phase] = (before, timed_run(session.lm, group, params.eval, tok))
-        from lm_eval.tasks import TaskManager  # lazy, as above
+    backend = ReferenceBackend(params.serving.reference, params.eval)
+    stage_dtype = backend.placement(variant).dtype
+    results: dict[str, dict[str, dict]] = {phase: {} for phase, group in phases.items() if group}
+    limits: dict[str, tuple[float, float]] = {}     # dtype -> (prefill tok/s, weight bytes as loaded)
+    # float32 first: today's evaluate stage (lm-eval's hf, batch 8) and this path at the same dtype,
+    # whose outputs must agree; then the path at the dtype the evaluate stage uses on this machine.
+    dtypes = ["float32"] + ([stage_dtype] if stage_dtype != "float32" else [])
+    for dtype in dtypes:
+        ref = replace(params.serving.reference, dtype=dtype)
+        with ReferenceBackend(ref, params.eval).session(variant) as session:
+            model, tok = session.model, session.tokenizer
+            ours = model.config._attn_implementation
+            for phase, group in phases.items():
+                if not group:
+                    continue
+                if dtype == "float32":
+                    before_lm = HFLM(pretrained=model, tokenizer=tok, batch_size=args.before_batch,
+                                     max_length=session.lm.max_length)
+                    # transformers' own sdpa (the fp8 KV variant keeps its rounding, on transformers' sdpa)
+                    model.set_attn_implementation("sdpa" if args.kv == "auto" else ours)
+                    results[phase]["before"] = timed_run(before_lm, group, params.eval, tok)
+                    model.set_attn_implementation(ours)
+                results[phase][dtype] = timed_run(session.lm, group, params.eval, tok)
+            limits[dtype] = (prefill_limit(model, model.config.vocab_size),
+                             sum(p.numel() * p.element_size() for p in model.parameters()))
+    from lm_eval.tasks import TaskManager  # lazy, as above
 
-        index_s = best_of(TaskManager, 1)   # what lm-eval's simple_evaluate builds when given no task_manager
-        limit = prefill_limit(model, model.config.vocab_size)
-        bw = bandwidth_gbps()
-        weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    index_s = best_of(TaskManager, 1)   # what lm-eval's simple_evaluate builds when given no task_manager
+    bw = bandwidth_gbps()
     hw = machine.describe(machine.cpu_info(), False)
     print(f"qtier evaluate benchmark: {args.model} {args.tier} kv {args.kv}, {hw}, torch threads "
-          f"{torch.get_num_threads()}")
-    print(f"machine limit: prompt processing {limit:,.0f} tok/s (one forward, batch 16 x 256); "
-          f"memory bandwidth {bw:.1f} GB/s -> batch-1 decode {bw * 1e9 / weights:,.1f} tok/s "
-          f"({weights / 2**20:,.0f} MiB of weights as loaded)")
-    print(f"{'phase':16} {'path':34} {'s':>7} {'samples/s':>10} {'tok/s':>9} {'of limit':>9}")
-    total = {"before": [0.0, 0, 0], "after": [0.0, 0, 0]}
-    for phase, (before, after) in results.items():
-        for name, r, label in (("before", before, f"lm-eval hf, batch {args.before_batch}"),
-                               ("after", after, f"qtier reference, batch {params.eval.batch_size}")):
+          f"{torch.get_num_threads()}; the evaluate stage computes in {stage_dtype} here")
+    for dtype, (limit, weights) in limits.items():
+        print(f"machine limit in {dtype}: prompt processing {limit:,.0f} tok/s (one forward, batch 16 x 256); "
+              f"memory bandwidth {bw:.1f} GB/s / {weights / 2**20:,.0f} MiB of weights -> batch-1 decode "
+              f"{bw * 1e9 / weights:,.1f} tok/s")
+    paths_ = {"before": (f"lm-eval hf, batch {args.before_batch}, float32", "float32")}
+    for dtype in dtypes:
+        paths_[dtype] = (f"qtier reference, batch {params.eval.batch_size}, {dtype}", dtype)
+    print(f"{'phase':16} {'path':40} {'s':>7} {'samples/s':>10} {'tok/s':>9} {'of limit':>9}")
+    total = {name: [0.0, 0, 0] for name in paths_}
+    for phase, runs in results.items():
+        before = runs["before"]
+        for name, (label, dtype) in paths_.items():
+            r = runs[name]
             tps = r["tokens"] / r["seconds"]
-            print(f"{phase:16} {label:34} {r['seconds']:7.1f} {r['samples'] / r['seconds']:10.2f} "
-                  f"{tps:9.0f} {tps / limit:9.0%}")
+            note = "" if name == "before" else f"  {before['seconds'] / r['seconds']:.2f}x; " + (
+                f"{agreement(before, r)}; metrics {'identical' if before['metrics'] == r['metrics'] else 'DIFFER'}"
+                if dtype == "float32" else f"metrics {metric_change(runs['float32'], r)} vs float32")
+            print(f"{phase:16} {label:40} {r['seconds']:7.1f} {r['samples'] / r['seconds']:10.2f} "
+                  f"{tps:9.0f} {tps / limits[dtype][0]:9.0%}{note}")
             for i, v in enumerate((r["seconds"], r["samples"], r["tokens"])):
                 total[name][i] += v
-        print(f"{'':16} speed-up {before['seconds'] / after['seconds']:.2f}x; {agreement(before, after)}; "
-              f"metrics {'identical' if before['metrics'] == after['metrics'] else 'DIFFER'}")
-    (bs, bn, bt), (as_, an, at) = total["before"], total["after"]
-    print(f"{'all tasks':16} before {bn / bs:.2f} samples/s, {bt / bs:,.0f} tok/s; after {an / as_:.2f} samples/s, "
-          f"{at / as_:,.0f} tok/s ({at / as_ / limit:.0%} of the prompt-processing limit); "
-          f"speed-up per sample {(an / as_) / (bn / bs):.2f}x")
-    bs += index_s
-    print(f"{'+ task index':16} lm-eval's default TaskManager indexes its task YAMLs in {index_s:.1f} s at every "
-          f"evaluate (the evaluate stage skips it): before {bn / bs:.2f} samples/s; speed-up per sample "
-          f"{(an / as_) / (bn / bs):.2f}x")
-
+    bs, bn, _ = total["before"]
+    for with_index in (False, True):
+        b = bs + (index_s if with_index else 0.0)
+        ups = ", ".join(f"{paths_[n][0]} {(total[n][1] / total[n][0]) / (bn / b):.2f}x"
+                        f" ({total[n][2] / total[n][0] / limits[paths_[n][1]][0]:.0%} of its prompt limit)"
+                        for n in dtypes)
+        head = "+ task index" if with_index else "all tasks"
+        extra = (f" (lm-eval's default TaskManager indexes its task YAMLs in {index_s:.1f} s at every evaluate;"
+                 f" the evaluate stage skips it)") if with_index else ""
+        print(f"{head:16} speed-up per sample vs before: {ups}{extra}")
 
 if __name__ == "__main__":
     main()

@@ -200,7 +200,7 @@ class Eval:
 
 @dataclass(frozen=True)
 class Reference:
-    # auto: float32 on the CPU (exact decompression), the model's dtype on a GPU (pipeline/domain/compute.py)
+    # auto: the model's dtype on a GPU, bfloat16 on a CPU with native bfloat16, else float32 (domain/compute.py)
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     num_threads: int = 0
 

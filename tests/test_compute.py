@@ -22,6 +22,10 @@ def test_compute_dtype_rule(device, model_dtype, explicit, expected):
 
 def test_reference_placement_rule():
     assert compute.reference_placement(False, "bfloat16") == compute.Placement("cpu", "float32")
+    assert compute.reference_placement(False, "float16", native_bf16=True) == compute.Placement("cpu", "bfloat16")
+    assert compute.reference_placement(False, "float16", "float32", native_bf16=True) == compute.Placement(
+        "cpu", "float32")
+    assert compute.reference_placement(True, "float16", native_bf16=True) == compute.Placement("cuda", "float16")
     assert compute.reference_placement(True, "bfloat16") == compute.Placement("cuda", "bfloat16")
     assert compute.reference_placement(True, "float16", "float32") == compute.Placement("cuda", "float32")
     assert compute.reference_placement(False, "float16", "bfloat16") == compute.Placement("cpu", "bfloat16")
@@ -31,19 +35,29 @@ class _Variant:
     model_cfg = Model(source="embedded:x", dtype="float16")
 
 
-@pytest.mark.parametrize("gpu, expected", [(False, ("cpu", "float32")), (True, ("cuda", "float16"))])
-def test_reference_backend_picks_its_device(monkeypatch, gpu, expected):
+AMD_BF16 = "model name\t: AMD EPYC\nflags\t\t: fpu avx2 avx512f avx512_bf16 avx512_vnni\n"
+AVX2_ONLY = "model name\t: Intel Xeon\nflags\t\t: fpu avx2 fma\n"
+AMX = "model name\t: Intel Xeon\nflags\t\t: fpu avx2 avx512f amx_bf16 amx_int8 amx_tile\n"
+
+
+@pytest.mark.parametrize("gpu, cpuinfo, expected", [
+    (False, AMD_BF16, ("cpu", "bfloat16")),
+    (False, AMX, ("cpu", "bfloat16")),
+    (False, AVX2_ONLY, ("cpu", "float32")),     # bfloat16 is emulated there: slower than float32
+    (True, AVX2_ONLY, ("cuda", "float16")),
+])
+def test_reference_backend_picks_its_device_and_dtype(monkeypatch, gpu, cpuinfo, expected):
     monkeypatch.setattr(reference, "accelerator_available", lambda: gpu)
+    monkeypatch.setattr(reference, "cpu_info", lambda: machine.cpu_info(cpuinfo))
     place = reference.ReferenceBackend(Reference(), Eval(tasks={})).placement(_Variant())
     assert (place.device, place.dtype) == expected
 
 
-def test_reference_default_stays_float32_on_cpu(monkeypatch):
-    # the CPU default run keeps its numbers: the schema default and params.yaml's value both give float32
+def test_an_explicit_reference_dtype_wins_on_cpu(monkeypatch):
     monkeypatch.setattr(reference, "accelerator_available", lambda: False)
-    for ref in (Reference(), Reference(dtype="float32")):
-        assert reference.ReferenceBackend(ref, Eval(tasks={})).placement(_Variant()) == compute.Placement("cpu",
-                                                                                                         "float32")
+    monkeypatch.setattr(reference, "cpu_info", lambda: machine.cpu_info(AMD_BF16))
+    place = reference.ReferenceBackend(Reference(dtype="float32"), Eval(tasks={})).placement(_Variant())
+    assert place == compute.Placement("cpu", "float32")
 
 
 @pytest.mark.parametrize("gpu, expected", [(False, ("cpu", "float32")), (True, ("cuda", "bfloat16"))])

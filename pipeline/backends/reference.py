@@ -1,5 +1,6 @@
-"""Reference backend: transformers through lm-eval's HFLM, on the CPU in float32, or on the GPU in
-the model's dtype when one is there (pipeline/domain/compute.py: reference_placement).
+"""Reference backend: transformers through lm-eval's HFLM, on the GPU in the model's dtype when one is
+there, else on the CPU in bfloat16 where it is native and float32 where it is not
+(pipeline/domain/compute.py: reference_placement).
 
 compressed-tensors checkpoints are decompressed at load and W8A8 activations are fake-quantized
 in forward, so quality follows the quantized weights faithfully; speed does not (kernels are
@@ -15,7 +16,7 @@ from typing import Any, Iterator
 from pipeline.backends import generate, kvcache, loglik
 from pipeline.backends.base import Unsupported, Variant
 from pipeline.domain import compute
-from pipeline.domain.machine import accelerator_available
+from pipeline.domain.machine import accelerator_available, cpu_info, native_bf16
 from pipeline.io import read_json
 from pipeline.schema import Eval, Reference
 
@@ -124,9 +125,10 @@ class ReferenceBackend:
         self.ref, self.ev = ref, ev
 
     def placement(self, variant: Variant) -> compute.Placement:
-        """cuda in the model's dtype when a GPU is there, else the CPU in float32 (serving.reference.dtype
-        overrides the dtype on either)."""
-        return compute.reference_placement(accelerator_available(), variant.model_cfg.dtype, self.ref.dtype)
+        """cuda in the model's dtype when a GPU is there, else the CPU in bfloat16 where it is native and
+        float32 where not (serving.reference.dtype overrides the dtype on either)."""
+        return compute.reference_placement(accelerator_available(), variant.model_cfg.dtype, self.ref.dtype,
+                                           native_bf16(cpu_info()))
 
     @contextmanager
     def session(self, variant: Variant) -> Iterator[ReferenceSession]:

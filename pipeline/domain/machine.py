@@ -34,6 +34,11 @@ def cpu_info(cpuinfo: str | None = None) -> dict:
     return {"cpu": name, "cores": os.cpu_count(), "isa": [f for f in ISA_FLAGS if f in flags]}
 
 
+def native_bf16(info: dict) -> bool:
+    """The CPU multiplies bfloat16 natively (AVX512-BF16 or AMX-BF16); elsewhere torch emulates it."""
+    return bool({"avx512_bf16", "amx_bf16"} & set(info.get("isa", ())))
+
+
 def describe(info: dict, accelerator: bool) -> str:
     isa = ", ".join(info["isa"]) or "no AVX2"
     return f"{info['cpu']} ({isa}), {info['cores']} cores, " + ("with an accelerator" if accelerator else "no GPU")

@@ -44,8 +44,9 @@ NOTES = [
     "Quality comes from the engine in the Backend column, computing at the activation dtype in the Compute "
     "column: every variant of a model on one backend runs at one dtype, baseline included (vLLM on CPU: "
     "bfloat16; on a GPU: the model's dtype), and a row is compared only with the baseline of the same "
-    "backend and compute dtype. On the reference backend (transformers on CPU) every "
-    "tier is evaluated in float32: quantized weights are decompressed exactly, W8A8 activations are "
+    "backend and compute dtype. On the reference backend (transformers) every tier computes "
+    "in one dtype (Compute: on a CPU bfloat16 where the CPU has native bfloat16, else float32; on a GPU the "
+    "model's dtype): quantized weights are decompressed into it, W8A8 activations are "
     "fake-quantized per token, bitsandbytes tiers run bitsandbytes' own CPU kernels, and the fp8 KV cache is "
     "*simulated* by rounding K/V through float8_e4m3 (scale 1.0, as vLLM without calibrated scales).",
     "Gen tok/s is batched greedy generation on this machine's CPU: it does not rank quantized GPU kernels. "
