@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from pipeline import paths, schema
-from pipeline.domain import calibration, hardware, sources, tasks
+from pipeline.domain import calibration, fidelity_set, hardware, sources, tasks
 from pipeline.domain.metrics import metric_id
 from pipeline.quant import recipes
 from pipeline.schema import PARAMS_FILE, ConfigError, Params, near
@@ -36,6 +36,8 @@ def check(p: Params, root: Path) -> None:
         raise ConfigError(f"calibration.path: file not found: {p.calibration.path}")
     calibration.texts(p.calibration, root)
     check_tasks(p, root)
+    if p.eval.fidelity is not None:
+        fidelity_set.texts(p.eval.fidelity, root)
     check_group_sizes(p, root)
 
 

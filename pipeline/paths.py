@@ -30,6 +30,19 @@ def eval_dir(model: str, tier: str, kv: str) -> Path:
     return RESULTS / "evals" / model / f"{tier}-{kv}"
 
 
+FIDELITY_ROWS = "fidelity.jsonl"   # in an eval dir: per fidelity text, KL and top-1 agreement per position
+
+
+def fidelity_base(model: str) -> Path:
+    """The baseline's top-k next-token distributions on the fidelity texts (stage fidelity_base)."""
+    return RESULTS / "fidelity" / f"{model}.npz"
+
+
+def fidelity_logs(model: str) -> Path:
+    """Where fidelity_base keeps a served baseline's logs (vLLM); nothing reads them."""
+    return ARTIFACTS / model / "fidelity_base"
+
+
 EVAL_DATA_MANIFEST = ARTIFACTS / "eval_data" / "manifest.json"   # task -> public spec it holds
 
 

@@ -190,12 +190,39 @@ class Throughput:
 
 
 @dataclass(frozen=True)
+class Fidelity:
+    """Next-token distributions of each variant against the baseline's, teacher-forced on fixed texts
+    (pipeline/scoring/fidelity.py). Report-only: shown beside the task verdicts, never gating them."""
+    data: str                                   # a JSONL file; each text joins `fields` of one row
+    fields: list[str] = field(default_factory=lambda: ["text"])
+    limit: int = 32                             # texts
+    max_tokens: int = 256                       # per text, after tokenization
+    # the baseline's top-k kept per position; what vLLM compares on (prompt log-probs, at most its
+    # --max-logprobs); the reference backend computes the full-vocabulary KL instead
+    top_k: int = 20
+
+    def __post_init__(self) -> None:
+        if not self.fields:
+            raise FieldError("fields", "name at least one field of the JSONL rows")
+        for key in ("limit", "top_k"):
+            if getattr(self, key) < 1:
+                raise FieldError(key, f"must be >= 1, got {getattr(self, key)}")
+        if self.top_k > 20:
+            raise FieldError("top_k", f"vLLM serves at most 20 log-probs per position (its default "
+                                      f"--max-logprobs), got {self.top_k}")
+        if self.max_tokens < 2:
+            raise FieldError("max_tokens", f"must be >= 2 (a text scores its tokens after the first), "
+                                           f"got {self.max_tokens}")
+
+
+@dataclass(frozen=True)
 class Eval:
     tasks: dict[str, Task]
     batch_size: int = 8
     apply_chat_template: bool = True
     seed: int = 1234
     throughput: Throughput = field(default_factory=Throughput)
+    fidelity: Fidelity | None = None            # unset: no fidelity stage, no KL columns
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,7 @@ def last_run(project, rows):
 def test_planned_power_without_a_previous_run(project, params_dict):
     lines = config.planned_power(schema.parse(params_dict), project)
     assert lines[0] == "planned power (80%, one-sided alpha 0.025; no previous run: SD unknown):"
-    assert "  translation: limit 24, 24 samples" in lines
+    assert "  translation: limit 12, 12 samples" in lines
     # 2.8016 / sqrt(320) = 0.1566
     assert "    acc: tolerance 3.00, SD unknown (MDD at n=480 = 0.13 x SD)" in lines
     assert not any("macro_f1" in x or "rouge1" in x for x in lines)      # not gated
@@ -108,3 +108,19 @@ def test_config_imports_no_torch(root):
     run = subprocess.run([sys.executable, "-X", "importtime", "-c", "import pipeline.config"], cwd=root,
                          capture_output=True, text=True, check=True)
     assert "torch" not in run.stderr
+
+
+@pytest.mark.parametrize("block, message", [
+    ({"data": "eval_sets/summarization.jsonl", "fields": ["document"], "top_k": 50}, "eval.fidelity.top_k: vLLM serves at most 20"),
+    ({"data": "eval_sets/summarization.jsonl", "fields": ["document"], "limit": 0}, "eval.fidelity.limit: must be >= 1"),
+    ({"data": "eval_sets/summarization.jsonl", "fields": ["nope"]}, "missing field 'nope'"),
+    ({"data": "eval_sets/missing.jsonl"}, "eval_sets/missing.jsonl: file not found"),
+])
+def test_fidelity_block_errors_name_the_key_or_file(root, tmp_path, block, message):
+    for f in ("eval_sets", "recipes", "calibration"):
+        shutil.copytree(root / f, tmp_path / f)
+    p = yaml.safe_load((root / "params.yaml").read_text())
+    p["eval"]["fidelity"] = block
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(p))
+    with pytest.raises(config.ConfigError, match=message.replace("(", r"\(")):
+        config.load(tmp_path / "params.yaml")

@@ -138,3 +138,28 @@ def test_a_tier_at_another_compute_dtype_is_not_compared_with_the_baseline(proje
                                    "in float32)") for v in int8["verdicts"].values())
     md = (project / "results/decision.md").read_text()
     assert "| reference | bfloat16 |" in md
+
+
+def test_fidelity_is_summarized_with_intervals_and_shown(project):
+    out = paths.eval_dir("m", "int4-gptq", "auto")
+    res = io.read_json(out / "result.json")
+    res["fidelity"] = {"status": "ok", "support": "the baseline's top-4", "k": 4, "full_logits": True}
+    io.atomic_write_json(out / "result.json", res)
+    # 3 texts; token-weighted mean = (0.1*2 + 0.4*1 + 0.2*3) / 6 = 0.2
+    io.atomic_write_jsonl(out / paths.FIDELITY_ROWS, [{"kl": [0.1, 0.1], "agree": [True, False]},
+                                                      {"kl": [0.4], "agree": [False]},
+                                                      {"kl": [0.2, 0.2, 0.2], "agree": [True, True, True]}])
+    res = io.read_json(paths.eval_dir("m", "int8", "auto") / "result.json")
+    res["fidelity"] = {"status": "unavailable", "why": "another backend"}
+    io.atomic_write_json(paths.eval_dir("m", "int8", "auto") / "result.json", res)
+    decide.main()
+    rows = {(r["tier"], r["kv"]): r for r in json.loads((project / "results/decision.json").read_text())["rows"]}
+    f = rows[("int4-gptq", "auto")]["fidelity"]
+    assert f["kl_mean"] == pytest.approx(0.2) and f["top1_agreement"] == pytest.approx(400 / 6)
+    assert f["band"] == "moderate" and f["n_texts"] == 3 and f["n_tokens"] == 6
+    assert f["kl_mean_ci"][0] <= 0.2 <= f["kl_mean_ci"][1] and f["kl_mean_ci"][0] < f["kl_mean_ci"][1]
+    md = (project / "results/decision.md").read_text()
+    assert "### Fidelity to the baseline's next-token distributions" in md
+    assert "| int4-gptq-auto | 0.2000 [" in md and "| int8-auto | unavailable: another backend |" in md
+    metrics = json.loads((project / "results/metrics.json").read_text())
+    assert metrics["m"]["int4-gptq-auto"]["fidelity_kl_mean"] == pytest.approx(0.2)

@@ -1,11 +1,13 @@
 """The vLLM backend's command lines, its server lifecycle and its unsupported path, with fake
 servers (the real one runs in test_vllm_integration.py)."""
 import dataclasses
+import json
 import sys
 import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import psutil
 import pytest
 
@@ -358,3 +360,18 @@ def test_session_records_the_served_compute_dtype_and_load(tmp_path, monkeypatch
         assert session.info["compute_dtype"] == dtype and session.info["engine"]["dtype"] == f"torch.{dtype}"
         assert session.info["num_concurrent"] == concurrent == seen["num_concurrent"]
         assert session.cfg.bench.num_prompts == (200 if gpu else 16)
+
+
+def test_prompt_logprobs_are_parsed_sorted_and_padded():
+    from pipeline.backends.server import parse_prompt_logprobs
+
+    # vLLM's completion answer with prompt_logprobs=2: none for the first token, then top-2 + the prompt token
+    raw = json.dumps({"choices": [{"prompt_logprobs": [
+        None,
+        {"17": {"logprob": -0.5, "rank": 1, "decoded_token": "a"}, "3": {"logprob": -1.5, "rank": 2}},
+        {"4": {"logprob": -2.0, "rank": 2}, "9": {"logprob": -0.1, "rank": 1}, "8": {"logprob": -7.0, "rank": 40}},
+    ]}]})
+    ids, lps, top1 = parse_prompt_logprobs(raw, 2)
+    assert ids.tolist() == [[17, 3, -1], [9, 4, 8]]
+    assert lps[0, :2].tolist() == [-0.5, -1.5] and np.isneginf(lps[0, 2]) and np.allclose(lps[1], [-0.1, -2.0, -7.0])
+    assert top1.tolist() == [17, 9]

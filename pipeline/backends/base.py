@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from pipeline.schema import KvMode, Model, Tier
+from pipeline.schema import KvMode, Model, Params, Tier
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,23 @@ class Variant:
     def key(self) -> str:
         return f"{self.model}-{self.tier}-{self.kv}"
 
+    @classmethod
+    def of(cls, params: Params, model: str, tier: str, kv: str, checkpoint: Path, record: dict,
+           out_dir: Path | None = None) -> Variant:
+        """The variant as quantize's record describes its checkpoint."""
+        return cls(model, tier, kv, checkpoint, params.models[model], params.tiers[tier], params.kv_modes[kv],
+                   serve_path=Path(record["serve_path"]), load_quantization=record.get("load_quantization"),
+                   out_dir=out_dir)
+
+
+@dataclass(frozen=True)
+class TokenDists:
+    """One text's next-token distributions, teacher-forced: row t is the distribution after its first
+    t + 1 tokens. `ids`/`logprobs` are [positions, k], ids < 0 padding; `top1` the argmax at each row."""
+    ids: Any
+    logprobs: Any
+    top1: Any
+
 
 class Unsupported(Exception):
     """This backend cannot run the variant on this hardware; the message is the reason."""
@@ -37,6 +54,11 @@ class Session(Protocol):
 
     def throughput(self, prompts: list[str], new_tokens: int, repeats: int) -> dict[str, float]:
         """Generate exactly new_tokens for each prompt as one batch; tokens/s and timings."""
+        ...
+
+    def token_dists(self, seqs: list[list[int]], k: int, at: list[Any] | None = None) -> list[TokenDists]:
+        """Teacher-forced next-token distributions: the top-k per position, or (backends with full
+        logits) the log-probs at the ids in `at`; `at` is ignored by a backend without full logits."""
         ...
 
 

@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from pipeline.backends import generate, kvcache, loglik
-from pipeline.backends.base import Unsupported, Variant
+from pipeline.backends import dists, generate, kvcache, loglik
+from pipeline.backends.base import TokenDists, Unsupported, Variant
 from pipeline.domain import compute
 from pipeline.domain.machine import accelerator_available, cpu_info, native_bf16
 from pipeline.io import read_json
@@ -91,8 +91,20 @@ def reference_lm_class():
 
 
 class ReferenceSession:
-    def __init__(self, model, tokenizer, lm, info: dict[str, Any], chat: bool):
+    full_logits = True      # token_dists can read the log-prob of any id; exact_fidelity is available
+
+    def __init__(self, model, tokenizer, lm, info: dict[str, Any], chat: bool, backend: ReferenceBackend | None = None):
         self.model, self.tokenizer, self.lm, self.info, self.chat = model, tokenizer, lm, info, chat
+        self.backend = backend
+
+    def token_dists(self, seqs: list[list[int]], k: int, at: list[Any] | None = None) -> list[TokenDists]:
+        return dists.token_dists(self.model, seqs, k, at)
+
+    def exact_fidelity(self, baseline: Variant, seqs: list[list[int]]) -> list[tuple[Any, Any]]:
+        """Full-vocabulary KL(baseline || this variant) and top-1 agreement per position: the baseline is
+        loaded beside this variant, as this backend loads any variant, so both are at one dtype."""
+        with self.backend.session(baseline) as base:
+            return dists.exact(base.model, self.model, seqs)
 
     def _encode(self, prompts: list[str]):
         if self.chat:
@@ -176,6 +188,6 @@ class ReferenceBackend:
             lm.qtier_share_prefix = not quantizes_activations(read_json(path / "config.json"))
         info["shared_prompt_prefix"] = lm.qtier_share_prefix
         try:
-            yield ReferenceSession(model, tokenizer, lm, info, self.ev.apply_chat_template)
+            yield ReferenceSession(model, tokenizer, lm, info, self.ev.apply_chat_template, self)
         finally:
             del lm, model

@@ -59,6 +59,28 @@ def decode_speed(base_url: str, model: str, tokens: int, timeout_s: float) -> fl
     return done / max(seconds, 1e-6)
 
 
+def parse_prompt_logprobs(raw: bytes | str, k: int):
+    """(ids [n-1, k+1], log-probs [n-1, k+1], top1 [n-1]) from a completion asked for `prompt_logprobs`:
+    vLLM answers, per prompt position after the first, {token id: {"logprob", "rank", ...}} holding its
+    top k and the prompt's own token. Rows are sorted by log-prob and padded with id -1."""
+    import numpy as np  # lazy: the probe helpers above do not need it
+
+    rows = json.loads(raw)["choices"][0]["prompt_logprobs"][1:]
+    ids = np.full((len(rows), k + 1), -1, dtype=np.int64)
+    lps = np.full((len(rows), k + 1), -np.inf, dtype=np.float32)
+    for t, row in enumerate(rows):
+        entries = sorted(((float(v["logprob"]), int(tok)) for tok, v in (row or {}).items()), reverse=True)
+        for j, (lp, tok) in enumerate(entries[: k + 1]):
+            ids[t, j], lps[t, j] = tok, lp
+    return ids, lps, ids[:, 0].copy()
+
+
+def prompt_logprobs(base_url: str, model: str, ids: list[int], k: int, timeout_s: float):
+    """The server's top-k next-token log-probs at every position of a token-id prompt (one request)."""
+    body = {"model": model, "prompt": ids, "max_tokens": 1, "temperature": 0, "prompt_logprobs": k}
+    return parse_prompt_logprobs(_complete(base_url, body, timeout_s)[0], k)
+
+
 class Server:
     def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, port: int):
         self.argv, self.env, self.log_path, self.port = argv, env, log_path, port

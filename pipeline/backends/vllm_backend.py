@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from pipeline.backends import vllm_logs
-from pipeline.backends.base import Unsupported, Variant
+from pipeline.backends.base import TokenDists, Unsupported, Variant
 from pipeline.backends.launch import vllm_serve_args
 from pipeline.backends.server import (
     Server,
@@ -31,6 +31,7 @@ from pipeline.backends.server import (
     decode_speed,
     first_completion,
     free_port,
+    prompt_logprobs,
 )
 from pipeline.domain import compute
 from pipeline.domain.machine import accelerator_available
@@ -134,6 +135,18 @@ class VllmSession:
 
     def remaining_s(self) -> float | None:
         return self.wall.remaining()
+
+    full_logits = False     # prompt_logprobs: the engine's own top-k (+ the prompt token) per position
+
+    def token_dists(self, seqs: list[list[int]], k: int, at: list[Any] | None = None) -> list[TokenDists]:
+        timeout = self.wall.remaining(600)
+        out = []
+        for seq in seqs:
+            if timeout is not None and timeout <= 0:
+                raise TimeoutError(OUT_OF_WALL)
+            out.append(TokenDists(*prompt_logprobs(self.server.base_url, self.served, seq, k, timeout or 600)))
+            timeout = self.wall.remaining(600)
+        return out
 
     def bench(self, concurrency: int, slo: Slo | None = None, cap_s: float = 1800) -> dict[str, float]:
         """One `vllm bench serve` run, bounded by the wall budget left (TimeoutError past it)."""

@@ -183,6 +183,34 @@ def task_tables(m: ModelReport, baseline: tuple[str, str]) -> list[str]:
     return lines
 
 
+def _ci(lo_hi: list[float], fmt: str) -> str:
+    return f"[{format(lo_hi[0], fmt)}, {format(lo_hi[1], fmt)}]"
+
+
+def fidelity_lines(m: ModelReport) -> list[str]:
+    """Next-token KL and top-1 agreement vs the baseline per variant (report-only: no verdict uses them)."""
+    found = [(r, r.info.fidelity) for r in m.rows if r.info.fidelity]
+    if not found:
+        return []
+    lines = ["### Fidelity to the baseline's next-token distributions", "",
+             "Teacher-forced on the fidelity texts (eval.fidelity); intervals over texts. Report-only: the "
+             "verdicts above come from the task metrics. Bands (mean KL): <0.1 excellent, 0.1-1 moderate, >1 large.",
+             "", _cells(["Variant", "KL mean (nats/token)", "KL p99", "Top-1 agreement (%)", "Band", "Texts / tokens"]),
+             "|" + "---|" * 6]
+    notes = []
+    for r, f in found:
+        if f.get("status") != "ok":
+            lines.append(_cells([r.variant, f"{f.get('status')}: {f.get('why')}", "–", "–", "–", "–"]))
+            continue
+        lines.append(_cells([r.variant, f"{f['kl_mean']:.4f} {_ci(f['kl_mean_ci'], '.4f')}",
+                             f"{f['kl_p99']:.3f} {_ci(f['kl_p99_ci'], '.3f')}",
+                             f"{f['top1_agreement']:.1f} {_ci(f['top1_agreement_ci'], '.1f')}", f["band"],
+                             f"{f['n_texts']} / {f['n_tokens']:,}"]))
+        if f.get("support") and f["support"] not in notes:
+            notes.append(f["support"])
+    return lines + [""] + [f"KL support ({'; '.join(sorted({r.backend or '?' for r, _ in found}))}): {n}." for n in notes] + [""]
+
+
 def reasons(rows: list[Row], baseline: tuple[str, str] | None = None) -> list[str]:
     out = []
     for r in rows:
@@ -377,6 +405,7 @@ def render(models: dict[str, ModelReport], header: Header) -> str:
             lines += [f"**No tier can be recommended**: {m.why}.", ""]
         lines += main_table(m, base, header.gpus) + ["", "### Quality by task", ""] + task_tables(m, base)
         lines += ["Why each verdict:", ""] + reasons(m.rows, base) + [""]
+        lines += fidelity_lines(m)
         lines += serving_lines(m, base)
         if m.plot:
             lines += [f"![quality delta vs weight memory]({m.plot})", ""]
@@ -425,6 +454,10 @@ def dvc_metrics(rows: list[Row]) -> dict:
         entry.update({f"delta_{k}": round(v, 3) for k, v in r.deltas.items()})
         entry["weight_mib"] = round(mib(r.weight_bytes), 2) if r.weight_bytes else None
         entry["gen_tokens_per_s"] = r.tokens_per_s
+        fid = r.info.fidelity or {}
+        if fid.get("status") == "ok":
+            entry.update(fidelity_kl_mean=fid["kl_mean"], fidelity_kl_p99=fid["kl_p99"],
+                         fidelity_top1_agreement=fid["top1_agreement"])
         if r.overall != "baseline":
             entry["passes"] = int(r.overall == "pass")     # numeric, so `dvc exp show` can sort on it
         out[r.variant] = entry
@@ -442,7 +475,7 @@ def _row_json(r: Row, m: ModelReport, baseline: tuple[str, str]) -> dict:
             "load_note": load_note(r, next((b for b in m.rows if (b.tier, b.kv) == baseline), None)),
             "flips": {t: dataclasses.asdict(f) for t, f in m.flips.get(r.variant, {}).items()},
             "plans": {g: dataclasses.asdict(p) for g, p in m.plans.get(r.variant, {}).items()},
-            "power": {k: p.as_dict() for k, p in r.power.items()}}
+            "power": {k: p.as_dict() for k, p in r.power.items()}, "fidelity": r.info.fidelity}
 
 
 def decision_json(models: dict[str, ModelReport], header: Header) -> dict:

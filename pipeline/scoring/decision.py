@@ -46,6 +46,8 @@ class RowInfo:
     serving: dict[str, Any] | None = None
     throughput: dict[str, Any] = field(default_factory=dict)
     kv_formula: str | None = None                     # the planner's KV formula beside the engine's figure
+    # next-token KL / top-1 agreement vs the baseline (decide: fidelity_summary); report-only
+    fidelity: dict[str, Any] | None = None
 
 
 @dataclass

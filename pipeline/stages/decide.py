@@ -10,6 +10,9 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import sys
+from pathlib import Path
+
+import numpy as np
 
 from pipeline import io, paths, schema
 from pipeline.backends import launch
@@ -17,7 +20,7 @@ from pipeline.domain import hardware, machine, memory, tasks
 from pipeline.domain.metrics import split_id
 from pipeline.report import plots
 from pipeline.report import render as report
-from pipeline.scoring import analysis, decision, planner
+from pipeline.scoring import analysis, decision, fidelity, planner
 from pipeline.scoring.decision import GpuRec, Row, RowInfo
 
 MAX_NUM_SEQS_CAP = 256   # vLLM's default --max-num-seqs; the planner never suggests more
@@ -53,6 +56,7 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Row:
     row = Row(model, tier, kv, status=res["status"], backend=res.get("backend"), compute_dtype=compute_dtype_of(res),
               reason=res.get("reason"), info=info, metrics=dict(res.get("metrics", {})),
               higher_is_better=dict(res.get("higher_is_better", {})))
+    info.fidelity = fidelity_summary(res.get("fidelity"), paths.eval_dir(model, tier, kv), params.decision.bootstrap)
     row.tokens_per_s = info.throughput.get("gen_tokens_per_s")
     row.weight_bytes = record.get("weight_bytes") or serving.get("weight_bytes_serving")
     hf = record.get("geometry")
@@ -61,6 +65,17 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Row:
         row.kv_bytes_per_token = memory.kv_bytes_per_token(hf, nbytes)
         info.kv_formula = engine_kv_check(hf, params.kv_modes[kv].cache_dtype, serving)
     return row
+
+
+def fidelity_summary(recorded: dict | None, eval_dir: Path, boot: schema.Bootstrap) -> dict | None:
+    """evaluate's per-position KL and top-1 agreement, summarized with intervals over texts."""
+    if not recorded or recorded.get("status") != "ok":
+        return recorded
+    rows = io.read_jsonl(eval_dir / paths.FIDELITY_ROWS, ("kl", "agree"))
+    found = fidelity.summarize([np.asarray(r["kl"], dtype=float) for r in rows],
+                               [np.asarray(r["agree"], dtype=bool) for r in rows],
+                               boot.resamples, boot.seed, boot.confidence)
+    return {**recorded, **found.as_dict(), "band": fidelity.band(found.kl_mean)}
 
 
 def compute_dtype_of(res: dict) -> str | None:

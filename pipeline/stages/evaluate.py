@@ -23,8 +23,9 @@ from typing import Any, Iterator
 
 from pipeline import errors, io, paths, schema
 from pipeline.backends import Unsupported, Variant, select
-from pipeline.domain import tasks
+from pipeline.domain import fidelity_set, tasks
 from pipeline.domain.metrics import metric_id
+from pipeline.scoring import fidelity
 from pipeline.scoring.planner import decode_roofline_fraction
 
 
@@ -144,6 +145,44 @@ def wall_limit(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+def measure_fidelity(session, base: fidelity_set.Baseline, backend: str,
+                     baseline: Variant | None = None) -> tuple[dict[str, Any], list[dict]]:
+    """This variant's next-token distributions against the baseline's on the same token ids: per text,
+    the KL at each position and whether the top-1 tokens agree (decide summarizes them with intervals).
+    Only against a baseline of the same backend and compute dtype. A backend with full logits loads the
+    baseline beside the variant (exact, full vocabulary); vLLM compares its top-k with the baseline's."""
+    meta = base.meta
+    if meta.get("unavailable"):
+        return {"status": "unavailable", "why": f"no baseline distributions: {meta['unavailable']}"}, []
+    mine = (backend, session.info.get("compute_dtype"))
+    if (meta.get("backend"), meta.get("compute_dtype")) != mine:
+        return {"status": "unavailable", "why": f"the baseline's distributions come from {meta.get('backend')} "
+                                                f"at {meta.get('compute_dtype')}, this variant runs on {mine[0]} "
+                                                f"at {mine[1]}"}, []
+    if session.full_logits and baseline is not None:
+        pairs = session.exact_fidelity(baseline, base.seqs)
+        support = "the full vocabulary (exact): the baseline loaded beside this variant"
+    else:
+        q = session.token_dists(base.seqs, meta["k"])
+        pairs = [(fidelity.position_kl(p_ids, p_lp, d.ids, d.logprobs), fidelity.top1_agreement(p1, d.top1))
+                 for p_ids, p_lp, p1, d in zip(base.ids, base.logprobs, base.top1, q)]
+        support = (f"the ids in both engines' top-{meta['k']} prompt log-probs, the rest of the mass as one "
+                   f"bucket: a lower bound of the full KL")
+    rows = [{"kl": [float(f"{x:.6g}") for x in kl], "agree": [bool(x) for x in agree]} for kl, agree in pairs]
+    info = {"status": "ok", "support": support, "k": meta["k"], "exact": session.full_logits and baseline is not None,
+            "texts": len(rows), "tokens": sum(len(r["kl"]) for r in rows)}
+    return info, rows
+
+
+def baseline_variant(params: schema.Params, model: str) -> Variant | None:
+    """The decision's baseline as quantize recorded it (None when it has no checkpoint)."""
+    tier, kv = params.decision.baseline.tier, params.decision.baseline.kv
+    record = io.read_json(paths.quantize_record(model, tier))
+    if record.get("status") != "ok":
+        return None
+    return Variant.of(params, model, tier, kv, paths.tier_dir(model, tier), record)
+
+
 def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Path) -> dict[str, Any]:
     record = io.read_json(paths.quantize_record(model, tier))
     result: dict[str, Any] = {"model": model, "tier": tier, "kv": kv}
@@ -151,11 +190,12 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
         result.update(status="failed", reason=f"quantize: {record.get('reason', 'no checkpoint')}")
         return result
     specs = tasks.build_all(params.eval.tasks)
-    variant = Variant(model, tier, kv, paths.tier_dir(model, tier), params.models[model],
-                      params.tiers[tier], params.kv_modes[kv], serve_path=Path(record["serve_path"]),
-                      load_quantization=record.get("load_quantization"), out_dir=out_dir)
+    # read before any model work: a missing file stops the stage, not an hour of evaluation
+    base = fidelity_set.load(paths.fidelity_base(model)) if params.eval.fidelity is not None else None
+    variant = Variant.of(params, model, tier, kv, paths.tier_dir(model, tier), record, out_dir)
     backend = select(params)
     result["backend"] = backend.name
+    fidelity_rows: list[dict] = []
     try:
         with backend.session(variant) as session:
             result["serving"] = session.info
@@ -172,11 +212,20 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
             if backend.name == "vllm":
                 result["throughput"]["roofline"] = roofline(result["throughput"], record.get("weight_bytes"),
                                                             params.serving.bandwidth_gbps)
+            if base is not None:
+                try:
+                    result["fidelity"], fidelity_rows = measure_fidelity(session, base, backend.name,
+                                                                         baseline_variant(params, model))
+                except Exception as e:  # noqa: BLE001 - the task metrics already measured are kept
+                    traceback.print_exc()
+                    result["fidelity"] = {"status": "failed", "why": errors.one_line(e)}
     except Unsupported as e:
         result.update(status="unsupported", reason=str(e))
         return result
     for name, rows in samples.items():
         io.atomic_write_jsonl(out_dir / "samples" / f"{name}.jsonl", rows)
+    if fidelity_rows:
+        io.atomic_write_jsonl(out_dir / paths.FIDELITY_ROWS, fidelity_rows)
     scores, hib = flat(metrics)
     result.update(status="ok", metrics=scores, higher_is_better=hib, num_samples={s.name: s.num_docs for s in specs},
                   versions=versions())

@@ -1,0 +1,58 @@
+"""Next-token distributions of a transformers model on fixed token sequences, teacher-forced, for the
+fidelity comparison (pipeline/scoring/fidelity.py). Reference backend only: it has the full logits, so
+`exact` gives the full-vocabulary KL between two loaded models; `token_dists` the top-k a file keeps.
+
+The LM head runs in float32 whatever the model computes in: at bfloat16 a logit of 20 is rounded by
+up to 0.06, which alone puts a KL floor of ~1e-3 nats between two runs of one model - the size of an
+8-bit tier's whole effect. The decoder stays in the compute dtype, like every other measurement.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from pipeline.backends.base import TokenDists
+
+
+def _logprobs(model, seq: list[int]) -> torch.Tensor:
+    """[len(seq) - 1, vocab] float32 log-probs of the token after each prefix seq[:t], t = 1..len-1."""
+    decoder, head = model.get_decoder(), model.get_output_embeddings()
+    hidden = decoder(input_ids=torch.tensor([seq[:-1]], device=model.device)).last_hidden_state[0]
+    if head.weight.dtype.is_floating_point:
+        logits = F.linear(hidden.float(), head.weight.float(), None if head.bias is None else head.bias.float())
+    else:   # a load-time quantized head (bitsandbytes) has no float weight to upcast
+        logits = head(hidden).float()
+    return F.log_softmax(logits, dim=-1)
+
+
+def token_dists(model, seqs: list[list[int]], k: int, at: list[np.ndarray] | None = None) -> list[TokenDists]:
+    """Per sequence: the top-k next-token ids and log-probs at each position, or with `at` (per sequence
+    [positions, K] ids, e.g. the baseline's top-k) the log-probs at exactly those ids; top1 is always
+    the model's own argmax."""
+    out = []
+    with torch.inference_mode():
+        for i, seq in enumerate(seqs):
+            lp = _logprobs(model, seq)
+            top1 = lp.argmax(-1)
+            if at is None:
+                values, ids = lp.topk(min(k, lp.shape[-1]), dim=-1)
+            else:
+                ids = torch.as_tensor(at[i], dtype=torch.long, device=lp.device)
+                values = lp.gather(1, ids.clamp(min=0))
+                values = torch.where(ids < 0, torch.full_like(values, -float("inf")), values)
+            out.append(TokenDists(ids.cpu().numpy(), values.cpu().numpy().astype(np.float32),
+                                  top1.cpu().numpy()))
+    return out
+
+
+def exact(p_model, q_model, seqs: list[list[int]]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per sequence: KL(P||Q) over the whole vocabulary at each position (nats) and whether the argmaxes
+    agree; P is p_model's next-token distribution, Q q_model's."""
+    out = []
+    with torch.inference_mode():
+        for seq in seqs:
+            lp, lq = _logprobs(p_model, seq), _logprobs(q_model, seq)
+            kl = (lp.exp() * (lp - lq)).sum(-1).clamp(min=0.0)   # rounding can leave -1e-9 for equal rows
+            out.append((kl.double().cpu().numpy(), (lp.argmax(-1) == lq.argmax(-1)).cpu().numpy()))
+    return out

@@ -1,0 +1,77 @@
+"""Stage fidelity_base@<model>: the baseline's next-token distributions on the fidelity texts.
+
+    python -m pipeline.stages.fidelity_base <model>
+
+Serves the baseline (decision.baseline) with the configured backend, tokenizes eval.fidelity's texts
+with its tokenizer (at most max_tokens each) and writes results/fidelity/<model>.npz: every text's token
+ids and, at each position, the baseline's top-k next-token ids and log-probs (eval.fidelity.top_k), with
+the backend and compute dtype that produced them. Each evaluate stage of the model scores the same ids:
+on vLLM against these top-k, on the reference backend against the baseline itself, loaded beside the
+variant (full vocabulary). Without eval.fidelity the file says so and evaluate reports no fidelity.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+from pipeline import io, paths, schema
+from pipeline.backends import Unsupported, Variant, select
+from pipeline.domain import fidelity_set
+
+
+def _interrupt(signum, frame):  # noqa: ARG001
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def baseline_dists(params: schema.Params, model: str) -> fidelity_set.Baseline:
+    from transformers import AutoTokenizer  # lazy: transformers takes seconds to import
+
+    fid = params.eval.fidelity
+    base = params.decision.baseline
+    record = io.read_json(paths.quantize_record(model, base.tier))
+    if record.get("status") != "ok":
+        raise Unsupported(f"the baseline {model}/{base.tier} has no checkpoint: {record.get('reason')}")
+    variant = Variant.of(params, model, base.tier, base.kv, paths.tier_dir(model, base.tier), record,
+                         paths.fidelity_logs(model))
+    tokenizer = AutoTokenizer.from_pretrained(variant.serve_path)
+    seqs = [ids for t in fidelity_set.texts(fid) if len(ids := tokenizer(t).input_ids[: fid.max_tokens]) > 1]
+    backend = select(params)
+    k = fid.top_k
+    with backend.session(variant) as session:
+        dists = session.token_dists(seqs, k)
+        meta = {"model": model, "tier": base.tier, "kv": base.kv, "backend": backend.name, "k": k,
+                "compute_dtype": session.info.get("compute_dtype"), "full_logits": session.full_logits}
+    return fidelity_set.Baseline(seqs, [d.ids for d in dists], [d.logprobs for d in dists],
+                                 [d.top1 for d in dists], meta)
+
+
+def main() -> None:
+    signal.signal(signal.SIGTERM, _interrupt)   # unwind, so a vLLM server is stopped
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    model = sys.argv[1]
+    params = schema.load_or_exit()
+    if model not in params.models:
+        sys.exit(f"qtier: no model {model} in params.yaml")
+    out = paths.fidelity_base(model)
+    t0 = time.perf_counter()
+    if params.eval.fidelity is None:
+        fidelity_set.save(out, fidelity_set.Baseline([], [], [], [], {"configured": False}))
+        print(f"fidelity_base@{model}: eval.fidelity is not set")
+        return
+    try:
+        base = baseline_dists(params, model)
+    except io.DataError as e:
+        print(f"qtier: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except Unsupported as e:    # the evaluate stages then say why they have no fidelity
+        base = fidelity_set.Baseline([], [], [], [], {"configured": True, "unavailable": str(e)})
+    fidelity_set.save(out, base)
+    print(f"fidelity_base@{model}: {len(base.seqs)} texts, {sum(len(s) - 1 for s in base.seqs)} positions, "
+          f"top-{base.meta.get('k')} in {time.perf_counter() - t0:.1f}s")
+
+
+if __name__ == "__main__":
+    main()
