@@ -138,7 +138,7 @@ def test_adding_a_model_adds_only_its_stages(project):
     assert changed, r.stdout
     # check re-validates the edited params.yaml (fast, and it changes nothing downstream)
     assert all("tiny-copy" in s for s in changed - {"decide", "check"}), changed
-    assert sum("tiny-copy" in s for s in changed) == 1 + 7 + 14
+    assert sum("tiny-copy" in s for s in changed) == 1 + 1 + 7 + 14     # prepare, fidelity_base, 7 tiers, 14 variants
     p["models"].pop("tiny-copy")
     (project / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
 
