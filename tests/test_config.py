@@ -63,7 +63,7 @@ def test_planned_power_without_a_previous_run(project, params_dict):
     assert lines[0] == "planned power (80%, one-sided alpha 0.025; no previous run: SD unknown):"
     assert "  translation: limit 12, 12 samples" in lines
     # 2.8016 / sqrt(320) = 0.1566
-    assert "    acc: tolerance 3.00, SD unknown (MDD at n=480 = 0.13 x SD)" in lines
+    assert "    acc: tolerance 3.00, SD unknown (MDD at n=320 = 0.16 x SD)" in lines
     assert not any("macro_f1" in x or "rouge1" in x for x in lines)      # not gated
 
 
@@ -78,8 +78,8 @@ def test_planned_power_from_the_last_run(project, params_dict):
     assert "from last run (2030-01-02 03:04 UTC)" in lines[0]
     # the median variant plans: SD (10 + 4) / 2 = 7, MDD 2.8016 * 7 / sqrt(320) = 1.1,
     # n80 = ceil((2.8016 * 7 / 3)^2) = 43
-    assert "    acc: tolerance 3.00, SD 7.0 -> MDD 0.9 at n=480; n for 80% power: 43" in lines
-    assert "    rougeL: tolerance 3.00, SD unknown (MDD at n=48 = 0.40 x SD)" in lines
+    assert "    acc: tolerance 3.00, SD 7.0 -> MDD 1.1 at n=320; n for 80% power: 43" in lines
+    assert "    rougeL: tolerance 3.00, SD unknown (MDD at n=32 = 0.50 x SD)" in lines
 
 
 def test_planned_power_relative_tolerance_uses_the_last_baseline(project, params_dict):
@@ -90,7 +90,7 @@ def test_planned_power_relative_tolerance_uses_the_last_baseline(project, params
     last_run(project, [{"tier": "fp16", "kv": "auto", "status": "ok", "metrics": {"classification/acc": 60.0}},
                        {"tier": "int8", "kv": "auto", "status": "ok", "metrics": {"classification/acc": 59.0},
                         "power": {"classification/acc": {"sd": 10.0, "n": 160, "mdd": 2.2, "n_for_80pct_power": 88}}}])
-    assert "    acc: tolerance 3.00, SD 10.0 -> MDD 1.3 at n=480; n for 80% power: 88" in config.planned_power(p, project)
+    assert "    acc: tolerance 3.00, SD 10.0 -> MDD 1.6 at n=320; n for 80% power: 88" in config.planned_power(p, project)
 
 
 def test_main_prints_variants_then_planned_power(project, monkeypatch, capsys):
@@ -98,7 +98,7 @@ def test_main_prints_variants_then_planned_power(project, monkeypatch, capsys):
     monkeypatch.chdir(project)
     config.main()
     out = capsys.readouterr().out
-    assert out.index("smollm2-135m-fp16-auto") < out.index("planned power") < out.index("classification: limit 480")
+    assert out.index("smollm2-135m-fp16-auto") < out.index("planned power") < out.index("classification: limit 320")
 
 
 def test_config_imports_no_torch(root):
