@@ -47,7 +47,10 @@ def diff(a: Run, b: Run, boot: schema.Bootstrap) -> dict[str, Interval]:
         if task not in b.samples:
             continue
         both = [split_id(mid)[1] for mid in a.metrics if split_id(mid)[0] == task and mid in b.metrics]
-        pairs = analysis.align(a.samples[task], b.samples[task])
+        # runs at different limits (e.g. two releases' default runs) compare on the samples both have
+        common = {r["doc_id"] for r in a.samples[task]} & {r["doc_id"] for r in b.samples[task]}
+        pairs = analysis.align([r for r in a.samples[task] if r["doc_id"] in common],
+                               [r for r in b.samples[task] if r["doc_id"] in common])
         out.update({metric_id(task, m): iv for m, iv in analysis.intervals(both, pairs, boot).items()})
     return out
 

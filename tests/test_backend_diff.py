@@ -8,10 +8,9 @@ from pipeline.schema import Bootstrap
 BOOT = Bootstrap(resamples=200, seed=1, confidence=0.95)
 
 
-def write_run(root, variant, status="ok", preds=(1, 0, 1, 1), backend="reference", reason=None):
+def write_run(root, variant, status="ok", preds=(1, 0, 1, 1), backend="reference", reason=None, gold=(1, 0, 1, 0)):
     d = root / "evals" / "m" / variant
     (d / "samples").mkdir(parents=True)
-    gold = [1, 0, 1, 0]
     acc = [100.0 * (p == g) for p, g in zip(preds, gold)]
     result = {"status": status, "backend": backend, "reason": reason,
               "metrics": {"classification/acc": sum(acc) / len(acc)} if status == "ok" else {}}
@@ -40,6 +39,15 @@ def test_identical_differs_missing_and_unsupported(tmp_path):
     assert rows["fp8-auto"] == ("only in A", {})
     md = backend_diff.render(list(backend_diff.compare_dirs(a, b, BOOT)), a, b, BOOT)
     assert "| m | int8-auto | A reference, B vllm | -75.00 [" in md
+
+
+def test_runs_at_different_limits_compare_on_the_samples_both_scored(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    write_run(a, "fp16-auto", preds=(1, 0), gold=(1, 0))                 # 2 samples, both right
+    write_run(b, "fp16-auto", preds=(1, 1, 1, 1), gold=(1, 0, 1, 0))     # 4 samples: doc 1 now wrong
+    iv = backend_diff.diff(backend_diff.load_run(a / "evals/m/fp16-auto"), backend_diff.load_run(b / "evals/m/fp16-auto"),
+                           BOOT)["classification/acc"]
+    assert iv.n == 2 and iv.delta == pytest.approx(-50.0)
 
 
 def test_cli_rejects_a_dir_without_evals(tmp_path, capsys):
