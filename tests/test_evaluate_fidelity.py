@@ -20,10 +20,9 @@ class FakeSession:
         self.full_logits, self.info = full_logits, {"compute_dtype": "bfloat16"}
         self.logprobs, self.top1, self.ids, self.asked = logprobs, top1, ids, None
 
-    def token_dists(self, seqs, k, at=None):
-        self.asked = (seqs, k, at)
-        ids = at[0] if at is not None else self.ids
-        return [TokenDists(ids, self.logprobs, self.top1)]
+    def token_dists(self, seqs, k):
+        self.asked = (seqs, k)
+        return [TokenDists(self.ids, self.logprobs, self.top1)]
 
 
 def test_full_logits_compare_with_the_baseline_loaded_beside():
@@ -39,7 +38,7 @@ def test_top_k_engines_compare_on_the_shared_ids():
     q = np.log(np.array([[0.6, 0.3], [0.5, 0.4]], np.float32))
     s = FakeSession(False, q, np.array([5, 7]), ids=np.array([[5, 9], [7, 8]]))
     info, rows = measure_fidelity(s, baseline("vllm"), "vllm", baseline=object())
-    assert s.asked[2] is None and not info["exact"]
+    assert s.asked == ([[1, 2, 3]], 2) and not info["exact"]
     # position 0 shares only id 5: 0.7 log(0.7/0.6) + 0.3 log(0.3/0.4)
     assert rows[0]["kl"][0] == pytest.approx(0.7 * np.log(0.7 / 0.6) + 0.3 * np.log(0.3 / 0.4), rel=1e-5)
     assert rows[0]["kl"][1] == 0.0 and "lower bound" in info["support"]

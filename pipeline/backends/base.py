@@ -56,9 +56,8 @@ class Session(Protocol):
         """Generate exactly new_tokens for each prompt as one batch; tokens/s and timings."""
         ...
 
-    def token_dists(self, seqs: list[list[int]], k: int, at: list[Any] | None = None) -> list[TokenDists]:
-        """Teacher-forced next-token distributions: the top-k per position, or (backends with full
-        logits) the log-probs at the ids in `at`; `at` is ignored by a backend without full logits."""
+    def token_dists(self, seqs: list[list[int]], k: int) -> list[TokenDists]:
+        """Teacher-forced next-token distributions: the top-k ids and log-probs at each position."""
         ...
 
 

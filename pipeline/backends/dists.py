@@ -1,6 +1,7 @@
 """Next-token distributions of a transformers model on fixed token sequences, teacher-forced, for the
 fidelity comparison (pipeline/scoring/fidelity.py). Reference backend only: it has the full logits, so
-`exact` gives the full-vocabulary KL between two loaded models; `token_dists` the top-k a file keeps.
+`exact` gives the full-vocabulary KL between two loaded models; `token_dists` the top-k the
+fidelity_base stage keeps.
 
 The LM head runs in float32 whatever the model computes in: at bfloat16 a logit of 20 is rounded by
 up to 0.06, which alone puts a KL floor of ~1e-3 nats between two runs of one model - the size of an
@@ -26,23 +27,15 @@ def _logprobs(model, seq: list[int]) -> torch.Tensor:
     return F.log_softmax(logits, dim=-1)
 
 
-def token_dists(model, seqs: list[list[int]], k: int, at: list[np.ndarray] | None = None) -> list[TokenDists]:
-    """Per sequence: the top-k next-token ids and log-probs at each position, or with `at` (per sequence
-    [positions, K] ids, e.g. the baseline's top-k) the log-probs at exactly those ids; top1 is always
-    the model's own argmax."""
+def token_dists(model, seqs: list[list[int]], k: int) -> list[TokenDists]:
+    """Per sequence: the top-k next-token ids and log-probs at each position, and the argmax."""
     out = []
     with torch.inference_mode():
-        for i, seq in enumerate(seqs):
+        for seq in seqs:
             lp = _logprobs(model, seq)
-            top1 = lp.argmax(-1)
-            if at is None:
-                values, ids = lp.topk(min(k, lp.shape[-1]), dim=-1)
-            else:
-                ids = torch.as_tensor(at[i], dtype=torch.long, device=lp.device)
-                values = lp.gather(1, ids.clamp(min=0))
-                values = torch.where(ids < 0, torch.full_like(values, -float("inf")), values)
+            values, ids = lp.topk(min(k, lp.shape[-1]), dim=-1)
             out.append(TokenDists(ids.cpu().numpy(), values.cpu().numpy().astype(np.float32),
-                                  top1.cpu().numpy()))
+                                  lp.argmax(-1).cpu().numpy()))
     return out
 
 

@@ -91,14 +91,14 @@ def reference_lm_class():
 
 
 class ReferenceSession:
-    full_logits = True      # token_dists can read the log-prob of any id; exact_fidelity is available
+    full_logits = True      # exact_fidelity: the full-vocabulary KL against the baseline
 
     def __init__(self, model, tokenizer, lm, info: dict[str, Any], chat: bool, backend: ReferenceBackend | None = None):
         self.model, self.tokenizer, self.lm, self.info, self.chat = model, tokenizer, lm, info, chat
         self.backend = backend
 
-    def token_dists(self, seqs: list[list[int]], k: int, at: list[Any] | None = None) -> list[TokenDists]:
-        return dists.token_dists(self.model, seqs, k, at)
+    def token_dists(self, seqs: list[list[int]], k: int) -> list[TokenDists]:
+        return dists.token_dists(self.model, seqs, k)
 
     def exact_fidelity(self, baseline: Variant, seqs: list[list[int]]) -> list[tuple[Any, Any]]:
         """Full-vocabulary KL(baseline || this variant) and top-1 agreement per position: the baseline is

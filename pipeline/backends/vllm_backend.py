@@ -138,7 +138,7 @@ class VllmSession:
 
     full_logits = False     # prompt_logprobs: the engine's own top-k (+ the prompt token) per position
 
-    def token_dists(self, seqs: list[list[int]], k: int, at: list[Any] | None = None) -> list[TokenDists]:
+    def token_dists(self, seqs: list[list[int]], k: int) -> list[TokenDists]:
         timeout = self.wall.remaining(600)
         out = []
         for seq in seqs:
