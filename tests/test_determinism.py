@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from pipeline import paths
-from pipeline.stages import evaluate, prepare, quantize
+from pipeline.stages import evaluate, fidelity_base, prepare, quantize
 from tests import tiny_model
 
 pytestmark = pytest.mark.slow
@@ -35,15 +35,20 @@ def test_quantize_and_evaluate_twice_identical(tmp_path, monkeypatch, root):
     for task in p["eval"]["tasks"].values():
         task["limit"] = 3
     p["eval"]["throughput"] = {"batch_size": 1, "new_tokens": 2, "repeats": 1}
+    p["eval"]["fidelity"].update(limit=2, max_tokens=24)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
     monkeypatch.chdir(tmp_path)
     run(prepare.main, "tiny")
+    run(quantize.main, "tiny", "fp16")
+    run(fidelity_base.main, "tiny")
     results = []
     for _ in range(2):
         run(quantize.main, "tiny", "int4-gptq")
         run(evaluate.main, "tiny", "int4-gptq", "fp8")
         out = paths.eval_dir("tiny", "int4-gptq", "fp8")
         res = json.loads((out / "result.json").read_text())
+        assert res["fidelity"]["status"] == "ok"
         samples = {f.name: f.read_text() for f in sorted((out / "samples").glob("*.jsonl"))}
+        samples["fidelity"] = (out / paths.FIDELITY_ROWS).read_text()
         results.append((digest(paths.tier_dir("tiny", "int4-gptq")), res["metrics"], samples))
     assert results[0][0] and results[0] == results[1]

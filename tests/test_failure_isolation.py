@@ -35,6 +35,7 @@ def test_broken_tier_is_a_row_not_a_crash(tmp_path, monkeypatch, root):
     for name, task in p["eval"]["tasks"].items():
         task["limit"] = 2
     p["eval"]["throughput"] = {"batch_size": 1, "new_tokens": 2, "repeats": 1}
+    p["eval"].pop("fidelity")       # not this test's subject: no fidelity_base stage to run
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
     monkeypatch.chdir(tmp_path)
 
