@@ -1,4 +1,14 @@
-"""Turning an exception into the one-line reason a decision row carries."""
+"""Turning an exception into the one-line reason a decision row carries, and SIGTERM into one."""
+import signal
+
+
+def unwind_on_sigterm() -> None:
+    """SIGTERM unwinds like Ctrl-C, so `finally` blocks (a vLLM server's stop) run before the process exits."""
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum, frame):  # noqa: ARG001
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def one_line(exc: BaseException, limit: int = 300) -> str:

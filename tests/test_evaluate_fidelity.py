@@ -28,7 +28,7 @@ class FakeSession:
 def test_full_logits_compare_with_the_baseline_loaded_beside():
     s = FakeSession(True, LP, np.array([5, 8]))
     s.exact_fidelity = lambda variant, seqs: [(np.array([0.0, 0.25]), np.array([True, False]))]
-    info, rows = measure_fidelity(s, baseline(), "reference", baseline=object())
+    info, rows = measure_fidelity(s, baseline(), "reference", baseline=lambda: object())
     assert s.asked is None and info["exact"] and info["texts"] == 1 and info["tokens"] == 2
     assert rows == [{"kl": [0.0, 0.25], "agree": [True, False]}]
     assert info["support"].startswith("the full vocabulary (exact)")
@@ -37,7 +37,7 @@ def test_full_logits_compare_with_the_baseline_loaded_beside():
 def test_top_k_engines_compare_on_the_shared_ids():
     q = np.log(np.array([[0.6, 0.3], [0.5, 0.4]], np.float32))
     s = FakeSession(False, q, np.array([5, 7]), ids=np.array([[5, 9], [7, 8]]))
-    info, rows = measure_fidelity(s, baseline("vllm"), "vllm", baseline=object())
+    info, rows = measure_fidelity(s, baseline("vllm"), "vllm", baseline=lambda: object())
     assert s.asked == ([[1, 2, 3]], 2) and not info["exact"]
     # position 0 shares only id 5: 0.7 log(0.7/0.6) + 0.3 log(0.3/0.4)
     assert rows[0]["kl"][0] == pytest.approx(0.7 * np.log(0.7 / 0.6) + 0.3 * np.log(0.3 / 0.4), rel=1e-5)

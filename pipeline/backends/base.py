@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from pipeline import io, paths
 from pipeline.schema import KvMode, Model, Params, Tier
 
 
@@ -33,6 +34,15 @@ class Variant:
         return cls(model, tier, kv, checkpoint, params.models[model], params.tiers[tier], params.kv_modes[kv],
                    serve_path=Path(record["serve_path"]), load_quantization=record.get("load_quantization"),
                    out_dir=out_dir)
+
+
+def baseline_variant(params: Params, model: str, out_dir: Path | None = None) -> Variant:
+    """The decision's baseline of `model` as quantize recorded it; Unsupported when it has no checkpoint."""
+    tier, kv = params.decision.baseline.tier, params.decision.baseline.kv
+    record = io.read_json(paths.quantize_record(model, tier))
+    if record.get("status") != "ok":
+        raise Unsupported(f"the baseline {model}/{tier} has no checkpoint: {record.get('reason')}")
+    return Variant.of(params, model, tier, kv, paths.tier_dir(model, tier), record, out_dir)
 
 
 @dataclass(frozen=True)

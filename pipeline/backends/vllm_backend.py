@@ -139,13 +139,12 @@ class VllmSession:
     full_logits = False     # prompt_logprobs: the engine's own top-k (+ the prompt token) per position
 
     def token_dists(self, seqs: list[list[int]], k: int) -> list[TokenDists]:
-        timeout = self.wall.remaining(600)
         out = []
         for seq in seqs:
-            if timeout is not None and timeout <= 0:
+            timeout = self.wall.remaining(600)      # a request's own cap, never past the wall budget
+            if timeout <= 0:
                 raise TimeoutError(OUT_OF_WALL)
-            out.append(TokenDists(*prompt_logprobs(self.server.base_url, self.served, seq, k, timeout or 600)))
-            timeout = self.wall.remaining(600)
+            out.append(TokenDists(*prompt_logprobs(self.server.base_url, self.served, seq, k, timeout)))
         return out
 
     def bench(self, concurrency: int, slo: Slo | None = None, cap_s: float = 1800) -> dict[str, float]:

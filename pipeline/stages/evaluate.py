@@ -19,10 +19,11 @@ import time
 import traceback
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from pipeline import errors, io, paths, schema
 from pipeline.backends import Unsupported, Variant, select
+from pipeline.backends.base import baseline_variant
 from pipeline.domain import fidelity_set, tasks
 from pipeline.domain.metrics import metric_id
 from pipeline.scoring import fidelity
@@ -146,11 +147,12 @@ def wall_limit(seconds: float | None) -> Iterator[None]:
 
 
 def measure_fidelity(session, base: fidelity_set.Baseline, backend: str,
-                     baseline: Variant | None = None) -> tuple[dict[str, Any], list[dict]]:
+                     baseline: Callable[[], Variant] | None = None) -> tuple[dict[str, Any], list[dict]]:
     """This variant's next-token distributions against the baseline's on the same token ids: per text,
     the KL at each position and whether the top-1 tokens agree (decide summarizes them with intervals).
     Only against a baseline of the same backend and compute dtype. A backend with full logits loads the
-    baseline beside the variant (exact, full vocabulary); vLLM compares its top-k with the baseline's."""
+    baseline (`baseline()` names it) beside the variant: exact, full vocabulary; vLLM compares its top-k
+    with the baseline's."""
     meta = base.meta
     if meta.get("unavailable"):
         return {"status": "unavailable", "why": f"no baseline distributions: {meta['unavailable']}"}, []
@@ -159,8 +161,9 @@ def measure_fidelity(session, base: fidelity_set.Baseline, backend: str,
         return {"status": "unavailable", "why": f"the baseline's distributions come from {meta.get('backend')} "
                                                 f"at {meta.get('compute_dtype')}, this variant runs on {mine[0]} "
                                                 f"at {mine[1]}"}, []
-    if session.full_logits and baseline is not None:
-        pairs = session.exact_fidelity(baseline, base.seqs)
+    exact = session.full_logits and baseline is not None
+    if exact:
+        pairs = session.exact_fidelity(baseline(), base.seqs)
         support = "the full vocabulary (exact): the baseline loaded beside this variant"
     else:
         q = session.token_dists(base.seqs, meta["k"])
@@ -169,18 +172,9 @@ def measure_fidelity(session, base: fidelity_set.Baseline, backend: str,
         support = (f"the ids in both engines' top-{meta['k']} prompt log-probs, the rest of the mass as one "
                    f"bucket: a lower bound of the full KL")
     rows = [{"kl": [float(f"{x:.6g}") for x in kl], "agree": [bool(x) for x in agree]} for kl, agree in pairs]
-    info = {"status": "ok", "support": support, "k": meta["k"], "exact": session.full_logits and baseline is not None,
+    info = {"status": "ok", "support": support, "k": meta["k"], "exact": exact,
             "texts": len(rows), "tokens": sum(len(r["kl"]) for r in rows)}
     return info, rows
-
-
-def baseline_variant(params: schema.Params, model: str) -> Variant | None:
-    """The decision's baseline as quantize recorded it (None when it has no checkpoint)."""
-    tier, kv = params.decision.baseline.tier, params.decision.baseline.kv
-    record = io.read_json(paths.quantize_record(model, tier))
-    if record.get("status") != "ok":
-        return None
-    return Variant.of(params, model, tier, kv, paths.tier_dir(model, tier), record)
 
 
 def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Path) -> dict[str, Any]:
@@ -214,8 +208,8 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
                                                             params.serving.bandwidth_gbps)
             if base is not None:
                 try:
-                    result["fidelity"], fidelity_rows = measure_fidelity(session, base, backend.name,
-                                                                         baseline_variant(params, model))
+                    result["fidelity"], fidelity_rows = measure_fidelity(
+                        session, base, backend.name, lambda: baseline_variant(params, model))
                 except Exception as e:  # noqa: BLE001 - the task metrics already measured are kept
                     traceback.print_exc()
                     result["fidelity"] = {"status": "failed", "why": errors.one_line(e)}
@@ -232,13 +226,8 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
     return result
 
 
-def _interrupt(signum, frame):  # noqa: ARG001
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
 def main() -> None:
-    # SIGTERM unwinds like Ctrl-C, so `finally` blocks stop any server before the process exits.
-    signal.signal(signal.SIGTERM, _interrupt)
+    errors.unwind_on_sigterm()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a hub from this stage
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     model, tier, kv = sys.argv[1:4]

@@ -12,17 +12,13 @@ variant (full vocabulary). Without eval.fidelity the file says so and evaluate r
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import time
 
-from pipeline import io, paths, schema
-from pipeline.backends import Unsupported, Variant, select
+from pipeline import errors, io, paths, schema
+from pipeline.backends import Unsupported, select
+from pipeline.backends.base import baseline_variant
 from pipeline.domain import fidelity_set
-
-
-def _interrupt(signum, frame):  # noqa: ARG001
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def baseline_dists(params: schema.Params, model: str) -> fidelity_set.Baseline:
@@ -30,11 +26,7 @@ def baseline_dists(params: schema.Params, model: str) -> fidelity_set.Baseline:
 
     fid = params.eval.fidelity
     base = params.decision.baseline
-    record = io.read_json(paths.quantize_record(model, base.tier))
-    if record.get("status") != "ok":
-        raise Unsupported(f"the baseline {model}/{base.tier} has no checkpoint: {record.get('reason')}")
-    variant = Variant.of(params, model, base.tier, base.kv, paths.tier_dir(model, base.tier), record,
-                         paths.fidelity_logs(model))
+    variant = baseline_variant(params, model, paths.fidelity_logs(model))
     tokenizer = AutoTokenizer.from_pretrained(variant.serve_path)
     seqs = [ids for t in fidelity_set.texts(fid) if len(ids := tokenizer(t).input_ids[: fid.max_tokens]) > 1]
     backend = select(params)
@@ -48,7 +40,7 @@ def baseline_dists(params: schema.Params, model: str) -> fidelity_set.Baseline:
 
 
 def main() -> None:
-    signal.signal(signal.SIGTERM, _interrupt)   # unwind, so a vLLM server is stopped
+    errors.unwind_on_sigterm()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     model = sys.argv[1]
