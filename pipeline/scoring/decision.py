@@ -31,6 +31,7 @@ from pipeline.scoring.stats import Interval
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 NOT_CAPABLE = "the baseline cannot do this task"
 NO_BASELINE = "no comparable baseline"
+NOT_MEASURED = "not measured on this variant"
 
 
 @dataclass
@@ -148,6 +149,9 @@ def judge(rows: list[Row], rule: Decision, tasks: dict[str, Task] | None = None)
         if base is r:
             r.overall = "baseline"
             continue
+        for metric in unmeasured(r, base):
+            if gate(rule, tasks or {}, metric)[0] is not None:
+                r.verdicts[metric] = (INCONCLUSIVE, f"{NOT_MEASURED}: {r.reason or 'no score in its result'}")
         for metric in r.metrics:
             tol, floor = gate(rule, tasks or {}, metric)
             base_value = base.metrics.get(metric) if base else None
@@ -161,6 +165,11 @@ def judge(rows: list[Row], rule: Decision, tasks: dict[str, Task] | None = None)
             r.verdicts[metric] = judge_metric(metric, base_value, r.intervals.get(metric), tol, floor,
                                               r.higher_is_better.get(metric, True))
         r.overall = overall(r.verdicts)
+
+
+def unmeasured(r: Row, base: Row | None) -> list[str]:
+    """The baseline's metrics this row has no score for (evaluate stopped before their task)."""
+    return [m for m in (base.metrics if base else {}) if m not in r.metrics]
 
 
 def task_verdicts(verdicts: dict[str, tuple[str, str]]) -> dict[str, str]:

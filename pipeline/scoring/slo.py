@@ -57,14 +57,22 @@ def meets_slo(figures: dict, ttft_ms: float, tpot_ms: float, percentile: float) 
 
 
 def search(measure: Callable[[int], dict], meets: Callable[[dict], bool], max_concurrency: int, max_probes: int,
-           time_budget_s: float, clock: Callable[[], float] = time.monotonic) -> SloSearch:
-    """Double from 1, then bisect; at most max_probes measures, none started after time_budget_s."""
+           time_budget_s: float, clock: Callable[[], float] = time.monotonic,
+           known: dict[int, dict] | None = None) -> SloSearch:
+    """Double from 1, then bisect; at most max_probes measures, none started after time_budget_s.
+    `known`: figures already measured at some concurrencies (the load test's own levels, run with the
+    SLO's percentiles): reused as probes of 0 s that count against neither bound."""
     t0 = clock()
     out = SloSearch(best=None, stopped=CONVERGED)
     lo, hi = 0, None                    # lo: highest level that met (0 = none yet); hi: lowest that failed
+    known = known or {}
 
     def probe(c: int) -> bool | None:
-        if len(out.probes) >= max_probes:
+        if c in known:
+            ok = meets(known[c])
+            out.probes.append(Probe(c, ok, known[c], 0.0))
+            return ok
+        if sum(1 for p in out.probes if p.concurrency not in known) >= max_probes:
             out.stopped = MAX_PROBES
             return None
         if clock() - t0 >= time_budget_s:

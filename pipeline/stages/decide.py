@@ -54,7 +54,7 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Row:
                    versions=res.get("versions", {}), serving=serving, throughput=res.get("throughput", {}))
     # metrics are `<task>/<metric>` in result.json, with each one's direction from its task's YAML
     row = Row(model, tier, kv, status=res["status"], backend=res.get("backend"), compute_dtype=compute_dtype_of(res),
-              reason=res.get("reason"), info=info, metrics=dict(res.get("metrics", {})),
+              reason=res.get("reason") or res.get("cut"), info=info, metrics=dict(res.get("metrics", {})),
               higher_is_better=dict(res.get("higher_is_better", {})))
     info.fidelity = fidelity_summary(res.get("fidelity"), paths.eval_dir(model, tier, kv), params.decision.bootstrap)
     row.tokens_per_s = info.throughput.get("gen_tokens_per_s")

@@ -146,6 +146,30 @@ def wall_limit(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+def run_within(session, specs: list[tasks.TaskSpec], ev: schema.Eval, seconds: float | None, run=run_tasks
+               ) -> tuple[dict[str, tasks.TaskResult], dict[str, list[dict]], str | None]:
+    """run_tasks one task at a time within `seconds` (None: no limit): past it, the tasks finished are
+    kept and the cut says which were not measured. No task finished: Unsupported (too slow here)."""
+    if seconds is None:     # one call: lm-eval batches every task's requests of a kind together
+        return (*run(session, specs, ev), None)
+    metrics: dict[str, tasks.TaskResult] = {}
+    samples: dict[str, list[dict]] = {}
+    t0 = time.monotonic()
+    try:
+        with wall_limit(seconds):
+            for spec in specs:
+                found, rows = run(session, [spec], ev)
+                metrics.update(found)
+                samples.update(rows)
+    except WallBudgetExceeded as e:
+        if not metrics:
+            raise Unsupported(f"too slow here: lm-eval {e}") from None
+        missed = [s.name for s in specs if s.name not in metrics]
+        return metrics, samples, (f"too slow here: lm-eval stopped after {time.monotonic() - t0:.0f} s "
+                                  f"(serving.vllm.budget.max_wall_s); not measured: {', '.join(missed)}")
+    return metrics, samples, None
+
+
 def measure_fidelity(session, base: fidelity_set.Baseline, backend: str,
                      baseline: Callable[[], Variant] | None = None) -> tuple[dict[str, Any], list[dict]]:
     """This variant's next-token distributions against the baseline's on the same token ids: per text,
@@ -195,17 +219,10 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
             result["serving"] = session.info
             result["compute_dtype"] = session.info.get("compute_dtype")   # decide compares only equal ones
             remaining = getattr(session, "remaining_s", lambda: None)
-            try:
-                with wall_limit(remaining()):
-                    metrics, samples = run_tasks(session, specs, params.eval)
-            except WallBudgetExceeded as e:
-                raise Unsupported(f"too slow here: lm-eval {e}") from None
-            tp = params.eval.throughput
-            result["throughput"] = session.throughput(throughput_prompts(specs, tp.batch_size), tp.new_tokens,
-                                                      tp.repeats)
-            if backend.name == "vllm":
-                result["throughput"]["roofline"] = roofline(result["throughput"], record.get("weight_bytes"),
-                                                            params.serving.bandwidth_gbps)
+            metrics, samples, cut = run_within(session, specs, params.eval, remaining())
+            if cut:
+                result["cut"] = cut
+            # quality before load: under a wall budget the load test is what gets cut
             if base is not None:
                 try:
                     result["fidelity"], fidelity_rows = measure_fidelity(
@@ -213,6 +230,12 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
                 except Exception as e:  # noqa: BLE001 - the task metrics already measured are kept
                     traceback.print_exc()
                     result["fidelity"] = {"status": "failed", "why": errors.one_line(e)}
+            tp = params.eval.throughput
+            result["throughput"] = session.throughput(throughput_prompts(specs, tp.batch_size), tp.new_tokens,
+                                                      tp.repeats)
+            if backend.name == "vllm":
+                result["throughput"]["roofline"] = roofline(result["throughput"], record.get("weight_bytes"),
+                                                            params.serving.bandwidth_gbps)
     except Unsupported as e:
         result.update(status="unsupported", reason=str(e))
         return result
@@ -221,8 +244,8 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
     if fidelity_rows:
         io.atomic_write_jsonl(out_dir / paths.FIDELITY_ROWS, fidelity_rows)
     scores, hib = flat(metrics)
-    result.update(status="ok", metrics=scores, higher_is_better=hib, num_samples={s.name: s.num_docs for s in specs},
-                  versions=versions())
+    result.update(status="ok", metrics=scores, higher_is_better=hib,
+                  num_samples={s.name: s.num_docs for s in specs if s.name in metrics}, versions=versions())
     return result
 
 
