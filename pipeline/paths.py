@@ -20,6 +20,27 @@ def quantize_record(model: str, tier: str) -> Path:
     return RESULTS / "quantize" / f"{model}-{tier}.json"
 
 
+def kvscales_dir(model: str, tier: str) -> Path:
+    """Stage kvscales@<model>-<tier>: one entry per KV mode, a checkpoint with calibrated k/v scales
+    for a calibrated mode, a marker file for any other (evaluate depends on its own entry only)."""
+    return ARTIFACTS / model / "kvscales" / tier
+
+
+def kvscales_records(model: str, tier: str) -> Path:
+    return RESULTS / "kvscales" / f"{model}-{tier}"
+
+
+def serving_checkpoint(model: str, tier: str, kv: str, calibrated: bool) -> Path:
+    """The checkpoint folder a variant is served from: the tier's own, or for a KV mode with calibrated
+    scales, the tier re-made with them (stage kvscales)."""
+    return kvscales_dir(model, tier) / kv if calibrated else tier_dir(model, tier)
+
+
+def serving_record(model: str, tier: str, kv: str, calibrated: bool) -> Path:
+    """The record of `serving_checkpoint` (quantize's, or kvscales')."""
+    return kvscales_records(model, tier) / f"{kv}.json" if calibrated else quantize_record(model, tier)
+
+
 def timing(stage: str) -> Path:
     """Wall time of one stage run. No stage depends on these: a re-run that reproduces the same
     outputs must not invalidate the stages after it."""

@@ -87,14 +87,24 @@ class Tier:
 
 @dataclass(frozen=True)
 class KvMode:
+    """A KV cache: vLLM's --kv-cache-dtype, and for fp8 the k/v scale: a number (vLLM's default 1.0,
+    uncalibrated) or `calibrated`: per-layer scales from llm-compressor's kv_cache_scheme on the
+    calibration set, carried in a checkpoint of their own (stage kvscales@<model>-<tier>)."""
     cache_dtype: str
-    scale: float = 1.0
+    scale: float | Literal["calibrated"] = 1.0
+
+    @property
+    def calibrated(self) -> bool:
+        return self.scale == "calibrated"
 
     def __post_init__(self) -> None:
         if self.cache_dtype not in KV_DTYPES:
             raise FieldError("cache_dtype", f"{self.cache_dtype!r} is not one of {KV_DTYPES}")
-        if self.scale <= 0:
-            raise FieldError("scale", f"must be positive, got {self.scale}")
+        if self.calibrated:
+            if self.cache_dtype == "auto":
+                raise FieldError("scale", "calibrated scales need a quantized cache_dtype (fp8_e4m3), not auto")
+        elif self.scale <= 0:
+            raise FieldError("scale", f"must be positive or 'calibrated', got {self.scale}")
 
 
 @dataclass(frozen=True)
@@ -423,6 +433,10 @@ class Params:
 
     def gate(self, metric_id: str) -> tuple[Tolerance | None, float | None]:
         return gate(self.decision, self.eval.tasks, metric_id)
+
+    def calibrated_kv(self) -> bool:
+        """Whether any KV mode asks for calibrated k/v scales (stage kvscales then makes checkpoints)."""
+        return any(k.calibrated for k in self.kv_modes.values())
 
     def variants(self) -> list[tuple[str, str, str]]:
         return [(m, t, k) for m in self.models for t in self.tiers for k in self.kv_modes]

@@ -5,7 +5,7 @@ import pytest
 from pipeline.backends import reference
 from pipeline.domain import compute, machine
 from pipeline.schema import Eval, Model, Reference
-from pipeline.stages import quantize
+from pipeline.quant import oneshot as quantize
 
 
 @pytest.mark.parametrize("device, model_dtype, explicit, expected", [

@@ -11,17 +11,23 @@ from tests.test_import_graph import ROOT, graph, modules
 
 STAGES = {"check": "pipeline.stages.check", "evalsets": "pipeline.stages.evalsets",
           "prepare": "pipeline.stages.prepare", "quantize": "pipeline.stages.quantize",
+          "fidelity_base": "pipeline.stages.fidelity_base", "kvscales": "pipeline.stages.kvscales",
           "evaluate": "pipeline.stages.evaluate", "decide": "pipeline.stages.decide"}
 
-# pipeline/paths.py function -> the dvc.yaml path it resolves to (stage matrix variables as written there)
+# pipeline/paths.py function -> the dvc.yaml paths it resolves to (stage matrix variables as written there)
 PATH_FUNCTIONS = {
-    "source_dir": "artifacts/{model}/source",
-    "tier_dir": "artifacts/{model}/tiers/{tier}",
-    "quantize_record": "results/quantize/{model}-{tier}.json",
-    "eval_dir": "results/evals/{model}/{tier}-{kv}",
-    "eval_data": "artifacts/eval_data",
-    "EVAL_DATA_MANIFEST": "artifacts/eval_data",
-    "CHECKED": "artifacts/params.checked",
+    "source_dir": ["artifacts/{model}/source"],
+    "tier_dir": ["artifacts/{model}/tiers/{tier}"],
+    "quantize_record": ["results/quantize/{model}-{tier}.json"],
+    "kvscales_dir": ["artifacts/{model}/kvscales/{tier}"],
+    "kvscales_records": ["results/kvscales/{model}-{tier}"],
+    "serving_checkpoint": ["artifacts/{model}/tiers/{tier}", "artifacts/{model}/kvscales/{tier}/{kv}"],
+    "serving_record": ["results/quantize/{model}-{tier}.json", "results/kvscales/{model}-{tier}/{kv}.json"],
+    "fidelity_base": ["results/fidelity/{model}.npz"],
+    "eval_dir": ["results/evals/{model}/{tier}-{kv}"],
+    "eval_data": ["artifacts/eval_data"],
+    "EVAL_DATA_MANIFEST": ["artifacts/eval_data"],
+    "CHECKED": ["artifacts/params.checked"],
 }
 # Domain calls that read data named in params, and the dvc.yaml paths holding that data.
 DATA_CALLS = {
@@ -91,9 +97,9 @@ def missing_deps(dvc: dict) -> list[str]:
         if "pipeline.domain.hardware" in mods_needed and not covered("pipeline/data/vllm_hardware.yaml", deps):
             problems.append(f"{stage}: reads pipeline/data/vllm_hardware.yaml but dvc.yaml does not list it")
         used = attributes_used(mods[module])
-        for fn, target in PATH_FUNCTIONS.items():
-            if f"paths.{fn}" in used and not covered(target, deps) and not covered(target, outs):
-                problems.append(f"{stage}: opens paths.{fn} ({target}) but dvc.yaml neither depends on nor outputs it")
+        for fn, targets in PATH_FUNCTIONS.items():
+            problems += [f"{stage}: opens paths.{fn} ({t}) but dvc.yaml neither depends on nor outputs it"
+                         for t in targets if f"paths.{fn}" in used and not covered(t, deps) and not covered(t, outs)]
         for call, targets in DATA_CALLS.items():
             problems += [f"{stage}: {call} reads {t} but dvc.yaml does not list it"
                          for t in targets if call in used and not covered(t, deps) and not covered(t, outs)]
@@ -123,6 +129,7 @@ def test_dvc_yaml_declares_every_import_and_read():
 
 def test_a_removed_dep_is_caught():
     for stage, dep in (("evaluate", "pipeline/backends"), ("decide", "results/quantize"),
+                       ("decide", "results/kvscales"), ("evaluate", "artifacts/${item.model}/kvscales/${item.tier}/${item.kv}"),
                        ("quantize", "pipeline/quant"), ("prepare", "artifacts/eval_data")):
         dvc = load_dvc()
         entry = stage_entry(dvc, stage)

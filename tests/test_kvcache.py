@@ -81,3 +81,12 @@ def test_generation_through_the_cache_uses_the_rounding(models):
         assert torch.equal(step_fp8, step_hand)
         assert not torch.equal(step_fp8, step_plain)
     assert torch.equal(fp8.sequences, hand.sequences)
+
+
+def test_calibrated_scales_go_to_their_own_layer_and_none_may_be_missing(models):
+    per_layer = {"model.layers.0.self_attn": (0.5, 2.0), "model.layers.1.self_attn": (0.25, 4.0)}
+    assert kvcache.set_layer_scales(models["fp8"], per_layer) == 2
+    attn = [m for m in models["fp8"].modules() if hasattr(m, "k_proj")]
+    assert [(a.qtier_k_scale, a.qtier_v_scale) for a in attn] == [(0.5, 2.0), (0.25, 4.0)]
+    with pytest.raises(ValueError, match="model.layers.1.self_attn"):
+        kvcache.set_layer_scales(models["fp8"], {"model.layers.0.self_attn": (1.0, 1.0)})

@@ -142,9 +142,51 @@ def test_adding_a_model_adds_only_its_stages(project):
     assert changed, r.stdout
     # check re-validates the edited params.yaml (fast, and it changes nothing downstream)
     assert all("tiny-copy" in s for s in changed - {"decide", "check"}), changed
-    assert sum("tiny-copy" in s for s in changed) == 1 + 1 + 7 + 14     # prepare, fidelity_base, 7 tiers, 14 variants
+    # prepare, fidelity_base, 7 tiers, their 7 kvscales entries, 14 variants
+    assert sum("tiny-copy" in s for s in changed) == 1 + 1 + 7 + 7 + 14
     p["models"].pop("tiny-copy")
     (project / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
+
+
+def test_a_calibrated_fp8_kv_mode_end_to_end_beside_the_uncalibrated_one(project):
+    """Adding `scale: calibrated`: each tier is re-made with llm-compressor's kv_cache_scheme, the new
+    rows serve those checkpoints with their per-layer scales, and no existing evaluate stage re-runs."""
+    text = (project / "params.yaml").read_text()
+    p = yaml.safe_load(text)
+    p["kv_modes"]["fp8-cal"] = {"cache_dtype": "fp8_e4m3", "scale": "calibrated"}
+    (project / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
+    try:
+        r = run(["dvc", "repro"], project)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        ran = [line.split("'")[1] for line in r.stdout.splitlines() if line.startswith("Running stage")]
+        evaluated = sorted(s for s in ran if s.startswith("evaluate@"))
+        assert evaluated == sorted(f"evaluate@tiny-{t}-fp8-cal" for t in p["tiers"]), ran
+        rows = {(x["tier"], x["kv"]): x for x in json.loads((project / "results/decision.json").read_text())["rows"]}
+        for tier in ("fp16", "int8", "int4-awq", "int4-gptq", "fp8"):
+            record = json.loads((project / f"results/kvscales/tiny-{tier}/fp8-cal.json").read_text())
+            assert record["status"] == "ok" and record["scales"]["layers"] == 2, record
+            assert record["serve_path"] == f"artifacts/tiny/kvscales/{tier}/fp8-cal"
+            cfg = json.loads((project / record["serve_path"] / "config.json").read_text())
+            assert cfg["quantization_config"]["kv_cache_scheme"]["type"] == "float"
+            row = rows[(tier, "fp8-cal")]
+            assert row["status"] == "ok", row
+            result = json.loads((project / f"results/evals/tiny/{tier}-fp8-cal/result.json").read_text())
+            assert "calibrated per-layer scales from the checkpoint" in result["serving"]["kv_cache"]
+            assert result["serving"]["kv_layers_quantized"] == 2
+            # the baseline's own weights are untouched by a KV-only recipe
+            if tier == "fp16":
+                assert record["weights_vs_tier"]["identical"] == record["weights_vs_tier"]["tensors"]
+        for tier in ("int8-bnb", "nf4-bnb"):
+            assert rows[(tier, "fp8-cal")]["status"] == "unsupported"
+            assert "bitsandbytes quantizes at load time" in rows[(tier, "fp8-cal")]["reason"]
+        md = (project / "results/decision.md").read_text()
+        assert "| fp8-cal |" in md or "fp8-cal" in md
+    finally:
+        (project / "params.yaml").write_text(text)
+    r = run(["dvc", "repro"], project)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    ran = [line.split("'")[1] for line in r.stdout.splitlines() if line.startswith("Running stage")]
+    assert not [s for s in ran if s.startswith(("evaluate@", "quantize@"))], ran
 
 
 def _project_processes(project: Path) -> list:

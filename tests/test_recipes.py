@@ -61,3 +61,23 @@ def test_render_channel_strategy_and_template_untouched(in_repo):
 def test_recipe_without_quant_modifier_is_an_error():
     with pytest.raises(recipes.RecipeError):
         recipes.render({"s": {"m": {"SmoothQuantModifier": {}}}}, tier(), 64)
+
+
+def test_kv_cache_scheme_goes_on_the_last_quantization_modifier(in_repo):
+    template = recipes.load_template("recipes/awq_w4a16.yaml")
+    out = recipes.with_kv_cache(template, recipes.FP8_KV_SCHEME)
+    mods = out["quant_stage"]["quant_modifiers"]
+    assert mods["QuantizationModifier"]["kv_cache_scheme"] == recipes.FP8_KV_SCHEME
+    assert "kv_cache_scheme" not in mods["AWQModifier"]
+    assert "kv_cache_scheme" not in template["quant_stage"]["quant_modifiers"]["QuantizationModifier"]
+    smooth = recipes.with_kv_cache(recipes.load_template("recipes/w8a8_int8.yaml"), recipes.FP8_KV_SCHEME)
+    assert "kv_cache_scheme" in smooth["quant_stage"]["quant_modifiers"]["GPTQModifier"]
+    assert "kv_cache_scheme" not in smooth["smooth_stage"]["smooth_modifiers"]["SmoothQuantModifier"]
+    with pytest.raises(recipes.RecipeError):
+        recipes.with_kv_cache({"s": {"m": {"SmoothQuantModifier": {}}}}, recipes.FP8_KV_SCHEME)
+
+
+def test_kv_only_recipe_quantizes_nothing_else():
+    r = recipes.kv_only(recipes.FP8_KV_SCHEME)
+    (mod,) = [m for stage in r.values() for mods in stage.values() for m in mods.values()]
+    assert mod == {"kv_cache_scheme": recipes.FP8_KV_SCHEME}

@@ -91,3 +91,31 @@ def test_serving_section_shows_slo_roofline_and_the_speed_floor():
     data = report.decision_json({"m": m}, HEADER)
     assert data["rows"][0]["load"]["slo"]["max_concurrency_meeting_slo"] == 6 and data["rows"][0]["load_note"] is None
     assert data["rows"][1]["load_note"].startswith("too slow here: 5.0 tok/s vs 25.0 for the baseline")
+
+
+def test_calibrated_kv_rows_sit_beside_the_uncalibrated_ones():
+    rs = rows()[:2]
+    cal = Row("m", "int4", "fp8-cal", "ok", backend="reference", compute_dtype="float32",
+              metrics={"acc": 89.5, "bleu": 0.2}, weight_bytes=2**20 * 100, kv_bytes_per_token=11520)
+    cal.intervals = {"acc": Interval(-0.5, -1.5, 0.5, 160), "bleu": Interval(-0.1, -0.3, 0.1, 40)}
+    cal.info = RowInfo(scheme="int4", fidelity={"status": "ok", "kl_mean": 0.0123, "kl_mean_ci": [0.011, 0.014]})
+    rs.append(cal)
+    decision.judge(rs, Decision(Baseline("fp16", "auto"), {"acc": Tolerance(abs=3.0)}, {}))
+    m = model_report(rs)
+    assert report.kv_scale_lines(m, ("fp16", "auto")) == []          # no calibrated mode in params
+    m.kv_pairs = [("fp8", "fp8-cal")]
+    lines = report.kv_scale_lines(m, ("fp16", "auto"))
+    body = [line for line in lines if line.startswith("| int4 |")]
+    assert body[0].startswith("| int4 | fp8 | 1.0 (uncalibrated) | 89.0 (-1.0 [-2.0, +0.0], pass) |")
+    assert body[1].startswith("| int4 | fp8-cal | calibrated | 89.5 (-0.5 [-1.5, +0.5], pass) |")
+    assert "0.0123 [0.0110, 0.0140]" in body[1] and body[0].split(" | ")[-2] == "–"
+    assert "### fp8 KV cache: calibrated scales beside uncalibrated" in report.render({"m": m}, HEADER)
+
+
+def test_kv_scale_pairs_match_cache_dtypes():
+    from pipeline.schema import KvMode
+    from pipeline.stages.decide import kv_scale_pairs
+
+    modes = {"auto": KvMode("auto"), "fp8": KvMode("fp8_e4m3"), "fp8-cal": KvMode("fp8_e4m3", "calibrated")}
+    assert kv_scale_pairs(modes) == [("fp8", "fp8-cal")]
+    assert kv_scale_pairs({k: modes[k] for k in ("auto", "fp8")}) == []

@@ -381,3 +381,9 @@ def test_prompt_logprobs_are_parsed_sorted_and_padded():
     assert ids.tolist() == [[17, 3, -1], [9, 4, 8]]
     assert lps[0, :2].tolist() == [-0.5, -1.5] and np.isneginf(lps[0, 2]) and np.allclose(lps[1], [-0.1, -2.0, -7.0])
     assert top1.tolist() == [17, 9]
+
+
+def test_kv_scales_note_says_whether_vllm_applied_calibrated_scales():
+    assert vllm_backend.kv_scales_note(False, True) == "uncalibrated: vLLM's default scale 1.0"
+    assert vllm_backend.kv_scales_note(True, False).startswith("calibrated")
+    assert vllm_backend.kv_scales_note(True, True).startswith("NOT applied")

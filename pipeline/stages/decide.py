@@ -47,7 +47,7 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Row:
         return Row(model, tier, kv, status="failed", reason=f"no result: {result_file} is missing",
                    info=RowInfo(scheme, kind))
     res = io.read_json(result_file)
-    record_file = paths.quantize_record(model, tier)
+    record_file = paths.serving_record(model, tier, kv, params.kv_modes[kv].calibrated)
     record = io.read_json(record_file) if record_file.is_file() else {}
     serving = res.get("serving", {})
     info = RowInfo(scheme, kind, serve_path=record.get("serve_path"), num_samples=res.get("num_samples", {}),
@@ -213,7 +213,14 @@ def model_report(params: schema.Params, rows: list[Row], model: str, found: anal
         num_samples=next((r.info.num_samples for r in mine if r.info.num_samples), {}),
         flips=found.flips.get(model, {}), regression_links=write_regressions(model, baseline, found),
         kv_length=[k for k in found.kv_length if k.model == model], plans=planned.for_model(model),
-        gpu_recs=gpu_recommendations(params, rows, model, planned), plot=write_plot(params, model, mine, baseline))
+        gpu_recs=gpu_recommendations(params, rows, model, planned), plot=write_plot(params, model, mine, baseline),
+        kv_pairs=kv_scale_pairs(params.kv_modes))
+
+
+def kv_scale_pairs(modes: dict[str, schema.KvMode]) -> list[tuple[str, str]]:
+    """(uncalibrated, calibrated) KV modes of one cache dtype, for the side-by-side table. Pure."""
+    return [(u, c) for c, cm in modes.items() if cm.calibrated
+            for u, um in modes.items() if not um.calibrated and um.cache_dtype == cm.cache_dtype]
 
 
 def header(params: schema.Params, rows: list[Row], planned: planner.Planned) -> report.Header:

@@ -202,15 +202,19 @@ def measure_fidelity(session, base: fidelity_set.Baseline, backend: str,
 
 
 def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Path) -> dict[str, Any]:
-    record = io.read_json(paths.quantize_record(model, tier))
+    calibrated = params.kv_modes[kv].calibrated
+    checkpoint = paths.serving_checkpoint(model, tier, kv, calibrated)
+    record = io.read_json(paths.serving_record(model, tier, kv, calibrated))
     result: dict[str, Any] = {"model": model, "tier": tier, "kv": kv}
     if record.get("status") != "ok":
-        result.update(status="failed", reason=f"quantize: {record.get('reason', 'no checkpoint')}")
+        stage = "kvscales" if calibrated else "quantize"
+        status = "unsupported" if record.get("status") == "unsupported" else "failed"
+        result.update(status=status, reason=f"{stage}: {record.get('reason', 'no checkpoint')}")
         return result
     specs = tasks.build_all(params.eval.tasks)
     # read before any model work: a missing file stops the stage, not an hour of evaluation
     base = fidelity_set.load(paths.fidelity_base(model)) if params.eval.fidelity is not None else None
-    variant = Variant.of(params, model, tier, kv, paths.tier_dir(model, tier), record, out_dir)
+    variant = Variant.of(params, model, tier, kv, checkpoint, record, out_dir)
     backend = select(params)
     result["backend"] = backend.name
     fidelity_rows: list[dict] = []

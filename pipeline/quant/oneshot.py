@@ -1,0 +1,103 @@
+"""Make one tier's checkpoint with llm-compressor (or record a load-time bitsandbytes tier).
+
+Used by the stages quantize@<model>-<tier> (the tier) and kvscales@<model>-<tier> (the same tier with
+llm-compressor's `kv_cache_scheme` calibrated in the same run: a checkpoint carrying k/v scales).
+torch, transformers and llm-compressor are imported inside the functions: seconds of imports.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pipeline import io, paths, schema
+from pipeline.domain import calibration, compute, machine, memory
+from pipeline.quant import recipes
+from pipeline.quant.compat import patch_llmcompressor_pin_memory
+
+
+def load_placement(model_cfg: schema.Model) -> compute.Placement:
+    """How llm-compressor's input model is loaded on this machine (pipeline/domain/compute.py)."""
+    return compute.quantize_placement(machine.accelerator_available(), model_cfg.dtype)
+
+
+def quantize(params: schema.Params, model_name: str, tier_name: str, out: Path, kv_scheme: dict | None = None) -> dict:
+    """Run the tier's method into `out`; with `kv_scheme`, calibrate the KV cache scales in the same
+    run (the baseline: a KV-only recipe). Returns the facts recorded for the decision table."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tier = params.tiers[tier_name]
+    model_cfg = params.models[model_name]
+    src = paths.source_dir(model_name)
+    hf_config = json.loads((src / "config.json").read_text())
+    info: dict = {"method": tier.method, "label": tier.label}
+    tokenizer = AutoTokenizer.from_pretrained(src)
+
+    if tier.method in schema.BNB_METHODS:
+        if kv_scheme is not None:
+            raise ValueError("bitsandbytes quantizes at load time: no llm-compressor checkpoint can carry "
+                             "calibrated k/v scales for it")
+        # bitsandbytes quantizes at load time: the tier is a record of its config, nothing more.
+        bnb = recipes.bnb_config(tier)
+        with io.AtomicDir(out) as tmp:
+            io.atomic_write_json(tmp / paths.LOAD_SPEC, {"load_from": str(src), "bitsandbytes": bnb})
+        info.update(scheme=tier.method, bitsandbytes=bnb)
+        return info
+
+    if tier.method == "baseline" and kv_scheme is None:
+        model = AutoModelForCausalLM.from_pretrained(src, dtype=getattr(torch, model_cfg.dtype))
+        with io.AtomicDir(out) as tmp:
+            model.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+        info["scheme"] = model_cfg.dtype
+        return info
+
+    if tier.method == "baseline":
+        recipe = recipes.kv_only(kv_scheme)
+        info.update(scheme=model_cfg.dtype, recipe=recipe)
+    else:
+        group_size = recipes.pick_group_size(tier, hf_config, f"tiers.{tier_name}")
+        recipe = recipes.render(recipes.load_template(tier.recipe), tier, group_size)
+        if kv_scheme is not None:
+            recipe = recipes.with_kv_cache(recipe, kv_scheme)
+        info.update(recipe_file=tier.recipe, group_size=group_size, weight_bits=tier.weight_bits,
+                    symmetric=tier.symmetric, ignore=list(tier.ignore), recipe=recipe)
+    if kv_scheme is not None:
+        info["kv_cache_scheme"] = kv_scheme
+
+    from datasets import Dataset
+    from llmcompressor import oneshot
+
+    info["pin_memory_patched"] = patch_llmcompressor_pin_memory()
+    cal = params.calibration
+    # GPU: the model's dtype, left on the CPU for oneshot's sequential pipeline to onload layer by
+    # layer (llm-compressor's examples); no GPU: float32 (pipeline/domain/compute.py)
+    place = load_placement(model_cfg)
+    info["compute"] = {"device": place.device, "dtype": place.dtype}
+    model = AutoModelForCausalLM.from_pretrained(src, dtype=getattr(torch, place.dtype))
+    data: dict = {}
+    if tier.method in schema.CALIBRATED_METHODS or kv_scheme is not None:
+        data = dict(dataset=Dataset.from_dict({"text": calibration.texts(cal)}), text_column="text",
+                    num_calibration_samples=cal.num_samples, max_seq_length=cal.max_seq_len,
+                    shuffle_calibration_samples=False)  # default True makes every run differ
+        info["calibration"] = {"path": cal.path, "num_samples": cal.num_samples, "max_seq_len": cal.max_seq_len}
+    oneshot(model=model, tokenizer=tokenizer, recipe=recipes.to_yaml(recipe), log_dir=None, **data)
+    model = model.to(getattr(torch, model_cfg.dtype))
+    with io.AtomicDir(out) as tmp:
+        model.save_pretrained(tmp, save_compressed=True)
+        tokenizer.save_pretrained(tmp)
+    return info
+
+
+def handoff(params: schema.Params, model_name: str, out: Path, info: dict) -> dict:
+    """What evaluate and decide read about a checkpoint, so neither opens its folder or the source."""
+    hf = json.loads((paths.source_dir(model_name) / "config.json").read_text())
+    bnb = info.get("bitsandbytes")
+    return {
+        "serve_path": str(paths.source_dir(model_name) if bnb else out),
+        "load_quantization": bnb,
+        # bitsandbytes packs at load time: evaluate measures those bytes after loading
+        "weight_bytes": None if bnb else memory.weight_bytes(out),
+        "storage_dtype": params.models[model_name].dtype,
+        "geometry": memory.kv_geometry(hf),
+    }

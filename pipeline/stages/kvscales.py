@@ -1,0 +1,110 @@
+"""Stage kvscales@<model>-<tier>: the tier re-made with calibrated fp8 KV cache scales, for each KV mode
+that asks for them (`kv_modes.<kv>.scale: calibrated`).
+
+    python -m pipeline.stages.kvscales <model> <tier>
+
+vLLM reads per-layer k/v scales from a checkpoint (llm-compressor's `kv_cache_scheme`: tensors
+`self_attn.k_scale` / `v_scale`) and uses 1.0 when there are none. Calibrating them is part of
+quantization: the tier's own recipe runs again with `kv_cache_scheme` added to its last quantization
+modifier (the baseline: a KV-only recipe), on the same calibration set, as llm-compressor's fp8-KV
+examples do. The weights may come out slightly different from the tier's own (llm-compressor
+calibrates with the KV cache quantized); the record says how many tensors are identical.
+
+Writes, per KV mode, artifacts/<model>/kvscales/<tier>/<kv> and results/kvscales/<model>-<tier>/<kv>.json:
+a checkpoint and its record (as quantize's, plus the scales) for a calibrated mode; for any other a
+marker and {"calibrated": false}, the same bytes every time, so adding a calibrated mode re-runs only
+its own evaluate stages. Without a calibrated mode the stage loads nothing. A tier that cannot carry
+scales (bitsandbytes: quantized at load time) or whose quantization failed gets a record saying why.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from pipeline import errors, io, paths, schema
+from pipeline.quant import recipes
+from pipeline.quant.scales import checkpoint_scales, scales_summary
+from pipeline.quant.oneshot import handoff, quantize
+
+NOT_CALIBRATED = "uncalibrated: this KV mode serves the tier's own checkpoint\n"
+
+
+def identical_tensors(a: Path, b: Path) -> dict:
+    """How many weight tensors two checkpoints share bit for bit (k/v scales aside)."""
+    import torch
+    from safetensors.torch import load_file
+
+    def tensors(d: Path) -> dict:
+        out: dict = {}
+        for f in sorted(d.glob("*.safetensors")):
+            out.update({k: v for k, v in load_file(f).items() if not k.endswith((".k_scale", ".v_scale"))})
+        return out
+
+    ta, tb = tensors(a), tensors(b)
+    same = sum(1 for k, v in ta.items() if k in tb and v.shape == tb[k].shape and torch.equal(v, tb[k]))
+    return {"identical": same, "tensors": len(ta)}
+
+
+def calibrate(params: schema.Params, model: str, tier: str, out: Path) -> dict:
+    """One calibrated checkpoint into `out`; its record (status ok | unsupported | failed, with why)."""
+    quantized = io.read_json(paths.quantize_record(model, tier))
+    if quantized.get("status") != "ok":
+        return {"status": "failed", "reason": f"quantize: {quantized.get('reason', 'no checkpoint')}"}
+    if params.tiers[tier].method in schema.BNB_METHODS:
+        return {"status": "unsupported", "reason": "bitsandbytes quantizes at load time: no llm-compressor "
+                                                   "checkpoint carries calibrated k/v scales for it"}
+    t0 = time.perf_counter()
+    try:
+        info = quantize(params, model, tier, out, kv_scheme=recipes.FP8_KV_SCHEME)
+        info.update(status="ok", seconds=round(time.perf_counter() - t0, 1), **handoff(params, model, out, info))
+        info["scales"] = scales_summary(checkpoint_scales(out))
+    except io.DataError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a tier that cannot be calibrated is a visible row, not a stop
+        traceback.print_exc()
+        return {"status": "failed", "reason": errors.one_line(e)}
+    info["weights_vs_tier"] = identical_tensors(out, paths.tier_dir(model, tier))
+    return info
+
+
+def main() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a hub from this stage
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    model, tier = sys.argv[1], sys.argv[2]
+    params = schema.load_or_exit()
+    if model not in params.models or tier not in params.tiers:
+        sys.exit(f"qtier: no variant {model}/{tier} in params.yaml")
+    t0 = time.perf_counter()
+    if params.calibrated_kv():
+        import torch
+
+        torch.set_num_threads(os.cpu_count() or 1)
+    # the folders hold only the current KV modes: a removed mode leaves no stale checkpoint behind
+    try:
+        with io.AtomicDir(paths.kvscales_dir(model, tier)) as ckpts, \
+                io.AtomicDir(paths.kvscales_records(model, tier)) as records:
+            for kv, mode in params.kv_modes.items():
+                if not mode.calibrated:
+                    (ckpts / kv).write_text(NOT_CALIBRATED)
+                    io.atomic_write_json(records / f"{kv}.json", {"calibrated": False})
+                    continue
+                record = calibrate(params, model, tier, ckpts / kv)
+                record.update(model=model, tier=tier, kv=kv, calibrated=True)
+                if record["status"] == "ok":
+                    record["serve_path"] = str(paths.serving_checkpoint(model, tier, kv, calibrated=True))
+                else:
+                    (ckpts / kv).write_text(f"{record['status']}: {record['reason']}\n")
+                io.atomic_write_json(records / f"{kv}.json", record)
+                print(f"kvscales@{model}-{tier} {kv}: {record['status']}"
+                      + (f" ({record['reason']})" if record.get("reason") else ""))
+    except io.DataError as e:
+        print(f"qtier: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    io.atomic_write_json(paths.timing(f"kvscales-{model}-{tier}"), {"seconds": round(time.perf_counter() - t0, 1)})
+
+
+if __name__ == "__main__":
+    main()
