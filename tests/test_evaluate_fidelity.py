@@ -42,6 +42,7 @@ def test_top_k_engines_compare_on_the_shared_ids():
     # position 0 shares only id 5: 0.7 log(0.7/0.6) + 0.3 log(0.3/0.4)
     assert rows[0]["kl"][0] == pytest.approx(0.7 * np.log(0.7 / 0.6) + 0.3 * np.log(0.3 / 0.4), rel=1e-5)
     assert rows[0]["kl"][1] == 0.0 and "lower bound" in info["support"]
+    assert "top-2 holds 90% of its probability mass" in info["support"]
 
 
 def test_a_baseline_of_another_backend_or_dtype_is_not_compared():

@@ -119,3 +119,15 @@ def test_kv_scale_pairs_match_cache_dtypes():
     modes = {"auto": KvMode("auto"), "fp8": KvMode("fp8_e4m3"), "fp8-cal": KvMode("fp8_e4m3", "calibrated")}
     assert kv_scale_pairs(modes) == [("fp8", "fp8-cal")]
     assert kv_scale_pairs({k: modes[k] for k in ("auto", "fp8")}) == []
+
+
+def test_each_fidelity_support_note_names_only_the_backends_it_describes():
+    def fid(support):
+        return {"status": "ok", "kl_mean": 0.1, "kl_mean_ci": [0.09, 0.11], "kl_p99": 1.0, "kl_p99_ci": [0.9, 1.1],
+                "top1_agreement": 90.0, "top1_agreement_ci": [89.0, 91.0], "band": "moderate", "n_texts": 2,
+                "n_tokens": 10, "support": support}
+
+    ref, srv = rows()[1], Row("m", "int4", "fp8", "ok", backend="vllm", compute_dtype="bfloat16")
+    ref.info.fidelity, srv.info = fid("exact"), RowInfo(scheme="int4", fidelity=fid("top-20"))
+    lines = report.fidelity_lines(model_report([ref, srv]))
+    assert "KL support (reference): exact." in lines and "KL support (vllm): top-20." in lines

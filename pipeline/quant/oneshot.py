@@ -77,9 +77,9 @@ def quantize(params: schema.Params, model_name: str, tier_name: str, out: Path, 
     model = AutoModelForCausalLM.from_pretrained(src, dtype=getattr(torch, place.dtype))
     data: dict = {}
     if tier.method in schema.CALIBRATED_METHODS or kv_scheme is not None:
-        data = dict(dataset=Dataset.from_dict({"text": calibration.texts(cal)}), text_column="text",
-                    num_calibration_samples=cal.num_samples, max_seq_length=cal.max_seq_len,
-                    shuffle_calibration_samples=False)  # default True makes every run differ
+        data = {"dataset": Dataset.from_dict({"text": calibration.texts(cal)}), "text_column": "text",
+                "num_calibration_samples": cal.num_samples, "max_seq_length": cal.max_seq_len,
+                "shuffle_calibration_samples": False}  # default True makes every run differ
         info["calibration"] = {"path": cal.path, "num_samples": cal.num_samples, "max_seq_len": cal.max_seq_len}
     oneshot(model=model, tokenizer=tokenizer, recipe=recipes.to_yaml(recipe), log_dir=None, **data)
     model = model.to(getattr(torch, model_cfg.dtype))

@@ -198,7 +198,7 @@ def fidelity_lines(m: ModelReport) -> list[str]:
              "verdicts above come from the task metrics. Bands (mean KL): <0.1 excellent, 0.1-1 moderate, >1 large.",
              "", _cells(["Variant", "KL mean (nats/token)", "KL p99", "Top-1 agreement (%)", "Band", "Texts / tokens"]),
              "|" + "---|" * 6]
-    notes = []
+    notes: dict[str, set[str]] = {}          # support text -> the backends it describes
     for r, f in found:
         if f.get("status") != "ok":
             lines.append(_cells([r.variant, f"{f.get('status')}: {f.get('why')}", "–", "–", "–", "–"]))
@@ -207,9 +207,9 @@ def fidelity_lines(m: ModelReport) -> list[str]:
                              f"{f['kl_p99']:.3f} {_ci(f['kl_p99_ci'], '.3f')}",
                              f"{f['top1_agreement']:.1f} {_ci(f['top1_agreement_ci'], '.1f')}", f["band"],
                              f"{f['n_texts']} / {f['n_tokens']:,}"]))
-        if f.get("support") and f["support"] not in notes:
-            notes.append(f["support"])
-    return lines + [""] + [f"KL support ({'; '.join(sorted({r.backend or '?' for r, _ in found}))}): {n}." for n in notes] + [""]
+        if f.get("support"):
+            notes.setdefault(f["support"], set()).add(r.backend or "?")
+    return lines + [""] + [f"KL support ({'; '.join(sorted(b))}): {n}." for n, b in notes.items()] + [""]
 
 
 def kv_scale_lines(m: ModelReport, baseline: tuple[str, str]) -> list[str]:

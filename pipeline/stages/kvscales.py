@@ -26,26 +26,36 @@ from pathlib import Path
 
 from pipeline import errors, io, paths, schema
 from pipeline.quant import recipes
-from pipeline.quant.scales import checkpoint_scales, scales_summary
 from pipeline.quant.oneshot import handoff, quantize
+from pipeline.quant.scales import checkpoint_scales, scales_summary
 
 NOT_CALIBRATED = "uncalibrated: this KV mode serves the tier's own checkpoint\n"
 
 
 def identical_tensors(a: Path, b: Path) -> dict:
-    """How many weight tensors two checkpoints share bit for bit (k/v scales aside)."""
+    """How many weight tensors two checkpoints share bit for bit (k/v scales aside), one tensor in
+    memory at a time (an 8B checkpoint is 16 GB)."""
     import torch
-    from safetensors.torch import load_file
+    from safetensors import safe_open
 
-    def tensors(d: Path) -> dict:
-        out: dict = {}
+    def index(d: Path) -> dict[str, Path]:
+        out: dict[str, Path] = {}
         for f in sorted(d.glob("*.safetensors")):
-            out.update({k: v for k, v in load_file(f).items() if not k.endswith((".k_scale", ".v_scale"))})
+            with safe_open(str(f), "pt") as st:
+                out.update({k: f for k in st.keys() if not k.endswith((".k_scale", ".v_scale"))})  # noqa: SIM118
         return out
 
-    ta, tb = tensors(a), tensors(b)
-    same = sum(1 for k, v in ta.items() if k in tb and v.shape == tb[k].shape and torch.equal(v, tb[k]))
-    return {"identical": same, "tensors": len(ta)}
+    def tensor(f: Path, name: str):
+        with safe_open(str(f), "pt") as st:
+            return st.get_tensor(name)
+
+    ia, ib = index(a), index(b)
+    same = 0
+    for name, f in ia.items():
+        if name in ib:
+            x, y = tensor(f, name), tensor(ib[name], name)
+            same += int(x.shape == y.shape and x.dtype == y.dtype and torch.equal(x, y))
+    return {"identical": same, "tensors": len(ia)}
 
 
 def calibrate(params: schema.Params, model: str, tier: str, out: Path) -> dict:
