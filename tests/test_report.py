@@ -86,11 +86,19 @@ def test_serving_section_shows_slo_roofline_and_the_speed_floor():
     assert "| int4-auto | – | – | – | – | 5.0 | bandwidth unknown (serving.bandwidth_gbps) |" in md
     assert ("- int4-auto: too slow here: 5.0 tok/s vs 25.0 for the baseline (below 0.5x, "
             "serving.vllm.budget.min_speed_vs_baseline)") in md
-    assert "- w8a8-auto: too slow here: 1.0 tok/s vs 2 (serving.vllm.budget.min_decode_tok_s)" in md
+    # below both floors: the relative one (decide) and the absolute one that skipped its load test (evaluate)
+    assert ("- w8a8-auto: too slow here: 1.0 tok/s vs 25.0 for the baseline (below 0.5x, serving.vllm.budget."
+            "min_speed_vs_baseline); too slow here: 1.0 tok/s vs 2 (serving.vllm.budget.min_decode_tok_s)") in md
     assert "- fp16-auto:" not in md
     data = report.decision_json({"m": m}, HEADER)
     assert data["rows"][0]["load"]["slo"]["max_concurrency_meeting_slo"] == 6 and data["rows"][0]["load_note"] is None
     assert data["rows"][1]["load_note"].startswith("too slow here: 5.0 tok/s vs 25.0 for the baseline")
+
+
+def fid(support):
+    return {"status": "ok", "kl_mean": 0.1, "kl_mean_ci": [0.09, 0.11], "kl_p99": 1.0, "kl_p99_ci": [0.9, 1.1],
+            "top1_agreement": 90.0, "top1_agreement_ci": [89.0, 91.0], "band": "moderate", "n_texts": 2,
+            "n_tokens": 10, "support": support}
 
 
 def test_calibrated_kv_rows_sit_beside_the_uncalibrated_ones():
@@ -98,7 +106,7 @@ def test_calibrated_kv_rows_sit_beside_the_uncalibrated_ones():
     cal = Row("m", "int4", "fp8-cal", "ok", backend="reference", compute_dtype="float32",
               metrics={"acc": 89.5, "bleu": 0.2}, weight_bytes=2**20 * 100, kv_bytes_per_token=11520)
     cal.intervals = {"acc": Interval(-0.5, -1.5, 0.5, 160), "bleu": Interval(-0.1, -0.3, 0.1, 40)}
-    cal.info = RowInfo(scheme="int4", fidelity={"status": "ok", "kl_mean": 0.0123, "kl_mean_ci": [0.011, 0.014]})
+    cal.info = RowInfo(scheme="int4", fidelity={**fid("exact"), "kl_mean": 0.0123, "kl_mean_ci": [0.011, 0.014]})
     rs.append(cal)
     decision.judge(rs, Decision(Baseline("fp16", "auto"), {"acc": Tolerance(abs=3.0)}, {}))
     m = model_report(rs)
@@ -122,11 +130,6 @@ def test_kv_scale_pairs_match_cache_dtypes():
 
 
 def test_each_fidelity_support_note_names_only_the_backends_it_describes():
-    def fid(support):
-        return {"status": "ok", "kl_mean": 0.1, "kl_mean_ci": [0.09, 0.11], "kl_p99": 1.0, "kl_p99_ci": [0.9, 1.1],
-                "top1_agreement": 90.0, "top1_agreement_ci": [89.0, 91.0], "band": "moderate", "n_texts": 2,
-                "n_tokens": 10, "support": support}
-
     ref, srv = rows()[1], Row("m", "int4", "fp8", "ok", backend="vllm", compute_dtype="bfloat16")
     ref.info.fidelity, srv.info = fid("exact"), RowInfo(scheme="int4", fidelity=fid("top-20"))
     lines = report.fidelity_lines(model_report([ref, srv]))

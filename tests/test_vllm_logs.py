@@ -79,6 +79,7 @@ def test_bitsandbytes_rejection_carries_pydantic_detail():
     reason = vllm_logs.failure_reason(BNB_REJECTED)
     assert reason.startswith("pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig: "
                              "Value error, Unknown quantization method: bitsandbytes")
+    assert "['awq'" not in reason and "(the accepted values are listed in the server log)" in reason
 
 
 def test_kv_memory_cpu_and_gpu_lines():

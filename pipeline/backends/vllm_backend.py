@@ -176,7 +176,8 @@ class VllmSession:
                 # with an SLO, each level reports its percentile and goodput too: the search reuses it
                 levels[str(c)] = self.bench(c, self.slo)
             except TimeoutError as e:
-                out["cut"] = f"load test stopped at concurrency {c}: {e}; {OUT_OF_WALL}"
+                out["cut"] = f"load test stopped at concurrency {c}: {e}" + ("" if str(e) == OUT_OF_WALL
+                                                                               else f"; {OUT_OF_WALL}")
                 break
         if levels:
             c0 = next(iter(levels))

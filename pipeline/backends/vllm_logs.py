@@ -18,6 +18,7 @@ _FIELD = re.compile(r"(\w+)=([^,]+)")
 _KV_MEM = re.compile(r"Auto set \(([\d.]+)/[\d.]+\) GiB for KV cache|Available KV cache memory: ([\d.]+) GiB")
 _KERNEL = re.compile(r"Using (\S+) (?:kernel|linear kernel|backend)", re.IGNORECASE)
 _ERROR_LINE = re.compile(r"^(?:\w+(?:\.\w+)*(?:Error|Exception)|AssertionError|NotImplementedError)\b.*")
+_CHOICES = re.compile(r"Must be one of \[[^\]]*\]")
 _PREFIX = re.compile(r"^\((?:[A-Za-z_]+(?:-\d+)?) pid=\d+\)\s+(?:\w+ \d\d-\d\d [\d:]+ \[[^\]]+\]\s+)?")
 
 
@@ -79,6 +80,8 @@ def failure_reason(log: str) -> str | None:
         if _ERROR_LINE.match(line) and not any(g in line for g in generic):
             if "ValidationError" in line:   # pydantic puts the message on the following lines
                 detail = next((x for x in lines[i + 1:i + 4] if x.startswith("Value error")), "")
+                # the list of every method vLLM knows is in the server log; the row needs the refusal
+                detail = _CHOICES.sub("(the accepted values are listed in the server log)", detail)
                 line = f"{line}: {detail}" if detail else line
             if ":" not in line:             # a bare `raise TimeoutError`: the chained one says what timed out
                 bare = bare or line

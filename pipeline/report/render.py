@@ -320,18 +320,14 @@ def load_note(r: Row, base: Row | None) -> str | None:
     min_decode_tok_s, or a decode probe out of time), or below min_speed_vs_baseline x the baseline's
     decode speed - a ratio evaluate@<variant> cannot apply, as it does not depend on the baseline's run."""
     tp = r.info.throughput or {}
-    if tp.get("skipped"):
-        return tp["skipped"]
-    if tp.get("cut"):
-        return tp["cut"]
-    if base is None or base is r:
-        return None
     ratio = ((r.info.serving or {}).get("budget") or {}).get("min_speed_vs_baseline")
-    speed, base_speed = decode_speed(r), decode_speed(base)
+    speed, base_speed = decode_speed(r), decode_speed(base) if base is not None and base is not r else None
+    slow = None
     if ratio and speed is not None and base_speed and speed < ratio * base_speed:
-        return (f"too slow here: {speed:.1f} tok/s vs {base_speed:.1f} for the baseline "
+        slow = (f"too slow here: {speed:.1f} tok/s vs {base_speed:.1f} for the baseline "
                 f"(below {ratio:g}x, serving.vllm.budget.min_speed_vs_baseline)")
-    return None
+    why = tp.get("skipped") or tp.get("cut")
+    return "; ".join(x for x in (slow, why) if x) or None
 
 
 def slo_cells(r: Row) -> list[str]:
