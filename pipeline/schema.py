@@ -259,11 +259,12 @@ class VllmBudget:
     report marks one below min_speed_vs_baseline x the baseline's probe speed (a ratio needs the baseline's
     result, which evaluate@<variant> does not depend on: decide applies it).
 
-    The CPU default, 240 s, keeps a run of the default model's 10 servable variants under 45 minutes on
-    2 cores whatever the kernels do (a row here takes 2-3.5 min at full speed; README "time budget")."""
+    The CPU default, 210 s, bounds a vLLM run of the default model's 10 servable variants on 2 cores at
+    35 min of evaluation whatever the kernels do, under 45 min with the other stages (a row here takes
+    2-3.5 min at full speed; README "time budget")."""
     min_speed_vs_baseline: float = 0.1
     min_decode_tok_s: float | None = None       # absolute floor applied at evaluate time; null = none
-    max_wall_s: int | None = 240                # null = unbounded
+    max_wall_s: int | None = 210                # null = unbounded
     gpu_max_wall_s: int | None = 1200           # replaces max_wall_s when serving on a GPU
     probe_tokens: int = 16                      # the decode probe: one request of this many tokens
 

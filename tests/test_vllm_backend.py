@@ -81,7 +81,7 @@ def test_load_is_sized_for_the_device(monkeypatch, gpu):
         assert sized.budget.max_wall_s == 1200
     else:
         assert dev == "cpu" and sized == cfg and sized.num_concurrent == 4 and sized.bench == VllmBench()
-        assert sized.budget.max_wall_s == 240
+        assert sized.budget.max_wall_s == 210
 
 
 def test_bitsandbytes_tier_serves_the_source_with_quantization_flag(tmp_path):
