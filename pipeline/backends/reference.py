@@ -53,21 +53,17 @@ def weight_quantization(hf_config: dict) -> dict | None:
     return rest if rest.get("config_groups") else None
 
 
-def _quant_method(checkpoint: Path) -> str | None:
-    return (weight_quantization(read_json(checkpoint / "config.json")) or {}).get("quant_method")
-
-
 def _span(scales: dict[str, tuple[float, float]], i: int) -> str:
     values = [pair[i] for pair in scales.values()]
     return f"{min(values):.3g}-{max(values):.3g}"
 
 
-def _config_without_kv_scheme(path: Path, trust_remote_code: bool):
-    """The checkpoint's config with its quantization_config reduced to the weights' (weight_quantization)."""
+def _config_without_kv_scheme(path: Path, trust_remote_code: bool, rest: dict | None):
+    """The checkpoint's config with its quantization_config reduced to the weights' (`rest`, from
+    weight_quantization)."""
     from transformers import AutoConfig
 
     config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
-    rest = weight_quantization(read_json(path / "config.json"))
     if rest is None:
         del config.quantization_config
     else:
@@ -203,13 +199,14 @@ class ReferenceBackend:
         else:
             raise Unsupported(f"kv cache dtype {kv.cache_dtype!r} is not implemented by the reference backend")
 
-        if (path / "config.json").is_file() and "kv_cache_scheme" in (
-                read_json(path / "config.json").get("quantization_config") or {}):
-            kwargs["config"] = _config_without_kv_scheme(path, variant.model_cfg.trust_remote_code)
+        hf_config = read_json(path / "config.json") if (path / "config.json").is_file() else None
+        weights_quant = weight_quantization(hf_config or {})
+        if "kv_cache_scheme" in ((hf_config or {}).get("quantization_config") or {}):
+            kwargs["config"] = _config_without_kv_scheme(path, variant.model_cfg.trust_remote_code, weights_quant)
         if variant.load_quantization is not None:
             kwargs["quantization_config"] = bnb_config(variant.load_quantization, kwargs["dtype"])
             info["quantized_at_load"] = f"bitsandbytes {variant.load_quantization}"
-        elif _quant_method(path) == "compressed-tensors":
+        elif (weights_quant or {}).get("quant_method") == "compressed-tensors":
             from transformers import CompressedTensorsConfig
 
             # Decompress to dense float on load (fp8 weights otherwise stay float8 and CPU matmul fails);
@@ -224,8 +221,8 @@ class ReferenceBackend:
             info["kv_layers_quantized"] = kvcache.set_scales(model, kv.scale, kv.scale)
         lm = reference_lm_class()(pretrained=model, tokenizer=tokenizer, batch_size=self.ev.batch_size,
                   max_length=getattr(model.config, "max_position_embeddings", 2048))
-        if (path / "config.json").is_file():
-            lm.qtier_share_prefix = not quantizes_activations(read_json(path / "config.json"))
+        if hf_config is not None:
+            lm.qtier_share_prefix = not quantizes_activations(hf_config)
         info["shared_prompt_prefix"] = lm.qtier_share_prefix
         try:
             yield ReferenceSession(model, tokenizer, lm, info, self.ev.apply_chat_template, self)

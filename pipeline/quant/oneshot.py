@@ -7,12 +7,22 @@ torch, transformers and llm-compressor are imported inside the functions: second
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from pipeline import io, paths, schema
 from pipeline.domain import calibration, compute, machine, memory
 from pipeline.quant import recipes
 from pipeline.quant.compat import patch_llmcompressor_pin_memory
+
+
+def set_threads() -> int:
+    """All cores for torch (llm-compressor's calibration passes); returns how many."""
+    import torch
+
+    n = os.cpu_count() or 1
+    torch.set_num_threads(n)
+    return n
 
 
 def load_placement(model_cfg: schema.Model) -> compute.Placement:

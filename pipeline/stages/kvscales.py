@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pipeline import errors, io, paths, schema
 from pipeline.quant import recipes
-from pipeline.quant.oneshot import handoff, quantize
+from pipeline.quant.oneshot import handoff, quantize, set_threads
 from pipeline.quant.scales import checkpoint_scales, scales_summary
 
 NOT_CALIBRATED = "uncalibrated: this KV mode serves the tier's own checkpoint\n"
@@ -89,9 +89,7 @@ def main() -> None:
         sys.exit(f"qtier: no variant {model}/{tier} in params.yaml")
     t0 = time.perf_counter()
     if params.calibrated_kv():
-        import torch
-
-        torch.set_num_threads(os.cpu_count() or 1)
+        set_threads()
     # the folders hold only the current KV modes: a removed mode leaves no stale checkpoint behind
     try:
         with io.AtomicDir(paths.kvscales_dir(model, tier)) as ckpts, \

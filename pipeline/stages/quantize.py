@@ -16,15 +16,7 @@ import time
 import traceback
 
 from pipeline import errors, io, paths, schema
-from pipeline.quant.oneshot import handoff, quantize
-
-
-def set_threads() -> int:
-    import torch
-
-    n = os.cpu_count() or 1
-    torch.set_num_threads(n)
-    return n
+from pipeline.quant.oneshot import handoff, quantize, set_threads
 
 
 def main() -> None:
