@@ -1,4 +1,4 @@
-"""params.yaml, fully checked: the schema's own checks (pipeline/schema.py) composed with the checks
+"""params.yaml, fully checked: the schema's own checks (pipeline/schema/) composed with the checks
 that need files, data or the model's geometry, each of which lives with its domain.
 
     python -m pipeline.config            # validate params.yaml, print the variants and the planned power
