@@ -107,14 +107,14 @@ def planned_power(p: Params, root: Path) -> list[str]:
         lines.append(f"  {name}: limit {task.limit}, {'unknown' if n is None else n} samples")
         for metric in tasks.declared_metrics(task, root):
             mid = metric_id(name, metric)
-            if p.gate(mid)[0] is not None:
+            if p.gate(mid).tolerance is not None:
                 lines.append(f"    {metric}: " + metric_power(p, mid, n, last, confidence))
     return lines
 
 
 def metric_power(p: Params, metric: str, n: int | None, last: power.LastRun | None, confidence: float) -> str:
     """`metric`: `<task>/<metric>`, gated (it has a tolerance)."""
-    tol = p.gate(metric)[0]
+    tol = p.gate(metric).tolerance
     base = last.baseline.get(metric) if last else None
     if tol.abs is None and base is None:
         return f"tolerance {tol.rel:g} x baseline, baseline score unknown"

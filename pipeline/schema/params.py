@@ -46,7 +46,7 @@ class Params:
             raise FieldError("decision.baseline.kv",
                              f"{b.kv!r} is not a kv mode (kv_modes: {', '.join(self.kv_modes)})")
 
-    def gate(self, metric_id: str) -> tuple[Tolerance | None, float | None]:
+    def gate(self, metric_id: str) -> Gate:
         return gate(self.decision, self.eval.tasks, metric_id)
 
     def calibrated_kv(self) -> bool:
@@ -57,13 +57,21 @@ class Params:
         return [(m, t, k) for m in self.models for t in self.tiers for k in self.kv_modes]
 
 
-def gate(rule: Decision, tasks: dict[str, Task], metric_id: str) -> tuple[Tolerance | None, float | None]:
-    """(tolerance, min_baseline) of a metric `<task>/<metric>`: the task entry's own
+@dataclass(frozen=True)
+class Gate:
+    """How one metric is judged: the allowed drop (None: reported, not gated) and the baseline
+    score below which it is not judged at all (None: no floor)."""
+    tolerance: Tolerance | None
+    min_baseline: float | None
+
+
+def gate(rule: Decision, tasks: dict[str, Task], metric_id: str) -> Gate:
+    """The Gate of a metric `<task>/<metric>`: the task entry's own
     (eval.tasks.<task>.tolerances / .min_baseline) if it gives one, else the per-metric default in
     decision.tolerances / decision.min_baseline. No tolerance: the metric is reported, not gated."""
     task, _, metric = metric_id.rpartition("/")
     entry = tasks.get(task)
     tol = entry.tolerances.get(metric) if entry else None
     floor = entry.min_baseline.get(metric) if entry else None
-    return (tol if tol is not None else rule.tolerances.get(metric),
-            floor if floor is not None else rule.min_baseline.get(metric))
+    return Gate(tol if tol is not None else rule.tolerances.get(metric),
+                floor if floor is not None else rule.min_baseline.get(metric))

@@ -150,10 +150,11 @@ def judge(rows: list[Row], rule: Decision, tasks: dict[str, Task] | None = None)
             r.overall = "baseline"
             continue
         for metric in unmeasured(r, base):
-            if gate(rule, tasks or {}, metric)[0] is not None:
+            if gate(rule, tasks or {}, metric).tolerance is not None:
                 r.verdicts[metric] = (INCONCLUSIVE, f"{NOT_MEASURED}: {r.reason or 'no score in its result'}")
         for metric in r.metrics:
-            tol, floor = gate(rule, tasks or {}, metric)
+            g = gate(rule, tasks or {}, metric)
+            tol, floor = g.tolerance, g.min_baseline
             base_value = base.metrics.get(metric) if base else None
             if base_value is not None:
                 r.deltas[metric] = r.metrics[metric] - base_value

@@ -123,7 +123,7 @@ def compare(params: schema.Params, rows: list[Row]) -> analysis.Comparison:
             pairs = analysis.align(theirs[task], task_rows)
             reported = task_metrics(r, task)
             limits = {m: decision.allowed_drop(tol, base.metrics[mid]) for m, mid in reported.items()
-                      if (tol := params.gate(mid)[0]) is not None and mid in base.metrics}
+                      if (tol := params.gate(mid).tolerance) is not None and mid in base.metrics}
             hib = {m: r.higher_is_better.get(mid, True) for m, mid in reported.items()}
             ivs = analysis.intervals(list(reported), pairs, rule.bootstrap)
             r.intervals.update({reported[m]: iv for m, iv in ivs.items()})
@@ -193,8 +193,8 @@ def write_plot(params: schema.Params, model: str, mine: list[Row], baseline: tup
     """results/plots/<model>-quality_vs_memory.png, tolerance lines at the baseline's allowed drop."""
     plot = f"plots/{model}-quality_vs_memory.png"
     base_row = next((r for r in mine if (r.tier, r.kv) == baseline and r.status == "ok"), None)
-    gated = [mid for mid in dict.fromkeys(m for r in mine for m in r.metrics) if params.gate(mid)[0] is not None]
-    limits = {mid: decision.allowed_drop(params.gate(mid)[0], base_row.metrics.get(mid, 0.0))
+    gated = [mid for mid in dict.fromkeys(m for r in mine for m in r.metrics) if params.gate(mid).tolerance is not None]
+    limits = {mid: decision.allowed_drop(params.gate(mid).tolerance, base_row.metrics.get(mid, 0.0))
               for mid in gated if base_row is not None}
     plots.quality_vs_memory(mine, gated, paths.RESULTS / plot,
                             f"{model}: quality delta (95% CI) vs weight memory", limits)
