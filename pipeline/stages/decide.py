@@ -7,7 +7,6 @@ Exits 1 (after writing everything) when any variant failed, so `dvc repro` repor
 """
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import sys
 from pathlib import Path
@@ -146,13 +145,10 @@ def compare(params: schema.Params, rows: list[Row]) -> analysis.Comparison:
 
 def plan_rows(params: schema.Params, rows: list[Row]) -> planner.Planned:
     mem = params.memory
-    # memory.* in params carries the planner's budget under the same names
-    budget = planner.Budget(**{f.name: getattr(mem, f.name) for f in dataclasses.fields(planner.Budget)})
-    gpus = {n: planner.Gpu(n, g.memory_gib, g.bandwidth_gbps, g.compute_capability) for n, g in mem.target_gpus.items()}
-    plans = {(r.model, r.variant): {n: planner.plan(g, budget, r.weight_bytes, r.kv_bytes_per_token)
-                                    for n, g in gpus.items()}
+    plans = {(r.model, r.variant): {n: planner.plan(n, g, mem, r.weight_bytes, r.kv_bytes_per_token)
+                                    for n, g in mem.target_gpus.items()}
              for r in rows if r.weight_bytes and r.kv_bytes_per_token}
-    return planner.Planned(budget, gpus, plans)
+    return planner.Planned(mem, plans)
 
 
 def gpu_recommendations(params: schema.Params, rows: list[Row], model: str, planned: planner.Planned
@@ -161,14 +157,14 @@ def gpu_recommendations(params: schema.Params, rows: list[Row], model: str, plan
     plans = planned.for_model(model)
     recs = {}
     for name, gpu in planned.gpus.items():
-        best, why = decision.recommend(rows, model, decision.gpu_candidates(rows, model, gpu, plans))
+        best, why = decision.recommend(rows, model, decision.gpu_candidates(rows, model, name, gpu, plans))
         command = None if best is None else serve_command(params, model, best, planned.budget,
                                                            plans[best.variant][name])
         recs[name] = GpuRec(best, why, command)
     return recs
 
 
-def serve_command(params: schema.Params, model: str, row: Row, budget: planner.Budget | None = None,
+def serve_command(params: schema.Params, model: str, row: Row, budget: schema.Memory | None = None,
                   plan: planner.Plan | None = None) -> str:
     kind = hardware.kind(row.info.hardware)
     extra: dict[str, object] = {"quantization": kind.vllm_quantization_flag}
