@@ -59,15 +59,26 @@ class Unsupported(Exception):
 
 
 class Session(Protocol):
+    """A variant being served: everything evaluate and fidelity_base call on it."""
     lm: Any                    # an lm_eval.api.model.LM
     info: dict[str, Any]       # backend, dtype, kv handling, ... recorded in the results
+    full_logits: bool          # exact_fidelity works (the full vocabulary), else token_dists' top-k only
 
-    def throughput(self, prompts: list[str], new_tokens: int, repeats: int) -> dict[str, float]:
+    def remaining_s(self) -> float | None:
+        """Seconds left of the session's time budget; None: this backend has no budget."""
+        ...
+
+    def throughput(self, prompts: list[str], new_tokens: int, repeats: int) -> dict[str, Any]:
         """Generate exactly new_tokens for each prompt as one batch; tokens/s and timings."""
         ...
 
     def token_dists(self, seqs: list[list[int]], k: int) -> list[TokenDists]:
         """Teacher-forced next-token distributions: the top-k ids and log-probs at each position."""
+        ...
+
+    def exact_fidelity(self, baseline: Variant, seqs: list[list[int]]) -> list[tuple[Any, Any]]:
+        """Per text, (KL(baseline || this variant), top-1 agreement) at each position over the full
+        vocabulary; only when full_logits, else Unsupported."""
         ...
 
 

@@ -124,6 +124,10 @@ class ReferenceSession:
         self.model, self.tokenizer, self.lm, self.info, self.chat = model, tokenizer, lm, info, chat
         self.backend = backend
 
+    def remaining_s(self) -> None:
+        """The reference backend has no time budget: it runs every task to the end."""
+        return None
+
     def token_dists(self, seqs: list[list[int]], k: int) -> list[TokenDists]:
         return dists.token_dists(self.model, seqs, k)
 

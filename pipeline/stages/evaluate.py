@@ -223,8 +223,7 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
         with backend.session(variant) as session:
             result["serving"] = session.info
             result["compute_dtype"] = session.info.get("compute_dtype")   # decide compares only equal ones
-            remaining = getattr(session, "remaining_s", lambda: None)
-            metrics, samples, cut = run_within(session, specs, params.eval, remaining())
+            metrics, samples, cut = run_within(session, specs, params.eval, session.remaining_s())
             if cut:
                 result["cut"] = cut
             # quality before load: under a wall budget the load test is what gets cut
