@@ -14,7 +14,8 @@ def protocol_members() -> set[str]:
 
 
 def test_protocol_names_what_evaluate_calls():
-    assert {"lm", "info", "full_logits", "remaining_s", "throughput", "token_dists", "exact_fidelity"} \
+    assert {"lm", "info", "full_logits", "engine_version", "remaining_s", "throughput", "token_dists",
+            "exact_fidelity"} \
         <= protocol_members()
 
 

@@ -345,6 +345,8 @@ HEALTHY_ENGINE = textwrap.dedent("""
     class H(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
             self.send_response(200); self.end_headers()
+            if self.path == "/version":
+                self.wfile.write(b'{"version": "0.33.0+served"}')
         def do_POST(self):
             self.send_response(200); self.end_headers(); self.wfile.write(b'{"usage": {"completion_tokens": 1}}')
         def log_message(self, *a): pass
@@ -367,6 +369,8 @@ def test_session_records_the_served_compute_dtype_and_load(tmp_path, monkeypatch
         assert session.info["compute_dtype"] == dtype and session.info["engine"]["dtype"] == f"torch.{dtype}"
         assert session.info["num_concurrent"] == concurrent == seen["num_concurrent"]
         assert session.cfg.bench.num_prompts == (200 if gpu else 16)
+        # the version is the server's own answer, not a lookup in the pipeline's environment
+        assert session.engine_version == "0.33.0+served"
 
 
 def test_prompt_logprobs_are_parsed_sorted_and_padded():

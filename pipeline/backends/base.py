@@ -63,6 +63,7 @@ class Session(Protocol):
     lm: Any                    # an lm_eval.api.model.LM
     info: dict[str, Any]       # backend, dtype, kv handling, ... recorded in the results
     full_logits: bool          # exact_fidelity works (the full vocabulary), else token_dists' top-k only
+    engine_version: str | None  # the serving engine's version, read from the environment that serves
 
     def remaining_s(self) -> float | None:
         """Seconds left of the session's time budget; None: this backend has no budget."""

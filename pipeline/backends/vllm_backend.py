@@ -17,6 +17,8 @@ is vllm_session.py; this module starts the server and checks it can serve.
 """
 from __future__ import annotations
 
+import json
+import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -99,7 +101,8 @@ class VllmBackend:
                             max_model_len=cap.max_model_len, kv_cache_gib=vllm_logs.kv_memory_gib(log))
             lm = _local_completions(server.base_url, variant.key, target, cfg, self.ev,
                                     timeout=wall.remaining(600))
-            yield VllmSession(server, cfg, target, variant.key, lm, info, out_dir, env, self.slo, wall)
+            yield VllmSession(server, cfg, target, variant.key, lm, info, out_dir, env, self.slo, wall,
+                              served_version(server.base_url) or engine.get("vllm_version"))
         except Unsupported:
             raise
         except Exception as e:
@@ -120,6 +123,17 @@ class VllmBackend:
         except TimeoutError:
             return {"tokens": n, "tokens_per_s": None, "timeout_s": round(timeout, 1)}
         return {"tokens": n, "tokens_per_s": round(speed, 2)}
+
+
+def served_version(base_url: str, timeout_s: float = 10) -> str | None:
+    """The version the vLLM server reports (GET /version): the serving environment's vLLM, which the
+    pipeline's own environment does not have. None when it does not say (its startup log may)."""
+    try:
+        with urllib.request.urlopen(f"{base_url}/version", timeout=timeout_s) as r:
+            answer = json.loads(r.read())
+    except (OSError, ValueError):
+        return None
+    return answer.get("version") if isinstance(answer, dict) else None
 
 
 def kv_scales_note(in_checkpoint: bool, logged_unit_scales: bool) -> str:

@@ -35,10 +35,11 @@ OUT_OF_WALL = "the wall budget ran out (serving.vllm.budget.max_wall_s)"
 
 class VllmSession:
     def __init__(self, server: Server, cfg: Vllm, target: str, served: str, lm, info: dict, out_dir: Path, env,
-                 slo: Slo | None = None, wall: WallBudget | None = None):
+                 slo: Slo | None = None, wall: WallBudget | None = None, engine_version: str | None = None):
         self.server, self.cfg, self.target, self.served = server, cfg, target, served
         self.lm, self.info, self.out_dir, self.env = lm, info, out_dir, env
         self.slo, self.wall = slo, wall or WallBudget(None)
+        self.engine_version = engine_version      # the server's own answer (vllm_backend.served_version)
 
     def remaining_s(self) -> float | None:
         return self.wall.remaining()

@@ -5,9 +5,9 @@ lm-eval tasks with per-sample logging, and measure generation throughput.
 
 Writes results/evals/<model>/<tier>-<kv>/{result.json, samples/<task>.jsonl}. result.json names
 every metric `<task>/<metric>` (`metrics`, `higher_is_better`, the latter from each task's YAML or
-lm-eval task). A variant that
-cannot run here is recorded as status "unsupported" (with the reason), one that breaks as
-"failed"; neither stops the pipeline.
+lm-eval task) and where it was measured (`measured_on`: CPU, accelerator, torch threads, the serving
+engine and its version; pipeline/domain/provenance.py). A variant that cannot run here is recorded
+as status "unsupported" (with the reason), one that breaks as "failed"; neither stops the pipeline.
 """
 from __future__ import annotations
 
@@ -23,9 +23,8 @@ from pipeline.backends import Unsupported, Variant, select
 from pipeline.backends.base import baseline_variant
 from pipeline.backends.fidelity_compare import measure_fidelity
 from pipeline.backends.lm_eval_runner import flat, run_within
-from pipeline.domain import fidelity_set, tasks
+from pipeline.domain import fidelity_set, provenance, tasks
 from pipeline.domain.prompts import throughput_prompts
-from pipeline.domain.provenance import versions
 from pipeline.scoring.planner import roofline
 
 
@@ -50,6 +49,7 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
         with backend.session(variant) as session:
             result["serving"] = session.info
             result["compute_dtype"] = session.info.get("compute_dtype")   # decide compares only equal ones
+            result["measured_on"] = provenance.of_session(backend.name, session.engine_version, session.info)
             metrics, samples, cut = run_within(session, specs, params.eval, session.remaining_s())
             if cut:
                 result["cut"] = cut
@@ -68,6 +68,8 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
                 result["throughput"]["roofline"] = roofline(result["throughput"], record.get("weight_bytes"),
                                                             params.serving.bandwidth_gbps)
     except Unsupported as e:
+        # a session that started recorded where; one that did not: "unsupported here" is this machine
+        result.setdefault("measured_on", provenance.of_machine(backend.name))
         result.update(status="unsupported", reason=str(e))
         return result
     for name, rows in samples.items():
@@ -76,7 +78,7 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
         io.atomic_write_jsonl(out_dir / paths.FIDELITY_ROWS, fidelity_rows)
     scores, hib = flat(metrics)
     result.update(status="ok", metrics=scores, higher_is_better=hib,
-                  num_samples={s.name: s.num_docs for s in specs if s.name in metrics}, versions=versions())
+                  num_samples={s.name: s.num_docs for s in specs if s.name in metrics}, versions=provenance.versions())
     return result
 
 
