@@ -92,7 +92,10 @@ def _build_dataclass(cls: Any, value: Any, key: str) -> Any:
         raise ConfigError(f"{key or 'params'}: expected a mapping, got {value!r}")
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
+    retired = getattr(cls, "RETIRED", {})
     for k in value:
+        if k in retired:
+            raise ConfigError(f"{prefix}{k}: {retired[k]}")
         if k not in fields:
             close = difflib.get_close_matches(str(k), list(fields), n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else f" (known keys: {', '.join(fields)})"

@@ -50,7 +50,12 @@ class Decision:
     bootstrap: Bootstrap = field(default_factory=Bootstrap)
     length_buckets: list[int] = field(default_factory=lambda: [0, 400, 800])
     regressions_per_task: int = 5
+    # a vLLM row whose decode probe is below this x the baseline's has its load figures marked as not
+    # counting (a ratio needs the baseline's result: decide's rule, not evaluate's); null = no floor
+    min_speed_vs_baseline: float | None = 0.1
 
     def __post_init__(self) -> None:
+        if self.min_speed_vs_baseline is not None and not 0 <= self.min_speed_vs_baseline <= 1:
+            raise FieldError("min_speed_vs_baseline", f"must be in [0, 1] or null, got {self.min_speed_vs_baseline}")
         if not self.length_buckets or self.length_buckets != sorted(set(self.length_buckets)):
             raise FieldError("length_buckets", f"must be strictly increasing, got {self.length_buckets}")

@@ -17,7 +17,10 @@ KV_DTYPES = ("auto", "fp8_e4m3")
 class Model:
     source: str
     trust_remote_code: bool = False
-    dtype: Literal["float16", "bfloat16"] = "float16"
+    # storage/serving dtype; auto: the model's own (config.json torch_dtype/dtype) when it is float16 or
+    # bfloat16, else float16 (a float32 checkpoint is served at half precision); resolved by quantize
+    # from the prepared source and carried in its record as storage_dtype (domain/compute.model_dtype)
+    dtype: Literal["auto", "float16", "bfloat16"] = "auto"
 
 
 @dataclass(frozen=True)
@@ -28,11 +31,14 @@ class Tier:
     weight_bits: int | None = None
     group_size: int | Literal["auto"] | None = None
     symmetric: bool = True
-    activations: Literal["none", "int8-dynamic"] = "none"
     ignore: list[str] = field(default_factory=lambda: ["lm_head"])
     group_size_candidates: list[int] = field(default_factory=lambda: [128, 64, 32])
     hardware: str | None = None      # kind in pipeline/data/vllm_hardware.yaml; baseline: model dtype
     bnb_options: dict[str, str | int | float | bool] = field(default_factory=dict)
+
+    # keys no longer read, each rejected with its reason (pipeline/schema/builder.py)
+    RETIRED = {"activations": "removed: a tier's activation quantization is implied by its recipe "
+                              "(e.g. recipes/int8_w8a8.yaml's input_activations)"}
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:

@@ -28,22 +28,20 @@ class VllmBench:
 class VllmBudget:
     """How long one variant may take on vLLM. max_wall_s bounds the whole session (startup, lm-eval, the
     load test): past it the tasks lm-eval finished are kept and the rest are "not measured: too slow
-    here"; a variant whose decode probe is below min_decode_tok_s skips its load test here, and the
-    report marks one below min_speed_vs_baseline x the baseline's probe speed (a ratio needs the baseline's
-    result, which evaluate@<variant> does not depend on: decide applies it).
+    here"; a variant whose decode probe is below min_decode_tok_s skips its load test here. (The ratio
+    to the baseline's speed is decide's rule: decision.min_speed_vs_baseline.)
 
     The CPU default, 210 s, bounds a vLLM run of the default model's 10 servable variants on 2 cores at
     35 min of evaluation whatever the kernels do, under 45 min with the other stages (a row here takes
     2-3.5 min at full speed; README "time budget")."""
-    min_speed_vs_baseline: float = 0.1
     min_decode_tok_s: float | None = None       # absolute floor applied at evaluate time; null = none
     max_wall_s: int | None = 210                # null = unbounded
     gpu_max_wall_s: int | None = 1200           # replaces max_wall_s when serving on a GPU
     probe_tokens: int = 16                      # the decode probe: one request of this many tokens
 
+    RETIRED = {"min_speed_vs_baseline": "moved to decision.min_speed_vs_baseline (decide applies it)"}
+
     def __post_init__(self) -> None:
-        if not 0 <= self.min_speed_vs_baseline <= 1:
-            raise FieldError("min_speed_vs_baseline", f"must be in [0, 1], got {self.min_speed_vs_baseline}")
         if self.min_decode_tok_s is not None and self.min_decode_tok_s < 0:
             raise FieldError("min_decode_tok_s", f"must be >= 0 or null, got {self.min_decode_tok_s}")
         for name in ("max_wall_s", "gpu_max_wall_s"):

@@ -15,7 +15,7 @@ import numpy as np
 
 from pipeline import io, paths, schema
 from pipeline.backends import launch
-from pipeline.domain import hardware, machine, memory, tasks
+from pipeline.domain import hardware, machine, memory, sources, tasks
 from pipeline.domain.metrics import split_id
 from pipeline.report import plots
 from pipeline.report import render as report
@@ -31,7 +31,7 @@ def hardware_desc() -> str:
 
 def tier_kind(params: schema.Params, model: str, tier: str) -> str:
     t = params.tiers[tier]
-    return t.hardware or ("bf16" if params.models[model].dtype == "bfloat16" else "fp16")
+    return t.hardware or ("bf16" if sources.storage_dtype(params, model) == "bfloat16" else "fp16")
 
 
 def load_samples(model: str, tier: str, kv: str) -> dict[str, list[dict]]:
@@ -60,7 +60,7 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Row:
     row.weight_bytes = record.get("weight_bytes") or serving.get("weight_bytes_serving")
     hf = record.get("geometry")
     if hf:
-        nbytes = memory.kv_dtype_bytes(params.kv_modes[kv].cache_dtype, params.models[model].dtype)
+        nbytes = memory.kv_dtype_bytes(params.kv_modes[kv].cache_dtype, sources.storage_dtype(params, model))
         row.kv_bytes_per_token = memory.kv_bytes_per_token(hf, nbytes)
         info.kv_formula = engine_kv_check(hf, params.kv_modes[kv].cache_dtype, serving)
     return row
@@ -171,7 +171,7 @@ def serve_command(params: schema.Params, model: str, row: Row, budget: schema.Me
     if budget is not None and plan is not None:
         extra.update(max_model_len=budget.max_model_len, gpu_memory_utilization=budget.gpu_memory_utilization,
                      max_num_seqs=max(1, min(MAX_NUM_SEQS_CAP, int(plan.max_concurrency))))
-    return launch.as_shell(launch.vllm_serve_args(row.info.serve_path, params.models[model].dtype,
+    return launch.as_shell(launch.vllm_serve_args(row.info.serve_path, sources.storage_dtype(params, model),
                                                   params.kv_modes[row.kv].cache_dtype, extra))
 
 
