@@ -93,7 +93,7 @@ def planned_power(p: Params, root: Path) -> list[str]:
     drop at that n and the n for 80% power at the tolerance (pipeline/scoring/power.py), from the
     SDs the last run observed (results/decision.json) when there is one."""
     confidence = p.decision.bootstrap.confidence
-    last_file = root / paths.RESULTS / "decision.json"
+    last_file = root / paths.DECISION_JSON
     last = power.last_run(json.loads(last_file.read_text())) if last_file.is_file() else None
     if last is None:
         source = "no previous run: SD unknown"

@@ -31,6 +31,7 @@ from pipeline.backends.vllm_bench import too_slow
 from pipeline.backends.vllm_session import VllmSession, WallBudget
 from pipeline.domain import compute
 from pipeline.domain.machine import accelerator_available
+from pipeline import paths
 from pipeline.io import read_json
 from pipeline.schema import Eval, Slo, Vllm
 
@@ -58,7 +59,7 @@ class VllmBackend:
         port = free_port()
         argv, target = serve_argv(cfg, variant, port, dev)
         env = server_env(dev)
-        server = Server(argv, env, out_dir / "vllm_server.log", port)
+        server = Server(argv, env, out_dir / paths.VLLM_SERVER_LOG, port)
         server.start()
         try:
             try:

@@ -5,6 +5,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline import paths
 from pipeline.domain import hardware
 from pipeline.domain.memory import mib
 from pipeline.domain.metrics import split_id
@@ -370,7 +371,7 @@ def serving_lines(m: ModelReport, baseline: tuple[str, str] | None = None) -> li
                              f"{s['kv_cache_tokens']:,} tokens" if s.get("kv_cache_tokens") else "–",
                              formula or "–",
                              f"{s['max_concurrency']:.2f}x at {s.get('max_model_len')}" if s.get("max_concurrency")
-                             else "–", f"evals/{r.model}/{r.variant}/vllm_server.log"]))
+                             else "–", paths.server_log(r.model, r.variant)]))
     bench = [(r, c, f) for r in served if r.status == "ok"
              for c, f in (r.info.throughput.get("bench") or {}).items()]
     if bench:

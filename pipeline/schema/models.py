@@ -38,7 +38,7 @@ class Tier:
 
     # keys no longer read, each rejected with its reason (pipeline/schema/builder.py)
     RETIRED = {"activations": "removed: a tier's activation quantization is implied by its recipe "
-                              "(e.g. recipes/int8_w8a8.yaml's input_activations)"}
+                              "(its input_activations)"}
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:

@@ -40,7 +40,7 @@ def load_samples(model: str, tier: str, kv: str) -> dict[str, list[dict]]:
 
 def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Row:
     """One variant's row from its declared results: evaluate's result.json and quantize's record."""
-    result_file = paths.eval_dir(model, tier, kv) / "result.json"
+    result_file = paths.eval_result(model, tier, kv)
     scheme, kind = params.tiers[tier].label or params.tiers[tier].method, tier_kind(params, model, tier)
     if not result_file.is_file():
         return Row(model, tier, kv, status="failed", reason=f"no result: {result_file} is missing",
@@ -179,7 +179,7 @@ def write_regressions(model: str, baseline: tuple[str, str], found: analysis.Com
     """results/regressions/<model>-<variant>.md for each compared variant; variant -> link."""
     links = {}
     for variant, per_task in found.regressions.get(model, {}).items():
-        link = f"regressions/{model}-{variant}.md"
+        link = paths.regressions_page(model, variant)
         io.atomic_write_text(paths.RESULTS / link, report.regressions_md(model, variant, baseline, per_task))
         links[variant] = link
     return links
@@ -187,7 +187,7 @@ def write_regressions(model: str, baseline: tuple[str, str], found: analysis.Com
 
 def write_plot(params: schema.Params, model: str, mine: list[Row], baseline: tuple[str, str]) -> str:
     """results/plots/<model>-quality_vs_memory.png, tolerance lines at the baseline's allowed drop."""
-    plot = f"plots/{model}-quality_vs_memory.png"
+    plot = paths.plot_file(model)
     base_row = next((r for r in mine if (r.tier, r.kv) == baseline and r.status == "ok"), None)
     gated = [mid for mid in dict.fromkeys(m for r in mine for m in r.metrics) if params.gate(mid).tolerance is not None]
     limits = {mid: decision.allowed_drop(params.gate(mid).tolerance, base_row.metrics.get(mid, 0.0))
@@ -229,14 +229,14 @@ def header(params: schema.Params, rows: list[Row], planned: planner.Planned) -> 
 
 def write(models: dict[str, report.ModelReport], head: report.Header) -> None:
     """decision.md, decision.json and the DVC metrics file."""
-    io.atomic_write_text(paths.RESULTS / "decision.md", report.render(models, head))
-    io.atomic_write_json(paths.RESULTS / "decision.json", report.decision_json(models, head))
-    io.atomic_write_json(paths.RESULTS / "metrics.json", {n: report.dvc_metrics(m.rows) for n, m in models.items()})
+    io.atomic_write_text(paths.DECISION_MD, report.render(models, head))
+    io.atomic_write_json(paths.DECISION_JSON, report.decision_json(models, head))
+    io.atomic_write_json(paths.DVC_METRICS, {n: report.dvc_metrics(m.rows) for n, m in models.items()})
 
 
 def summary(models: dict[str, report.ModelReport]) -> list[str]:
     """The console summary: each model's recommendation, verdict counts and per-GPU picks."""
-    lines = ["", "qtier: decision written to results/decision.md (details: results/decision.json)"]
+    lines = ["", f"qtier: decision written to {paths.DECISION_MD} (details: {paths.DECISION_JSON})"]
     for name, m in models.items():
         rec = m.recommended
         counts = {k: sum(1 for r in m.rows if (r.overall if r.status == "ok" else r.status) == k)

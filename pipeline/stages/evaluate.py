@@ -73,7 +73,7 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
         result.update(status="unsupported", reason=str(e))
         return result
     for name, rows in samples.items():
-        io.atomic_write_jsonl(out_dir / "samples" / f"{name}.jsonl", rows)
+        io.atomic_write_jsonl(out_dir / paths.SAMPLES / f"{name}.jsonl", rows)
     if fidelity_rows:
         io.atomic_write_jsonl(out_dir / paths.FIDELITY_ROWS, fidelity_rows)
     scores, hib = flat(metrics)
@@ -102,7 +102,7 @@ def main() -> None:
         result = {"model": model, "tier": tier, "kv": kv, "status": "failed",
                   "reason": errors.one_line(e)}
     result["seconds"] = round(time.perf_counter() - t0, 1)
-    io.atomic_write_json(out_dir / "result.json", result)
+    io.atomic_write_json(out_dir / paths.RESULT_FILE, result)
     print(f"evaluate@{model}-{tier}-{kv}: {result['status']} in {result['seconds']}s"
           + (f" ({result['reason']})" if result.get("reason") else ""))
 
