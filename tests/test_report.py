@@ -1,12 +1,13 @@
 from pipeline.report import render as report
-from pipeline.schema import Baseline, Bootstrap, Decision, Tolerance
-from pipeline.scoring import decision, planner
+from pipeline.schema import Baseline, Bootstrap, Decision, Memory, TargetGpu, Tolerance
+from pipeline.scoring import decision
 from pipeline.scoring.decision import Row, RowInfo
 from pipeline.scoring.power import Power
 from pipeline.scoring.stats import Interval
 
 HEADER = report.Header(generated="now", hardware="cpu", baseline=("fp16", "auto"), bootstrap=Bootstrap(),
-                       budget=planner.Budget(), gpus={"A100-80G": planner.Gpu("A100-80G", 80, 2039, 8.0)},
+                       budget=Memory({"A100-80G": TargetGpu(80, 2039, 8.0)}),
+                       gpus={"A100-80G": TargetGpu(80, 2039, 8.0)},
                        hardware_docs="0.15.1")
 
 

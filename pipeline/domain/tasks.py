@@ -108,7 +108,7 @@ def planned_samples(task: Task, root: Path) -> int | None:
 
 def read_samples(variant_dir: Path) -> dict[str, list[dict]]:
     """task -> the per-sample rows an evaluate stage wrote under <variant_dir>/samples/ (see sample_row)."""
-    folder = variant_dir / "samples"
+    folder = variant_dir / paths.SAMPLES
     return {f.stem: read_jsonl(f) for f in sorted(folder.glob("*.jsonl"))} if folder.is_dir() else {}
 
 

@@ -5,13 +5,14 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline import paths
 from pipeline.domain import hardware
 from pipeline.domain.memory import mib
 from pipeline.domain.metrics import split_id
-from pipeline.schema import Bootstrap
+from pipeline.schema import Bootstrap, Memory, TargetGpu
 from pipeline.scoring.analysis import KvLength
 from pipeline.scoring.decision import GpuRec, Row, task_verdicts
-from pipeline.scoring.planner import Budget, Gpu, Plan
+from pipeline.scoring.planner import Plan
 from pipeline.scoring.stats import Flips
 
 METRIC_LABELS = {"bleu": "BLEU", "chrf": "chrF", "rouge1": "ROUGE-1", "rouge2": "ROUGE-2",
@@ -63,8 +64,8 @@ class Header:
     hardware: str                    # this machine
     baseline: tuple[str, str]        # (tier, kv)
     bootstrap: Bootstrap
-    budget: Budget
-    gpus: dict[str, Gpu]
+    budget: Memory
+    gpus: dict[str, TargetGpu]
     hardware_docs: str               # vLLM docs version of the hardware table
     versions: dict[str, str] = field(default_factory=dict)
 
@@ -145,7 +146,7 @@ def _cells(cells: list[str]) -> str:
     return "| " + " | ".join(str(c).replace("|", "/").replace("\n", " ") for c in cells) + " |"
 
 
-def main_table(m: ModelReport, baseline: tuple[str, str], gpus: dict[str, Gpu] | None = None) -> list[str]:
+def main_table(m: ModelReport, baseline: tuple[str, str], gpus: dict[str, TargetGpu] | None = None) -> list[str]:
     cc = {n: g.compute_capability for n, g in (gpus or {}).items()}
     names = tasks_of(m.rows)
     head = (["Tier", "KV cache", "Scheme"] + names
@@ -260,7 +261,7 @@ def power_line(r: Row) -> list[str]:
     return ["  - power: " + "; ".join(f"{label(x)} {p.compact()}" for x, p in r.power.items())]
 
 
-def hardware_table(m: ModelReport, gpus: dict[str, Gpu]) -> list[str]:
+def hardware_table(m: ModelReport, gpus: dict[str, TargetGpu]) -> list[str]:
     cc = {n: g.compute_capability for n, g in gpus.items()}
     seen: dict[str, str] = {}
     for r in m.rows:
@@ -272,7 +273,7 @@ def hardware_table(m: ModelReport, gpus: dict[str, Gpu]) -> list[str]:
     return lines
 
 
-def planner_table(m: ModelReport, gpus: dict[str, Gpu]) -> list[str]:
+def planner_table(m: ModelReport, gpus: dict[str, TargetGpu]) -> list[str]:
     names = list(gpus)
     lines = [_cells(["Variant", "Weights (MiB)"] + [f"{n}: KV tokens / max concurrency / decode roofline tok/s"
                                                     for n in names]), "|" + "---|" * (2 + len(names))]
@@ -370,7 +371,7 @@ def serving_lines(m: ModelReport, baseline: tuple[str, str] | None = None) -> li
                              f"{s['kv_cache_tokens']:,} tokens" if s.get("kv_cache_tokens") else "–",
                              formula or "–",
                              f"{s['max_concurrency']:.2f}x at {s.get('max_model_len')}" if s.get("max_concurrency")
-                             else "–", f"evals/{r.model}/{r.variant}/vllm_server.log"]))
+                             else "–", paths.server_log(r.model, r.variant)]))
     bench = [(r, c, f) for r in served if r.status == "ok"
              for c, f in (r.info.throughput.get("bench") or {}).items()]
     if bench:

@@ -23,8 +23,8 @@ from typing import Any
 
 from pipeline.domain import hardware
 from pipeline.domain.metrics import split_id
-from pipeline.schema import Decision, Task, Tolerance, gate
-from pipeline.scoring.planner import Gpu, Plan
+from pipeline.schema import Decision, TargetGpu, Task, Tolerance, gate
+from pipeline.scoring.planner import Plan
 from pipeline.scoring.power import Power
 from pipeline.scoring.stats import Interval
 
@@ -150,10 +150,11 @@ def judge(rows: list[Row], rule: Decision, tasks: dict[str, Task] | None = None)
             r.overall = "baseline"
             continue
         for metric in unmeasured(r, base):
-            if gate(rule, tasks or {}, metric)[0] is not None:
+            if gate(rule, tasks or {}, metric).tolerance is not None:
                 r.verdicts[metric] = (INCONCLUSIVE, f"{NOT_MEASURED}: {r.reason or 'no score in its result'}")
         for metric in r.metrics:
-            tol, floor = gate(rule, tasks or {}, metric)
+            g = gate(rule, tasks or {}, metric)
+            tol, floor = g.tolerance, g.min_baseline
             base_value = base.metrics.get(metric) if base else None
             if base_value is not None:
                 r.deltas[metric] = r.metrics[metric] - base_value
@@ -243,10 +244,10 @@ class GpuRec:
     command: str | None = None
 
 
-def gpu_candidates(rows: list[Row], model: str, gpu: Gpu, plans: dict[str, dict[str, Plan]]
+def gpu_candidates(rows: list[Row], model: str, name: str, gpu: TargetGpu, plans: dict[str, dict[str, Plan]]
                    ) -> set[tuple[str, str]]:
     """(tier, kv) of the model's variants a GPU can serve: vLLM has kernels for the tier's family at
     the GPU's compute capability, and the memory plan fits. `plans`: variant -> GPU name -> Plan."""
     return {(r.tier, r.kv) for r in rows if r.model == model
             and hardware.supports(r.info.hardware, gpu.compute_capability)
-            and (p := plans.get(r.variant, {}).get(gpu.name)) is not None and p.fits}
+            and (p := plans.get(r.variant, {}).get(name)) is not None and p.fits}

@@ -7,7 +7,6 @@ Exits 1 (after writing everything) when any variant failed, so `dvc repro` repor
 """
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ import numpy as np
 
 from pipeline import io, paths, schema
 from pipeline.backends import launch
-from pipeline.domain import hardware, machine, memory, tasks
+from pipeline.domain import hardware, machine, memory, sources, tasks
 from pipeline.domain.metrics import split_id
 from pipeline.report import plots
 from pipeline.report import render as report
@@ -32,7 +31,7 @@ def hardware_desc() -> str:
 
 def tier_kind(params: schema.Params, model: str, tier: str) -> str:
     t = params.tiers[tier]
-    return t.hardware or ("bf16" if params.models[model].dtype == "bfloat16" else "fp16")
+    return t.hardware or ("bf16" if sources.storage_dtype(params, model) == "bfloat16" else "fp16")
 
 
 def load_samples(model: str, tier: str, kv: str) -> dict[str, list[dict]]:
@@ -41,7 +40,7 @@ def load_samples(model: str, tier: str, kv: str) -> dict[str, list[dict]]:
 
 def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Row:
     """One variant's row from its declared results: evaluate's result.json and quantize's record."""
-    result_file = paths.eval_dir(model, tier, kv) / "result.json"
+    result_file = paths.eval_result(model, tier, kv)
     scheme, kind = params.tiers[tier].label or params.tiers[tier].method, tier_kind(params, model, tier)
     if not result_file.is_file():
         return Row(model, tier, kv, status="failed", reason=f"no result: {result_file} is missing",
@@ -61,7 +60,7 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Row:
     row.weight_bytes = record.get("weight_bytes") or serving.get("weight_bytes_serving")
     hf = record.get("geometry")
     if hf:
-        nbytes = memory.kv_dtype_bytes(params.kv_modes[kv].cache_dtype, params.models[model].dtype)
+        nbytes = memory.kv_dtype_bytes(params.kv_modes[kv].cache_dtype, sources.storage_dtype(params, model))
         row.kv_bytes_per_token = memory.kv_bytes_per_token(hf, nbytes)
         info.kv_formula = engine_kv_check(hf, params.kv_modes[kv].cache_dtype, serving)
     return row
@@ -123,7 +122,7 @@ def compare(params: schema.Params, rows: list[Row]) -> analysis.Comparison:
             pairs = analysis.align(theirs[task], task_rows)
             reported = task_metrics(r, task)
             limits = {m: decision.allowed_drop(tol, base.metrics[mid]) for m, mid in reported.items()
-                      if (tol := params.gate(mid)[0]) is not None and mid in base.metrics}
+                      if (tol := params.gate(mid).tolerance) is not None and mid in base.metrics}
             hib = {m: r.higher_is_better.get(mid, True) for m, mid in reported.items()}
             ivs = analysis.intervals(list(reported), pairs, rule.bootstrap)
             r.intervals.update({reported[m]: iv for m, iv in ivs.items()})
@@ -146,13 +145,10 @@ def compare(params: schema.Params, rows: list[Row]) -> analysis.Comparison:
 
 def plan_rows(params: schema.Params, rows: list[Row]) -> planner.Planned:
     mem = params.memory
-    # memory.* in params carries the planner's budget under the same names
-    budget = planner.Budget(**{f.name: getattr(mem, f.name) for f in dataclasses.fields(planner.Budget)})
-    gpus = {n: planner.Gpu(n, g.memory_gib, g.bandwidth_gbps, g.compute_capability) for n, g in mem.target_gpus.items()}
-    plans = {(r.model, r.variant): {n: planner.plan(g, budget, r.weight_bytes, r.kv_bytes_per_token)
-                                    for n, g in gpus.items()}
+    plans = {(r.model, r.variant): {n: planner.plan(n, g, mem, r.weight_bytes, r.kv_bytes_per_token)
+                                    for n, g in mem.target_gpus.items()}
              for r in rows if r.weight_bytes and r.kv_bytes_per_token}
-    return planner.Planned(budget, gpus, plans)
+    return planner.Planned(mem, plans)
 
 
 def gpu_recommendations(params: schema.Params, rows: list[Row], model: str, planned: planner.Planned
@@ -161,21 +157,21 @@ def gpu_recommendations(params: schema.Params, rows: list[Row], model: str, plan
     plans = planned.for_model(model)
     recs = {}
     for name, gpu in planned.gpus.items():
-        best, why = decision.recommend(rows, model, decision.gpu_candidates(rows, model, gpu, plans))
+        best, why = decision.recommend(rows, model, decision.gpu_candidates(rows, model, name, gpu, plans))
         command = None if best is None else serve_command(params, model, best, planned.budget,
                                                            plans[best.variant][name])
         recs[name] = GpuRec(best, why, command)
     return recs
 
 
-def serve_command(params: schema.Params, model: str, row: Row, budget: planner.Budget | None = None,
+def serve_command(params: schema.Params, model: str, row: Row, budget: schema.Memory | None = None,
                   plan: planner.Plan | None = None) -> str:
     kind = hardware.kind(row.info.hardware)
     extra: dict[str, object] = {"quantization": kind.vllm_quantization_flag}
     if budget is not None and plan is not None:
         extra.update(max_model_len=budget.max_model_len, gpu_memory_utilization=budget.gpu_memory_utilization,
                      max_num_seqs=max(1, min(MAX_NUM_SEQS_CAP, int(plan.max_concurrency))))
-    return launch.as_shell(launch.vllm_serve_args(row.info.serve_path, params.models[model].dtype,
+    return launch.as_shell(launch.vllm_serve_args(row.info.serve_path, sources.storage_dtype(params, model),
                                                   params.kv_modes[row.kv].cache_dtype, extra))
 
 
@@ -183,7 +179,7 @@ def write_regressions(model: str, baseline: tuple[str, str], found: analysis.Com
     """results/regressions/<model>-<variant>.md for each compared variant; variant -> link."""
     links = {}
     for variant, per_task in found.regressions.get(model, {}).items():
-        link = f"regressions/{model}-{variant}.md"
+        link = paths.regressions_page(model, variant)
         io.atomic_write_text(paths.RESULTS / link, report.regressions_md(model, variant, baseline, per_task))
         links[variant] = link
     return links
@@ -191,10 +187,10 @@ def write_regressions(model: str, baseline: tuple[str, str], found: analysis.Com
 
 def write_plot(params: schema.Params, model: str, mine: list[Row], baseline: tuple[str, str]) -> str:
     """results/plots/<model>-quality_vs_memory.png, tolerance lines at the baseline's allowed drop."""
-    plot = f"plots/{model}-quality_vs_memory.png"
+    plot = paths.plot_file(model)
     base_row = next((r for r in mine if (r.tier, r.kv) == baseline and r.status == "ok"), None)
-    gated = [mid for mid in dict.fromkeys(m for r in mine for m in r.metrics) if params.gate(mid)[0] is not None]
-    limits = {mid: decision.allowed_drop(params.gate(mid)[0], base_row.metrics.get(mid, 0.0))
+    gated = [mid for mid in dict.fromkeys(m for r in mine for m in r.metrics) if params.gate(mid).tolerance is not None]
+    limits = {mid: decision.allowed_drop(params.gate(mid).tolerance, base_row.metrics.get(mid, 0.0))
               for mid in gated if base_row is not None}
     plots.quality_vs_memory(mine, gated, paths.RESULTS / plot,
                             f"{model}: quality delta (95% CI) vs weight memory", limits)
@@ -233,14 +229,14 @@ def header(params: schema.Params, rows: list[Row], planned: planner.Planned) -> 
 
 def write(models: dict[str, report.ModelReport], head: report.Header) -> None:
     """decision.md, decision.json and the DVC metrics file."""
-    io.atomic_write_text(paths.RESULTS / "decision.md", report.render(models, head))
-    io.atomic_write_json(paths.RESULTS / "decision.json", report.decision_json(models, head))
-    io.atomic_write_json(paths.RESULTS / "metrics.json", {n: report.dvc_metrics(m.rows) for n, m in models.items()})
+    io.atomic_write_text(paths.DECISION_MD, report.render(models, head))
+    io.atomic_write_json(paths.DECISION_JSON, report.decision_json(models, head))
+    io.atomic_write_json(paths.DVC_METRICS, {n: report.dvc_metrics(m.rows) for n, m in models.items()})
 
 
 def summary(models: dict[str, report.ModelReport]) -> list[str]:
     """The console summary: each model's recommendation, verdict counts and per-GPU picks."""
-    lines = ["", "qtier: decision written to results/decision.md (details: results/decision.json)"]
+    lines = ["", f"qtier: decision written to {paths.DECISION_MD} (details: {paths.DECISION_JSON})"]
     for name, m in models.items():
         rec = m.recommended
         counts = {k: sum(1 for r in m.rows if (r.overall if r.status == "ok" else r.status) == k)

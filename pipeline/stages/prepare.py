@@ -75,7 +75,7 @@ def prepare(model: schema.Model, out: Path, root: Path = Path(".")) -> None:
         else:
             from huggingface_hub import snapshot_download
             from_folder(Path(snapshot_download(ref)), tmp, model.trust_remote_code)
-        io.atomic_write_json(tmp / "qtier_source.json", {"source": model.source})
+        io.atomic_write_json(tmp / paths.SOURCE_SPEC, {"source": model.source})
 
 
 def main() -> None:
