@@ -156,6 +156,16 @@ def test_group_size_that_does_not_divide(project, capsys):
     rejects(project, capsys, mutate, "tiers.int4-gptq.group_size: 128 does not divide")
 
 
+def test_recipe_contradicting_its_tier(project, capsys):
+    recipe = project / "recipes" / "w8a8_int8.yaml"
+    recipe.write_text(recipe.read_text().replace("num_bits: 8\n            type: int\n            symmetric: true\n"
+                                                 "            strategy: channel",
+                                                 "num_bits: 4\n            type: int\n            symmetric: true\n"
+                                                 "            strategy: channel", 1))
+    rejects(project, capsys, lambda p, _: None,
+            "tiers.int8.weight_bits: 8 but recipes/w8a8_int8.yaml says num_bits 4")
+
+
 def test_calibration_file_too_short(project, capsys):
     rejects(project, capsys, set_in("calibration.num_samples", 10_000), "calibration.num_samples: 10000 requested")
 
