@@ -26,6 +26,7 @@ from pipeline.backends import vllm_logs
 from pipeline.backends.base import TokenDists, Unsupported, Variant
 from pipeline.backends.launch import vllm_serve_args
 from pipeline.backends.server import (
+    NoTokenCount,
     Server,
     ServerDied,
     decode_speed,
@@ -284,19 +285,24 @@ class VllmBackend:
 
 
     def _decode_probe(self, server: Server, served: str, wall: WallBudget) -> dict[str, Any]:
-        """{tokens, tokens_per_s}; tokens_per_s None when it did not finish in the time allowed."""
+        """{tokens, tokens_per_s}; tokens_per_s None when it did not finish in the time allowed
+        (timeout_s) or the answer did not say how many tokens it decoded (unknown: why)."""
         n = self.cfg.budget.probe_tokens
         timeout = wall.remaining(self.cfg.first_request_timeout_s * n)
         try:
             speed = decode_speed(server.base_url, served, n, max(timeout, 1.0))
         except TimeoutError:
             return {"tokens": n, "tokens_per_s": None, "timeout_s": round(timeout, 1)}
+        except NoTokenCount as e:
+            return {"tokens": n, "tokens_per_s": None, "unknown": str(e)}
         return {"tokens": n, "tokens_per_s": round(speed, 2)}
 
 
 def too_slow(probe: dict[str, Any], floor: float | None) -> str | None:
     """The reason to skip the load test, or None. Pure."""
     speed = probe.get("tokens_per_s")
+    if speed is None and probe.get("unknown"):
+        return f"decode speed unknown: {probe['unknown']} (decode probe)"
     if speed is None:
         return (f"too slow here: a {probe.get('tokens')}-token request did not finish in {probe.get('timeout_s')} s "
                 "(decode probe)")
