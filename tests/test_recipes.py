@@ -138,3 +138,12 @@ def test_render_writes_group_size_after_strategy_whether_or_not_the_recipe_state
         w = recipes.render(template, tier(), 64)["s"]["m"]["GPTQModifier"]["config_groups"]["g"]["weights"]
         assert list(w.items()) == [("num_bits", 4), ("strategy", "group"), ("group_size", 64),
                                    ("actorder", None), ("symmetric", True)]
+
+
+def test_a_recipe_that_is_not_utf8_names_file_and_line(tmp_path):
+    from pipeline import io
+
+    f = tmp_path / "r.yaml"
+    f.write_bytes(b"# ok\n# r\xe9sum\xe9\ns: {}\n")
+    with pytest.raises(io.DataError, match=r"^recipes/r\.yaml:2: not UTF-8 \(byte 0xe9 at column 4\)"):
+        recipes.load_template(str(f), shown="recipes/r.yaml")

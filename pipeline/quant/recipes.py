@@ -15,6 +15,7 @@ from pathlib import Path
 
 import yaml
 
+from pipeline.io import read_text
 from pipeline.schema import Tier
 
 QUANT_MODIFIERS = ("GPTQModifier", "QuantizationModifier")
@@ -150,17 +151,16 @@ def kv_only(scheme: dict) -> dict:
 
 
 def load_template(path: str, shown: str | None = None) -> dict:
-    """The recipe YAML at `path`; errors name it as `shown` (default: path)."""
+    """The recipe YAML at `path`; errors name it as `shown` (default: path), a byte that is not
+    UTF-8 by line (io.DataError)."""
     shown = shown or path
     try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
-    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        data = yaml.safe_load(read_text(path, shown=shown))
+    except yaml.YAMLError as e:
         raise RecipeError(f"{shown}: not valid YAML ({' '.join(str(e).split())})") from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise RecipeError(f"{shown}: a recipe must be a mapping of stages")
     return data
-
 
 
 def to_yaml(recipe: dict) -> str:
