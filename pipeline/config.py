@@ -30,6 +30,11 @@ def check(p: Params, root: Path) -> None:
     for name, t in p.tiers.items():
         if t.recipe and not (root / t.recipe).is_file():
             raise ConfigError(f"tiers.{name}.recipe: file not found: {t.recipe}")
+        if t.recipe:
+            try:
+                recipes.check_tier_recipe(t, f"tiers.{name}", root)
+            except recipes.RecipeError as e:
+                raise ConfigError(str(e)) from None
         if t.hardware is not None and t.hardware not in kinds:
             raise ConfigError(f"tiers.{name}.hardware: unknown kind {t.hardware!r}; known: {', '.join(kinds)}")
     if not (root / p.calibration.path).is_file():

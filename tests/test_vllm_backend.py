@@ -13,7 +13,7 @@ import pytest
 
 from pipeline.backends import vllm_argv, vllm_backend, vllm_bench
 from pipeline.backends.base import Unsupported, Variant
-from pipeline.backends.server import Server, first_completion, free_port
+from pipeline.backends.server import NoTokenCount, Server, completion_tokens, first_completion, free_port
 from pipeline.schema import Eval, KvMode, Model, Tier, Vllm, VllmBench
 
 GPTQ = Tier(method="gptq", recipe="recipes/gptq_w4a16.yaml", weight_bits=4, hardware="int4-w4a16")
@@ -234,6 +234,20 @@ def test_too_slow_reason():
     assert vllm_bench.too_slow({"tokens": 16, "tokens_per_s": 0.5}, 2.0) == \
         "too slow here: 0.5 tok/s vs 2 (serving.vllm.budget.min_decode_tok_s)"
     assert "did not finish in 3 s" in vllm_bench.too_slow({"tokens": 16, "tokens_per_s": None, "timeout_s": 3}, 2.0)
+    assert vllm_bench.too_slow({"tokens": 16, "tokens_per_s": None, "unknown": "no count"}, 2.0) == \
+        "decode speed unknown: no count (decode probe)"
+
+
+@pytest.mark.parametrize("raw", [b"{}", b'{"usage": null}', b'{"usage": {"prompt_tokens": 3}}',
+                                 b'{"usage": {"completion_tokens": null}}', b"", b"[1]", b"<html>"])
+def test_an_answer_without_a_decoded_token_count_is_unknown_never_max_tokens(raw):
+    with pytest.raises(NoTokenCount, match="decoded token count is unknown"):
+        completion_tokens(raw)
+
+
+def test_an_answer_cut_short_counts_the_tokens_it_decoded():
+    assert completion_tokens(b'{"usage": {"completion_tokens": 3, "prompt_tokens": 2}}') == 3
+    assert completion_tokens(b'{"usage": {"completion_tokens": 0}}') == 0
 
 
 # One script plays both `vllm serve` (an HTTP server whose completions take DELAY s) and `vllm bench serve`
@@ -262,7 +276,8 @@ FAKE_VLLM = textwrap.dedent("""
             if body["max_tokens"] > 1:
                 time.sleep(DELAY)
             self.send_response(200); self.end_headers()
-            self.wfile.write(json.dumps({"usage": {"completion_tokens": body["max_tokens"]}}).encode())
+            usage = {} if os.environ.get("FAKE_NO_USAGE") else {"usage": {"completion_tokens": body["max_tokens"]}}
+            self.wfile.write(json.dumps(usage).encode())
         def log_message(self, *a): pass
     http.server.ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
 """)
@@ -319,6 +334,18 @@ def test_decode_probe_that_outlasts_the_wall_budget_is_too_slow(tmp_path, monkey
         tp = session.throughput([], 0, 1)
         assert session.remaining_s() < 3
     assert "too slow here: a 16-token request did not finish" in tp["skipped"]
+
+
+def test_a_probe_answer_without_usage_is_no_speed_and_skips_the_load_test(tmp_path, monkeypatch):
+    fake_vllm(tmp_path, monkeypatch, 0.0)
+    monkeypatch.setenv("FAKE_NO_USAGE", "1")
+    cfg = Vllm(python=sys.executable, startup_timeout_s=30)
+    with vllm_backend.VllmBackend(cfg, Eval(tasks={})).session(variant(tmp_path)) as session:
+        probe = session.info["decode_probe"]
+        tp = session.throughput([], 0, 1)
+    assert probe["tokens_per_s"] is None and "no usage.completion_tokens" in probe["unknown"]
+    assert tp["skipped"].startswith("decode speed unknown: the server's answer has no usage.completion_tokens")
+    assert tp["gen_tokens_per_s"] is None and "bench" not in tp
 
 
 def test_a_bench_run_past_the_wall_budget_ends_the_load_test(tmp_path, monkeypatch):

@@ -25,7 +25,7 @@ from typing import Any, Iterator
 
 from pipeline.backends import vllm_logs
 from pipeline.backends.base import Unsupported, Variant
-from pipeline.backends.server import Server, ServerDied, decode_speed, first_completion, free_port
+from pipeline.backends.server import NoTokenCount, Server, ServerDied, decode_speed, first_completion, free_port
 from pipeline.backends.vllm_argv import serve_argv, served_dtype, server_env
 from pipeline.backends.vllm_bench import too_slow
 from pipeline.backends.vllm_session import VllmSession, WallBudget
@@ -115,13 +115,16 @@ class VllmBackend:
             server.stop()
 
     def _decode_probe(self, server: Server, served: str, wall: WallBudget) -> dict[str, Any]:
-        """{tokens, tokens_per_s}; tokens_per_s None when it did not finish in the time allowed."""
+        """{tokens, tokens_per_s}; tokens_per_s None when it did not finish in the time allowed
+        (timeout_s) or the answer did not say how many tokens it decoded (unknown: why)."""
         n = self.cfg.budget.probe_tokens
         timeout = wall.remaining(self.cfg.first_request_timeout_s * n)
         try:
             speed = decode_speed(server.base_url, served, n, max(timeout, 1.0))
         except TimeoutError:
             return {"tokens": n, "tokens_per_s": None, "timeout_s": round(timeout, 1)}
+        except NoTokenCount as e:
+            return {"tokens": n, "tokens_per_s": None, "unknown": str(e)}
         return {"tokens": n, "tokens_per_s": round(speed, 2)}
 
 

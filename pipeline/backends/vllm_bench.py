@@ -20,6 +20,8 @@ def bench_summary(raw: dict, slo: Slo | None = None) -> dict[str, float]:
 def too_slow(probe: dict[str, Any], floor: float | None) -> str | None:
     """The reason to skip the load test, or None. Pure."""
     speed = probe.get("tokens_per_s")
+    if speed is None and probe.get("unknown"):
+        return f"decode speed unknown: {probe['unknown']} (decode probe)"
     if speed is None:
         return (f"too slow here: a {probe.get('tokens')}-token request did not finish in {probe.get('timeout_s')} s "
                 "(decode probe)")
