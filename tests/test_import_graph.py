@@ -18,7 +18,7 @@ LAYERS = [
     ("pipeline.quant", "pipeline.scoring", "pipeline.backends"),
     ("pipeline.config",),
     ("pipeline.report",),
-    ("pipeline.stages", "pipeline.backend_diff"),
+    ("pipeline.stages", "pipeline.backend_diff", "pipeline.params_doc"),
 ]
 
 
