@@ -11,7 +11,6 @@ cannot run here is recorded as status "unsupported" (with the reason), one that 
 """
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import threading
@@ -28,6 +27,7 @@ from pipeline.domain import fidelity_set, tasks
 from pipeline.domain.metrics import metric_id
 from pipeline.scoring import fidelity
 from pipeline.scoring.planner import decode_roofline_fraction
+from pipeline.stages import runner
 
 
 def throughput_prompts(specs: list[tasks.TaskSpec], n: int) -> list[str]:
@@ -255,28 +255,22 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
 
 
 def main() -> None:
-    errors.unwind_on_sigterm()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a hub from this stage
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    model, tier, kv = sys.argv[1:4]
-    params = schema.load_or_exit()
-    if model not in params.models or tier not in params.tiers or kv not in params.kv_modes:
-        sys.exit(f"qtier: no variant {model}/{tier}/{kv} in params.yaml")
-    out_dir = paths.eval_dir(model, tier, kv)
-    t0 = time.perf_counter()
-    try:
-        result = evaluate(params, model, tier, kv, out_dir)
-    except (io.DataError, schema.ConfigError) as e:
-        print(f"qtier: {e}", file=sys.stderr)
-        raise SystemExit(2) from None
-    except Exception as e:  # noqa: BLE001 - one broken variant must not lose the others
-        traceback.print_exc()
-        result = {"model": model, "tier": tier, "kv": kv, "status": "failed",
-                  "reason": errors.one_line(e)}
-    result["seconds"] = round(time.perf_counter() - t0, 1)
-    io.atomic_write_json(out_dir / "result.json", result)
-    print(f"evaluate@{model}-{tier}-{kv}: {result['status']} in {result['seconds']}s"
-          + (f" ({result['reason']})" if result.get("reason") else ""))
+    with runner.stage("evaluate", ("model", "tier", "kv")) as st:
+        (model, tier, kv), params = st.args, st.params
+        out_dir = paths.eval_dir(model, tier, kv)
+        t0 = time.perf_counter()
+        try:
+            result = evaluate(params, model, tier, kv, out_dir)
+        except (io.DataError, schema.ConfigError) as e:
+            print(f"qtier: {e}", file=sys.stderr)
+            raise SystemExit(2) from None
+        except Exception as e:  # noqa: BLE001 - one broken variant must not lose the others
+            traceback.print_exc()
+            result = {"model": model, "tier": tier, "kv": kv, "status": "failed",
+                      "reason": errors.one_line(e)}
+        result["seconds"] = round(time.perf_counter() - t0, 1)
+        io.atomic_write_json(out_dir / "result.json", result)
+        st.done(result["status"], result.get("reason") or result.get("cut"))
 
 
 if __name__ == "__main__":

@@ -9,12 +9,11 @@ Writes artifacts/<model>/source/ (safetensors + tokenizer + chat template). Sour
 """
 from __future__ import annotations
 
-import sys
-import time
 from pathlib import Path
 
 from pipeline import io, paths, schema
 from pipeline.domain.sources import embedded_gguf_path
+from pipeline.stages import runner
 
 
 def fix_special_tokens(tokenizer, model_config) -> None:
@@ -79,13 +78,10 @@ def prepare(model: schema.Model, out: Path, root: Path = Path(".")) -> None:
 
 
 def main() -> None:
-    name = sys.argv[1]
-    params = schema.load_or_exit()
-    if name not in params.models:
-        sys.exit(f"qtier: models.{name}: no such model in params.yaml")
-    t0 = time.perf_counter()
-    prepare(params.models[name], paths.source_dir(name))
-    print(f"prepare@{name}: {paths.source_dir(name)} in {time.perf_counter() - t0:.1f}s")
+    with runner.stage("prepare", ("model",), offline=False) as st:
+        name = st.args[0]
+        prepare(st.params.models[name], paths.source_dir(name))
+        st.done("ok", str(paths.source_dir(name)))
 
 
 if __name__ == "__main__":

@@ -74,7 +74,8 @@ def unknown_variant(params: schema.Params, argnames: tuple[str, ...], args: list
 @contextmanager
 def stage(kind: str, argnames: tuple[str, ...] = (), loader: Callable[[], schema.Params] = schema.load_or_exit,
           offline: bool = True) -> Iterator[Stage]:
-    args = sys.argv[1:]
+    # a stage of no arguments reads none (as before; tests call such a main() under pytest's own argv)
+    args = sys.argv[1:] if argnames else []
     if len(args) != len(argnames):
         print(usage(kind, argnames), file=sys.stderr)
         raise SystemExit(2)
