@@ -97,9 +97,10 @@ class Terminal:
 
     def width(self) -> int:
         try:
-            return os.get_terminal_size(self.stream.fileno()).columns
+            columns = os.get_terminal_size(self.stream.fileno()).columns
         except (AttributeError, OSError, ValueError):
-            return 80
+            columns = 0
+        return columns or 80     # a pseudo-terminal may report 0 columns
 
     def close(self) -> None:
         if self.owned:
@@ -111,7 +112,8 @@ class Bar:
 
     def __init__(self, term: Terminal, label: str, clock=time.monotonic):
         self.term, self.label, self.clock = term, label, clock
-        self.t0 = self.last_draw = self.last_plain = clock()
+        self.t0 = self.last_plain = clock()
+        self.last_draw = float("-inf")      # the first report is drawn at once
         self.state: tuple[int, int | None, str] | None = None
         self.shown = False
         self.lock = threading.Lock()
@@ -122,9 +124,9 @@ class Bar:
             return f"{self.label}  {elapsed}"
         done, total, what = self.state
         if not total:
-            return f"{self.label}  {what} {done}  {elapsed}"
+            return f"{self.label}  {elapsed}  {what} {done}"
         filled = int(20 * min(done / total, 1.0))
-        return f"{self.label}  {what} [{'#' * filled}{'.' * (20 - filled)}] {done}/{total}  {elapsed}"
+        return f"{self.label}  {elapsed}  {what} [{'#' * filled}{'.' * (20 - filled)}] {done}/{total}"
 
     def update(self, done: int, total: int | None, what: str) -> None:
         with self.lock:

@@ -3,6 +3,8 @@ library output of every kind goes to the stage's log, the terminal gets one line
 log, a bad-input message reaches stderr alone, exit codes are the stage's own."""
 import logging
 import os
+import pty
+import re
 import shutil
 import subprocess
 import sys
@@ -223,16 +225,53 @@ def test_the_tty_bar_overwrites_one_line_and_forgets_a_finished_step():
     bar = runlog.Bar(term, "evaluate@m-t-kv", clock=lambda: now[0])
     now[0] = 1.0
     bar.update(5, 10, "log-likelihood")
-    assert term.written == ["\r\x1b[Kevaluate@m-t-kv  log-likelihood [##########..........] 5/10  1.0s"]
+    assert term.written == ["\r\x1b[Kevaluate@m-t-kv  1.0s  log-likelihood [##########..........] 5/10"]
     bar.update(6, 10, "log-likelihood")                  # within the redraw interval: not drawn
     assert len(term.written) == 1
     now[0] = 75.0
     bar.update(10, 10, "log-likelihood")
-    assert term.written[-1].endswith("[####################] 10/10  1m15s")
+    assert term.written[-1].endswith("1m15s  log-likelihood [####################] 10/10")
     bar.tick()
     assert term.written[-1] == "\r\x1b[Kevaluate@m-t-kv  1m15s"
     bar.clear()
     assert term.written[-1] == "\r\x1b[K"
+
+
+def test_the_bar_fits_the_terminal_width():
+    term = FakeTerm(tty=True)
+    term.width = lambda: 30
+    runlog.Bar(term, "evaluate@a-long-model-name-int8-fp8").update(1, 10, "log-likelihood")
+    assert len(term.written[0]) == len("\r\x1b[K") + 29
+
+
+def test_on_a_tty_the_bar_ticks_and_the_stage_line_replaces_it(project, root):
+    """A real pseudo-terminal: the ticking clock, the bar, then one line; library output stays out."""
+    code = ("import time\nfrom pipeline import runlog\nfrom pipeline.stages import runner\n"
+            "with runner.stage('quantize', ('model', 'tier')) as st:\n"
+            "    print('library chatter')\n"
+            "    runlog.progress(2, 4, 'calibration')\n"
+            "    time.sleep(1.3)\n")
+    main, child = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-c", code, "smollm2-135m", "int8"], cwd=project, stdout=child,
+                            stderr=child, env={**os.environ, "PYTHONPATH": str(root)})
+    os.close(child)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:         # the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(main)
+    assert proc.wait(timeout=60) == 0
+    text = seen.decode()
+    bar = r"\r\x1b\[Kquantize@smollm2-135m-int8  {}s  calibration \[#{{10}}\.{{10}}\] 2/4"
+    assert re.search(bar.format(r"0\.\d"), text), text
+    assert re.search(bar.format(r"[1-9]\.\d"), text), text                 # the clock ticked
+    assert re.search(r"\r\x1b\[Kquantize@smollm2-135m-int8: ok in \d+\.\ds\r\n$", text), text
+    assert "library chatter" not in text
 
 
 def test_off_a_tty_progress_is_at_most_a_line_a_minute():
