@@ -116,6 +116,7 @@ class Bar:
         self.last_draw = float("-inf")      # the first report is drawn at once
         self.state: tuple[int, int | None, str] | None = None
         self.shown = False
+        self.closed = False     # the stage's own line is out: no more drawing below it
         self.lock = threading.Lock()
 
     def text(self) -> str:
@@ -130,6 +131,8 @@ class Bar:
 
     def update(self, done: int, total: int | None, what: str) -> None:
         with self.lock:
+            if self.closed:
+                return
             self.state = (done, total, what)
             now = self.clock()
             finished = bool(total) and done >= total
@@ -145,7 +148,7 @@ class Bar:
 
     def tick(self) -> None:
         with self.lock:
-            if self.term.tty:
+            if self.term.tty and not self.closed:
                 self._draw()
 
     def _draw(self) -> None:
@@ -155,9 +158,19 @@ class Bar:
 
     def clear(self) -> None:
         with self.lock:
-            if self.shown:
-                self.term.write("\r\x1b[K")
-                self.shown = False
+            self._clear()
+
+    def _clear(self) -> None:
+        if self.shown:
+            self.term.write("\r\x1b[K")
+            self.shown = False
+
+    def close_with(self, term: Terminal, text: str) -> None:
+        """Replace the bar by `text` on `term`, for good (the ticking thread cannot draw in between)."""
+        with self.lock:
+            self._clear()
+            self.closed = True
+            term.write(text + "\n")
 
 
 class Console:
@@ -167,12 +180,10 @@ class Console:
         self.out, self.err, self.bar = out, err, bar
 
     def line(self, text: str) -> None:
-        self.bar.clear()
-        self.out.write(text + "\n")
+        self.bar.close_with(self.out, text)
 
     def error(self, text: str) -> None:
-        self.bar.clear()
-        self.err.write(text + "\n")
+        self.bar.close_with(self.err, text)
 
 
 def _flush_c_stdio() -> None:

@@ -237,6 +237,18 @@ def test_the_tty_bar_overwrites_one_line_and_forgets_a_finished_step():
     assert term.written[-1] == "\r\x1b[K"
 
 
+def test_the_stage_line_replaces_the_bar_for_good():
+    term = FakeTerm(tty=True)
+    console = runlog.Console(term, term, runlog.Bar(term, "quantize@m-t"))
+    runlog.progress(1, 2, "not in a stage")            # the module's bar is only the running stage's
+    console.bar.update(1, 2, "calibration")
+    console.line("quantize@m-t: ok in 1.0s")
+    assert term.written[1:] == ["\r\x1b[K", "quantize@m-t: ok in 1.0s\n"]
+    console.bar.tick()
+    console.bar.update(2, 2, "calibration")
+    assert len(term.written) == 3
+
+
 def test_the_bar_fits_the_terminal_width():
     term = FakeTerm(tty=True)
     term.width = lambda: 30
