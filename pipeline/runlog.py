@@ -194,6 +194,13 @@ def _flush_c_stdio() -> None:
         pass
 
 
+def _fd_stream(fd: int) -> TextIO:
+    """A text stream on descriptor `fd` that never closes it: a logging handler or sink made during the
+    stage keeps writing to wherever the descriptor points (the log, then the terminal), never to a
+    closed file."""
+    return open(fd, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
+
+
 @contextmanager
 def capture(log: Path, label: str) -> Iterator[Console]:
     """fd 1 and 2, sys.stdout and sys.stderr go to `log` (overwritten) until the block ends."""
@@ -202,15 +209,15 @@ def capture(log: Path, label: str) -> Iterator[Console]:
     out, err = Terminal(sys.stdout), Terminal(sys.stderr)
     console = Console(out, err, Bar(out, label))
     collapse = {name: (Collapse(prefix), what) for name, (prefix, what) in COLLAPSED.items()}
-    for name, (f, _) in collapse.items():
-        logging.getLogger(name).addFilter(f)
+    for name, (flt, _) in collapse.items():
+        logging.getLogger(name).addFilter(flt)
     saved_streams = sys.stdout, sys.stderr
     saved_fds = os.dup(1), os.dup(2)
     stop = threading.Event()
-    with open(log, "w", buffering=1, encoding="utf-8", errors="replace") as f:
+    with open(log, "wb", buffering=0) as f:
         os.dup2(f.fileno(), 1)
         os.dup2(f.fileno(), 2)
-        sys.stdout = sys.stderr = f
+        sys.stdout, sys.stderr = _fd_stream(1), _fd_stream(2)
         _bar = console.bar
         ticker = threading.Thread(target=_tick, args=(console.bar, stop), daemon=True)
         if out.tty:
@@ -226,10 +233,10 @@ def capture(log: Path, label: str) -> Iterator[Console]:
             for name, (flt, what) in collapse.items():
                 logging.getLogger(name).removeFilter(flt)
                 if flt.seen > 1:
-                    f.write(f"({flt.seen - 1} identical {what} warnings suppressed: {flt.prefix} ...)\n")
-            for s in (f, *saved_streams):
+                    sys.stderr.write(f"({flt.seen - 1} identical {what} warnings suppressed: {flt.prefix} ...)\n")
+            for stream in (sys.stdout, sys.stderr, *saved_streams):
                 try:
-                    s.flush()
+                    stream.flush()
                 except (OSError, ValueError):
                     pass
             _flush_c_stdio()

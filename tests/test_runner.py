@@ -75,6 +75,14 @@ def test_the_terminal_is_back_after_the_stage(project, capfd):
     assert capfd.readouterr() == ("after\n", "fd 2 after\n")
 
 
+def test_a_handler_made_during_the_stage_writes_to_the_terminal_after_it(project, capfd):
+    made = []
+    run_stage(lambda st: made.append(logging.StreamHandler()))     # as a library's first import does
+    capfd.readouterr()
+    made[0].emit(logging.LogRecord("lib", logging.WARNING, __file__, 1, "later", None, None))
+    assert capfd.readouterr().err == "later\n"
+
+
 def test_a_failed_variant_says_so_and_names_the_log(project, capfd):
     run_stage(lambda st: st.done("failed", "ValueError: no_such_option"))
     out, _ = capfd.readouterr()
