@@ -30,11 +30,12 @@ PLAIN_EVERY_S = 60.0    # not a TTY: at most one progress line a minute
 TAIL_BYTES = 65536      # how much of a log's end is searched for its last error line
 
 _bar: Bar | None = None
+_owner = 0      # the stage's process: a forked worker inherits _bar, maybe with its lock held, never the bar
 
 
 def progress(done: int, total: int | None, what: str) -> None:
     """Report long work (`done` of `total` units of `what`) on the bar of the running stage, if any."""
-    if _bar is not None:
+    if _bar is not None and _owner == os.getpid():
         _bar.update(done, total, what)
 
 
@@ -204,7 +205,7 @@ def _fd_stream(fd: int) -> TextIO:
 @contextmanager
 def capture(log: Path, label: str) -> Iterator[Console]:
     """fd 1 and 2, sys.stdout and sys.stderr go to `log` (overwritten) until the block ends."""
-    global _bar
+    global _bar, _owner
     log.parent.mkdir(parents=True, exist_ok=True)
     out, err = Terminal(sys.stdout), Terminal(sys.stderr)
     console = Console(out, err, Bar(out, label))
@@ -218,7 +219,7 @@ def capture(log: Path, label: str) -> Iterator[Console]:
         os.dup2(f.fileno(), 1)
         os.dup2(f.fileno(), 2)
         sys.stdout, sys.stderr = _fd_stream(1), _fd_stream(2)
-        _bar = console.bar
+        _bar, _owner = console.bar, os.getpid()
         ticker = threading.Thread(target=_tick, args=(console.bar, stop), daemon=True)
         if out.tty:
             ticker.start()
