@@ -26,8 +26,8 @@ def project(tmp_path, monkeypatch, root):
 
 
 def run_stage(body, kind="quantize", argnames=("model", "tier")):
-    with runner.stage(kind, argnames) as st:
-        body(st)
+    main = runner.stage_main(kind, argnames)(body)      # as the stages declare their main()
+    main()
 
 
 def log_of(project, name="quantize@smollm2-135m-int8"):
@@ -166,7 +166,7 @@ def test_wrong_arguments_get_the_usage_line(project, monkeypatch, capsys):
 
 
 def test_decide_style_exit_1_after_writing_shows_its_summary_then_the_failure(project, monkeypatch, capfd):
-    monkeypatch.setattr(sys, "argv", ["decide"])
+    monkeypatch.setattr(sys, "argv", ["decide", "-q"])      # a stage of no arguments reads none
 
     def body(st):
         st.done("ok", None, report=["qtier: decision written to results/decision.md", "  m: recommended int8"])

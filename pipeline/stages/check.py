@@ -15,10 +15,10 @@ from pipeline.stages import runner
 MARKER_TEXT = "params.yaml passed python -m pipeline.config\n"
 
 
-def main() -> None:
-    with runner.stage("check", loader=config.load_or_exit, offline=False):
-        if not paths.CHECKED.is_file() or paths.CHECKED.read_text() != MARKER_TEXT:
-            io.atomic_write_text(paths.CHECKED, MARKER_TEXT)
+@runner.stage_main("check", loader=config.load_or_exit, offline=False)
+def main(st: runner.Stage) -> None:
+    if not paths.CHECKED.is_file() or paths.CHECKED.read_text() != MARKER_TEXT:
+        io.atomic_write_text(paths.CHECKED, MARKER_TEXT)
 
 
 if __name__ == "__main__":

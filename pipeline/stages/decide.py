@@ -261,17 +261,17 @@ def exit_if_failed(rows: list[Row]) -> None:
         raise SystemExit(1)
 
 
-def main() -> None:
-    with runner.stage("decide") as st:
-        params = st.params
-        rows = [build_row(params, *v) for v in params.variants()]
-        found = compare(params, rows)
-        decision.judge(rows, params.decision, params.eval.tasks)
-        planned = plan_rows(params, rows)
-        models = {name: model_report(params, rows, name, found, planned) for name in params.models}
-        write(models, header(params, rows, planned))
-        st.done("ok", None, [line for line in summary(models) if line.strip()])
-        exit_if_failed(rows)
+@runner.stage_main("decide")
+def main(st: runner.Stage) -> None:
+    params = st.params
+    rows = [build_row(params, *v) for v in params.variants()]
+    found = compare(params, rows)
+    decision.judge(rows, params.decision, params.eval.tasks)
+    planned = plan_rows(params, rows)
+    models = {name: model_report(params, rows, name, found, planned) for name in params.models}
+    write(models, header(params, rows, planned))
+    st.done("ok", None, [line for line in summary(models) if line.strip()])
+    exit_if_failed(rows)
 
 
 if __name__ == "__main__":

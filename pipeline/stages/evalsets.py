@@ -44,32 +44,32 @@ def prefetch(name: str, task) -> None:
     print(f"qtier: eval set {name}: lm-eval task {task.lm_eval} ready ({len(loaded.eval_docs)} docs)")
 
 
-def main() -> None:
-    with runner.stage("evalsets", offline=False) as st:
-        params = st.params
-        manifest = io.read_json(MANIFEST) if MANIFEST.is_file() else {}
-        wanted = {n: t.data for n, t in params.eval.tasks.items() if public_sets.is_public(t.data)}
-        for gone in set(manifest) - set(wanted):
-            paths.eval_data(gone).unlink(missing_ok=True)
-            del manifest[gone]
-        io.atomic_write_json(MANIFEST, manifest)
-        fetched = []
-        try:
-            for name, task in params.eval.tasks.items():
-                if name in wanted and (manifest.get(name) != task.data or not paths.eval_data(name).is_file()):
-                    n = fetch(name, task.data)
-                    print(f"qtier: eval set {name}: {n} rows from {task.data}")
-                    fetched.append(f"{name}: {n} rows")
-                    manifest[name] = task.data
-                    # the copy is recorded before it is checked: a mapping error must not cost a new download
-                    io.atomic_write_json(MANIFEST, manifest)
-                if task.kind == "lm_eval":
-                    prefetch(name, task)
-                tasks.check_data(name, task, Path("."), paths.eval_data(name) if name in wanted else None)
-        except ConfigError as e:
-            print(f"qtier: error: {e}", file=sys.stderr)
-            sys.exit(2)
-        st.done("ok", "fetched " + ", ".join(fetched) if fetched else None)
+@runner.stage_main("evalsets", offline=False)
+def main(st: runner.Stage) -> None:
+    params = st.params
+    fetched = []
+    manifest = io.read_json(MANIFEST) if MANIFEST.is_file() else {}
+    wanted = {n: t.data for n, t in params.eval.tasks.items() if public_sets.is_public(t.data)}
+    for gone in set(manifest) - set(wanted):
+        paths.eval_data(gone).unlink(missing_ok=True)
+        del manifest[gone]
+    io.atomic_write_json(MANIFEST, manifest)
+    try:
+        for name, task in params.eval.tasks.items():
+            if name in wanted and (manifest.get(name) != task.data or not paths.eval_data(name).is_file()):
+                n = fetch(name, task.data)
+                print(f"qtier: eval set {name}: {n} rows from {task.data}")
+                fetched.append(f"{name}: {n} rows")
+                manifest[name] = task.data
+                # the copy is recorded before it is checked: a mapping error must not cost a new download
+                io.atomic_write_json(MANIFEST, manifest)
+            if task.kind == "lm_eval":
+                prefetch(name, task)
+            tasks.check_data(name, task, Path("."), paths.eval_data(name) if name in wanted else None)
+    except ConfigError as e:
+        print(f"qtier: error: {e}", file=sys.stderr)
+        sys.exit(2)
+    st.done("ok", "fetched " + ", ".join(fetched) if fetched else None)
 
 
 if __name__ == "__main__":

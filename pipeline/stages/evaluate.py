@@ -254,23 +254,23 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
     return result
 
 
-def main() -> None:
-    with runner.stage("evaluate", ("model", "tier", "kv")) as st:
-        (model, tier, kv), params = st.args, st.params
-        out_dir = paths.eval_dir(model, tier, kv)
-        t0 = time.perf_counter()
-        try:
-            result = evaluate(params, model, tier, kv, out_dir)
-        except (io.DataError, schema.ConfigError) as e:
-            print(f"qtier: {e}", file=sys.stderr)
-            raise SystemExit(2) from None
-        except Exception as e:  # noqa: BLE001 - one broken variant must not lose the others
-            traceback.print_exc()
-            result = {"model": model, "tier": tier, "kv": kv, "status": "failed",
-                      "reason": errors.one_line(e)}
-        result["seconds"] = round(time.perf_counter() - t0, 1)
-        io.atomic_write_json(out_dir / "result.json", result)
-        st.done(result["status"], result.get("reason") or result.get("cut"))
+@runner.stage_main("evaluate", ("model", "tier", "kv"))
+def main(st: runner.Stage) -> None:
+    (model, tier, kv), params = st.args, st.params
+    out_dir = paths.eval_dir(model, tier, kv)
+    t0 = time.perf_counter()
+    try:
+        result = evaluate(params, model, tier, kv, out_dir)
+    except (io.DataError, schema.ConfigError) as e:
+        print(f"qtier: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except Exception as e:  # noqa: BLE001 - one broken variant must not lose the others
+        traceback.print_exc()
+        result = {"model": model, "tier": tier, "kv": kv, "status": "failed",
+                  "reason": errors.one_line(e)}
+    result["seconds"] = round(time.perf_counter() - t0, 1)
+    io.atomic_write_json(out_dir / "result.json", result)
+    st.done(result["status"], result.get("reason") or result.get("cut"))
 
 
 if __name__ == "__main__":

@@ -38,27 +38,27 @@ def baseline_dists(params: schema.Params, model: str) -> fidelity_set.Baseline:
                                  [d.top1 for d in dists], meta)
 
 
-def main() -> None:
-    with runner.stage("fidelity_base", ("model",)) as st:
-        model, params = st.args[0], st.params
-        out = paths.fidelity_base(model)
-        if params.eval.fidelity is None:
-            fidelity_set.save(out, fidelity_set.Baseline([], [], [], [], {"configured": False}))
-            st.done("ok", "eval.fidelity is not set")
-            return
-        try:
-            base = baseline_dists(params, model)
-        except io.DataError as e:
-            print(f"qtier: {e}", file=sys.stderr)
-            raise SystemExit(2) from None
-        except Unsupported as e:    # the evaluate stages then say why they have no fidelity
-            base = fidelity_set.Baseline([], [], [], [], {"configured": True, "unavailable": str(e)})
-        fidelity_set.save(out, base)
-        if base.meta.get("unavailable"):
-            st.done("unsupported", base.meta["unavailable"])
-        else:
-            st.done("ok", f"{len(base.seqs)} texts, {sum(len(s) - 1 for s in base.seqs)} positions, "
-                          f"top-{base.meta.get('k')}")
+@runner.stage_main("fidelity_base", ("model",))
+def main(st: runner.Stage) -> None:
+    model, params = st.args[0], st.params
+    out = paths.fidelity_base(model)
+    if params.eval.fidelity is None:
+        fidelity_set.save(out, fidelity_set.Baseline([], [], [], [], {"configured": False}))
+        st.done("ok", "eval.fidelity is not set")
+        return
+    try:
+        base = baseline_dists(params, model)
+    except io.DataError as e:
+        print(f"qtier: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except Unsupported as e:    # the evaluate stages then say why they have no fidelity
+        base = fidelity_set.Baseline([], [], [], [], {"configured": True, "unavailable": str(e)})
+    fidelity_set.save(out, base)
+    if base.meta.get("unavailable"):
+        st.done("unsupported", base.meta["unavailable"])
+    else:
+        st.done("ok", f"{len(base.seqs)} texts, {sum(len(s) - 1 for s in base.seqs)} positions, "
+                      f"top-{base.meta.get('k')}")
 
 
 if __name__ == "__main__":

@@ -80,44 +80,42 @@ def calibrate(params: schema.Params, model: str, tier: str, out: Path) -> dict:
     return info
 
 
-def main() -> None:
-    with runner.stage("kvscales", ("model", "tier")) as st:
-        (model, tier), params = st.args, st.params
-        t0 = time.perf_counter()
-        if params.calibrated_kv():
-            set_threads()
-        calibrated = [kv for kv, mode in params.kv_modes.items() if mode.calibrated]
-        outcomes: dict[str, dict] = {}
-        # the folders hold only the current KV modes: a removed mode leaves no stale checkpoint behind
-        try:
-            with io.AtomicDir(paths.kvscales_dir(model, tier)) as ckpts, \
-                    io.AtomicDir(paths.kvscales_records(model, tier)) as records:
-                for kv, mode in params.kv_modes.items():
-                    if not mode.calibrated:
-                        (ckpts / kv).write_text(NOT_CALIBRATED)
-                        io.atomic_write_json(records / f"{kv}.json", {"calibrated": False})
-                        continue
-                    runlog.progress(len(outcomes), len(calibrated), f"calibrating KV mode {kv}")
-                    record = calibrate(params, model, tier, ckpts / kv)
-                    record.update(model=model, tier=tier, kv=kv, calibrated=True)
-                    if record["status"] == "ok":
-                        record["serve_path"] = str(paths.serving_checkpoint(model, tier, kv, calibrated=True))
-                    else:
-                        (ckpts / kv).write_text(f"{record['status']}: {record['reason']}\n")
-                    io.atomic_write_json(records / f"{kv}.json", record)
-                    outcomes[kv] = record
-                    print(f"kvscales@{model}-{tier} {kv}: {record['status']}"
-                          + (f" ({record['reason']})" if record.get("reason") else ""))
-                    runlog.progress(len(outcomes), len(calibrated), f"calibrating KV mode {kv}")
-        except io.DataError as e:
-            print(f"qtier: {e}", file=sys.stderr)
-            raise SystemExit(2) from None
-        io.atomic_write_json(paths.timing(f"kvscales-{model}-{tier}"),
-                             {"seconds": round(time.perf_counter() - t0, 1)})
-        found = {r["status"] for r in outcomes.values()}
-        st.done(next((s for s in ("failed", "unsupported") if s in found), "ok"),
-                "; ".join(f"{kv}: {r['status']}" + (f" ({r['reason']})" if r.get("reason") else "")
-                          for kv, r in outcomes.items()) or "no calibrated KV mode")
+@runner.stage_main("kvscales", ("model", "tier"))
+def main(st: runner.Stage) -> None:
+    (model, tier), params = st.args, st.params
+    calibrated = [kv for kv, mode in params.kv_modes.items() if mode.calibrated]
+    outcomes: dict[str, dict] = {}
+    t0 = time.perf_counter()
+    if params.calibrated_kv():
+        set_threads()
+    # the folders hold only the current KV modes: a removed mode leaves no stale checkpoint behind
+    try:
+        with io.AtomicDir(paths.kvscales_dir(model, tier)) as ckpts, \
+                io.AtomicDir(paths.kvscales_records(model, tier)) as records:
+            for kv, mode in params.kv_modes.items():
+                if not mode.calibrated:
+                    (ckpts / kv).write_text(NOT_CALIBRATED)
+                    io.atomic_write_json(records / f"{kv}.json", {"calibrated": False})
+                    continue
+                runlog.progress(len(outcomes), len(calibrated), f"calibrating KV mode {kv}")
+                record = calibrate(params, model, tier, ckpts / kv)
+                record.update(model=model, tier=tier, kv=kv, calibrated=True)
+                if record["status"] == "ok":
+                    record["serve_path"] = str(paths.serving_checkpoint(model, tier, kv, calibrated=True))
+                else:
+                    (ckpts / kv).write_text(f"{record['status']}: {record['reason']}\n")
+                io.atomic_write_json(records / f"{kv}.json", record)
+                outcomes[kv] = record
+                print(f"kvscales@{model}-{tier} {kv}: {record['status']}"
+                      + (f" ({record['reason']})" if record.get("reason") else ""))
+    except io.DataError as e:
+        print(f"qtier: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    io.atomic_write_json(paths.timing(f"kvscales-{model}-{tier}"), {"seconds": round(time.perf_counter() - t0, 1)})
+    found = {r["status"] for r in outcomes.values()}
+    st.done(next((s for s in ("failed", "unsupported") if s in found), "ok"),
+            "; ".join(f"{kv}: {r['status']}" + (f" ({r['reason']})" if r.get("reason") else "")
+                      for kv, r in outcomes.items()) or "no calibrated KV mode")
 
 
 if __name__ == "__main__":

@@ -77,11 +77,11 @@ def prepare(model: schema.Model, out: Path, root: Path = Path(".")) -> None:
         io.atomic_write_json(tmp / "qtier_source.json", {"source": model.source})
 
 
-def main() -> None:
-    with runner.stage("prepare", ("model",), offline=False) as st:
-        name = st.args[0]
-        prepare(st.params.models[name], paths.source_dir(name))
-        st.done("ok", str(paths.source_dir(name)))
+@runner.stage_main("prepare", ("model",), offline=False)
+def main(st: runner.Stage) -> None:
+    name, params = st.args[0], st.params
+    prepare(params.models[name], paths.source_dir(name))
+    st.done("ok", str(paths.source_dir(name)))
 
 
 if __name__ == "__main__":

@@ -19,32 +19,31 @@ from pipeline.quant.oneshot import handoff, quantize, set_threads
 from pipeline.stages import runner
 
 
-def main() -> None:
-    with runner.stage("quantize", ("model", "tier")) as st:
-        (model_name, tier_name), params = st.args, st.params
-        out = paths.tier_dir(model_name, tier_name)
-        threads = set_threads()
-        t0 = time.perf_counter()
-        try:
-            info = quantize(params, model_name, tier_name, out)
-            info["status"] = "ok"
-        except io.DataError as e:
-            print(f"qtier: {e}", file=sys.stderr)
-            raise SystemExit(2) from None
-        except Exception as e:  # noqa: BLE001 - any failure becomes a recorded, visible row
-            traceback.print_exc()
-            info = {"method": params.tiers[tier_name].method, "status": "failed",
-                    "reason": errors.one_line(e)}
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "FAILED.txt").write_text(info["reason"] + "\n")
-        seconds = round(time.perf_counter() - t0, 1)
-        info.update(model=model_name, tier=tier_name)
-        if info["status"] == "ok":
-            info.update(handoff(params, model_name, out, info))
-        io.atomic_write_json(paths.quantize_record(model_name, tier_name), info)
-        io.atomic_write_json(paths.timing(f"quantize-{model_name}-{tier_name}"),
-                             {"seconds": seconds, "threads": threads})
-        st.done(info["status"], info.get("reason"))
+@runner.stage_main("quantize", ("model", "tier"))
+def main(st: runner.Stage) -> None:
+    (model_name, tier_name), params = st.args, st.params
+    out = paths.tier_dir(model_name, tier_name)
+    threads = set_threads()
+    t0 = time.perf_counter()
+    try:
+        info = quantize(params, model_name, tier_name, out)
+        info["status"] = "ok"
+    except io.DataError as e:
+        print(f"qtier: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except Exception as e:  # noqa: BLE001 - any failure becomes a recorded, visible row
+        traceback.print_exc()
+        info = {"method": params.tiers[tier_name].method, "status": "failed",
+                "reason": errors.one_line(e)}
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "FAILED.txt").write_text(info["reason"] + "\n")
+    seconds = round(time.perf_counter() - t0, 1)
+    info.update(model=model_name, tier=tier_name)
+    if info["status"] == "ok":
+        info.update(handoff(params, model_name, out, info))
+    io.atomic_write_json(paths.quantize_record(model_name, tier_name), info)
+    io.atomic_write_json(paths.timing(f"quantize-{model_name}-{tier_name}"), {"seconds": seconds, "threads": threads})
+    st.done(info["status"], info.get("reason"))
 
 
 if __name__ == "__main__":

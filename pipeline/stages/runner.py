@@ -1,11 +1,11 @@
 """The prologue and epilogue every stage's main() shares.
 
-    def main() -> None:
-        with runner.stage("quantize", ("model", "tier")) as st:
-            model, tier = st.args                  # argv checked against a usage line
-            params = st.params                     # params.yaml loaded, the variant known in it
-            ...                                    # library output goes to logs/quantize@<model>-<tier>.log
-            st.done("failed", reason)              # optional: the default is "ok"
+    @runner.stage_main("quantize", ("model", "tier"))
+    def main(st: runner.Stage) -> None:            # called as main(), as DVC and the tests do
+        model, tier = st.args                      # argv checked against a usage line
+        params = st.params                         # params.yaml loaded, the variant known in it
+        ...                                        # library output goes to logs/quantize@<model>-<tier>.log
+        st.done("failed", reason)                  # optional: the default is "ok"
 
 Before the stage's work: the Hugging Face hubs are off unless the stage fetches (offline=False), SIGTERM
 unwinds like Ctrl-C (a vLLM server's `finally` stops it), argv must match the stage's arguments, and
@@ -16,6 +16,7 @@ stage wrote it; exit codes are the stage's own (an uncaught exception: 1).
 """
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
@@ -120,6 +121,18 @@ def stage(kind: str, argnames: tuple[str, ...] = (), loader: Callable[[], schema
             _finish(console, st, t0)
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def stage_main(kind: str, argnames: tuple[str, ...] = (), loader: Callable[[], schema.Params] = schema.load_or_exit,
+               offline: bool = True) -> Callable[[Callable[[Stage], None]], Callable[[], None]]:
+    """`body(st)` as the stage's main(): no arguments, run inside `stage(...)`."""
+    def wrap(body: Callable[[Stage], None]) -> Callable[[], None]:
+        @functools.wraps(body)
+        def main() -> None:
+            with stage(kind, argnames, loader, offline) as st:
+                body(st)
+        return main
+    return wrap
 
 
 def _finish(console: runlog.Console, st: Stage, t0: float) -> None:
