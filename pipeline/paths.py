@@ -6,6 +6,7 @@ HARDWARE_TABLE = Path(__file__).resolve().parent / "data" / "vllm_hardware.yaml"
 
 ARTIFACTS = Path("artifacts")
 RESULTS = Path("results")
+LOGS = Path("logs")          # one log per stage run (pipeline/stages/runner.py); in .gitignore, no DVC output
 CHECKED = ARTIFACTS / "params.checked"   # the check stage's marker; every stage depends on it
 LOAD_SPEC = "qtier_load.json"   # in a tier folder: "load <source> with this load-time quantization"
 SOURCE_SPEC = "qtier_source.json"   # in a source folder: the models.<name>.source it was prepared from
@@ -54,6 +55,12 @@ def serving_checkpoint(model: str, tier: str, kv: str, calibrated: bool) -> Path
 def serving_record(model: str, tier: str, kv: str, calibrated: bool) -> Path:
     """The record of `serving_checkpoint` (quantize's, or kvscales')."""
     return kvscales_records(model, tier) / f"{kv}.json" if calibrated else quantize_record(model, tier)
+
+
+def stage_log(stage: str) -> Path:
+    """All library output of one stage run, by its dvc.yaml name (`evaluate@<model>-<tier>-<kv>`);
+    a re-run overwrites it and nothing reads it."""
+    return LOGS / f"{stage}.log"
 
 
 def timing(stage: str) -> Path:

@@ -13,7 +13,7 @@ PKG = ROOT / "pipeline"
 # Layer of each module or package; a module may import only from its own layer or lower ones.
 LAYERS = [
     ("pipeline.schema",),
-    ("pipeline.errors", "pipeline.paths", "pipeline.io"),
+    ("pipeline.errors", "pipeline.paths", "pipeline.io", "pipeline.runlog"),
     ("pipeline.domain",),
     ("pipeline.quant", "pipeline.scoring", "pipeline.backends"),
     ("pipeline.config",),

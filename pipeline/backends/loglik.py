@@ -15,6 +15,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from pipeline import runlog
+
 Request = tuple[tuple[str, str], list[int], list[int]]
 
 
@@ -81,6 +83,7 @@ def score(model, requests: list[Request], max_length: int, batch_size: int,
                 k = inputs[inp]
                 logprobs[inp] = picked[at:at + k]
                 at += k
+            runlog.progress(start + len(chunk), len(order), "log-likelihood inputs")
     out = []
     for inp, cont in plan:
         lp = logprobs[inp][-len(cont):]

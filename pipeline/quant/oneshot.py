@@ -11,7 +11,7 @@ import json
 import os
 from pathlib import Path
 
-from pipeline import io, paths, schema
+from pipeline import io, paths, runlog, schema
 from pipeline.domain import calibration, compute, machine, memory
 from pipeline.quant import recipes
 from pipeline.quant.compat import patch_llmcompressor_pin_memory
@@ -97,7 +97,9 @@ def quantize(params: schema.Params, model_name: str, tier_name: str, out: Path, 
                 "num_calibration_samples": cal.num_samples, "max_seq_length": cal.max_seq_len,
                 "shuffle_calibration_samples": False}  # default True makes every run differ
         info["calibration"] = {"path": cal.path, "num_samples": cal.num_samples, "max_seq_len": cal.max_seq_len}
+    runlog.progress(1, 3, "llm-compressor oneshot")     # steps: load, oneshot, save
     oneshot(model=model, tokenizer=tokenizer, recipe=recipes.to_yaml(recipe), log_dir=None, **data)
+    runlog.progress(2, 3, "saving the checkpoint")
     model = model.to(getattr(torch, model_cfg.dtype))
     with io.AtomicDir(out) as tmp:
         model.save_pretrained(tmp, save_compressed=True)

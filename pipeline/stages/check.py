@@ -10,12 +10,13 @@ constant marker kept across runs (persist), so a successful check never re-runs 
 from __future__ import annotations
 
 from pipeline import config, io, paths
+from pipeline.stages import runner
 
 MARKER_TEXT = "params.yaml passed python -m pipeline.config\n"
 
 
-def main() -> None:
-    config.load_or_exit()
+@runner.stage_main("check", loader=config.load_or_exit, offline=False)
+def main(st: runner.Stage) -> None:
     if not paths.CHECKED.is_file() or paths.CHECKED.read_text() != MARKER_TEXT:
         io.atomic_write_text(paths.CHECKED, MARKER_TEXT)
 

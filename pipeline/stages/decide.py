@@ -21,6 +21,7 @@ from pipeline.report import plots
 from pipeline.report import render as report
 from pipeline.scoring import analysis, decision, fidelity, planner
 from pipeline.scoring.decision import GpuRec, Row, RowInfo
+from pipeline.stages import runner
 
 MAX_NUM_SEQS_CAP = 256   # vLLM's default --max-num-seqs; the planner never suggests more
 
@@ -256,15 +257,16 @@ def exit_if_failed(rows: list[Row]) -> None:
         raise SystemExit(1)
 
 
-def main() -> None:
-    params = schema.load_or_exit()
+@runner.stage_main("decide")
+def main(st: runner.Stage) -> None:
+    params = st.params
     rows = [build_row(params, *v) for v in params.variants()]
     found = compare(params, rows)
     decision.judge(rows, params.decision, params.eval.tasks)
     planned = plan_rows(params, rows)
     models = {name: model_report(params, rows, name, found, planned) for name in params.models}
     write(models, header(params, rows, planned))
-    print("\n".join(summary(models)))
+    st.done("ok", None, [line for line in summary(models) if line.strip()])
     exit_if_failed(rows)
 
 

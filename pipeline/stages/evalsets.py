@@ -9,9 +9,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from pipeline import io, paths, schema
+from pipeline import io, paths
 from pipeline.domain import public_sets, registry, tasks
 from pipeline.schema import ConfigError
+from pipeline.stages import runner
 
 MANIFEST = paths.EVAL_DATA_MANIFEST
 
@@ -43,8 +44,10 @@ def prefetch(name: str, task) -> None:
     print(f"qtier: eval set {name}: lm-eval task {task.lm_eval} ready ({len(loaded.eval_docs)} docs)")
 
 
-def main() -> None:
-    params = schema.load_or_exit()
+@runner.stage_main("evalsets", offline=False)
+def main(st: runner.Stage) -> None:
+    params = st.params
+    fetched = []
     manifest = io.read_json(MANIFEST) if MANIFEST.is_file() else {}
     wanted = {n: t.data for n, t in params.eval.tasks.items() if public_sets.is_public(t.data)}
     for gone in set(manifest) - set(wanted):
@@ -56,6 +59,7 @@ def main() -> None:
             if name in wanted and (manifest.get(name) != task.data or not paths.eval_data(name).is_file()):
                 n = fetch(name, task.data)
                 print(f"qtier: eval set {name}: {n} rows from {task.data}")
+                fetched.append(f"{name}: {n} rows")
                 manifest[name] = task.data
                 # the copy is recorded before it is checked: a mapping error must not cost a new download
                 io.atomic_write_json(MANIFEST, manifest)
@@ -65,6 +69,7 @@ def main() -> None:
     except ConfigError as e:
         print(f"qtier: error: {e}", file=sys.stderr)
         sys.exit(2)
+    st.done("ok", "fetched " + ", ".join(fetched) if fetched else None)
 
 
 if __name__ == "__main__":

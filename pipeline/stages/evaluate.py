@@ -11,7 +11,6 @@ as status "unsupported" (with the reason), one that breaks as "failed"; neither 
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
 import traceback
@@ -26,6 +25,7 @@ from pipeline.backends.lm_eval_runner import flat, run_within
 from pipeline.domain import fidelity_set, provenance, tasks
 from pipeline.domain.prompts import throughput_prompts
 from pipeline.scoring.planner import roofline
+from pipeline.stages import runner
 
 
 def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Path) -> dict[str, Any]:
@@ -82,14 +82,9 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
     return result
 
 
-def main() -> None:
-    errors.unwind_on_sigterm()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a hub from this stage
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    model, tier, kv = sys.argv[1:4]
-    params = schema.load_or_exit()
-    if model not in params.models or tier not in params.tiers or kv not in params.kv_modes:
-        sys.exit(f"qtier: no variant {model}/{tier}/{kv} in params.yaml")
+@runner.stage_main("evaluate", ("model", "tier", "kv"))
+def main(st: runner.Stage) -> None:
+    (model, tier, kv), params = st.args, st.params
     out_dir = paths.eval_dir(model, tier, kv)
     t0 = time.perf_counter()
     try:
@@ -103,8 +98,7 @@ def main() -> None:
                   "reason": errors.one_line(e)}
     result["seconds"] = round(time.perf_counter() - t0, 1)
     io.atomic_write_json(out_dir / paths.RESULT_FILE, result)
-    print(f"evaluate@{model}-{tier}-{kv}: {result['status']} in {result['seconds']}s"
-          + (f" ({result['reason']})" if result.get("reason") else ""))
+    st.done(result["status"], result.get("reason") or result.get("cut"))
 
 
 if __name__ == "__main__":

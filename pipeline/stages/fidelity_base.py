@@ -11,14 +11,13 @@ variant (full vocabulary). Without eval.fidelity the file says so and evaluate r
 """
 from __future__ import annotations
 
-import os
 import sys
-import time
 
-from pipeline import errors, io, paths, schema
+from pipeline import io, paths, schema
 from pipeline.backends import Unsupported, select
 from pipeline.backends.base import baseline_variant
 from pipeline.domain import fidelity_set
+from pipeline.stages import runner
 
 
 def baseline_dists(params: schema.Params, model: str) -> fidelity_set.Baseline:
@@ -39,19 +38,13 @@ def baseline_dists(params: schema.Params, model: str) -> fidelity_set.Baseline:
                                  [d.top1 for d in dists], meta)
 
 
-def main() -> None:
-    errors.unwind_on_sigterm()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    model = sys.argv[1]
-    params = schema.load_or_exit()
-    if model not in params.models:
-        sys.exit(f"qtier: no model {model} in params.yaml")
+@runner.stage_main("fidelity_base", ("model",))
+def main(st: runner.Stage) -> None:
+    model, params = st.args[0], st.params
     out = paths.fidelity_base(model)
-    t0 = time.perf_counter()
     if params.eval.fidelity is None:
         fidelity_set.save(out, fidelity_set.Baseline([], [], [], [], {"configured": False}))
-        print(f"fidelity_base@{model}: eval.fidelity is not set")
+        st.done("ok", "eval.fidelity is not set")
         return
     try:
         base = baseline_dists(params, model)
@@ -61,8 +54,11 @@ def main() -> None:
     except Unsupported as e:    # the evaluate stages then say why they have no fidelity
         base = fidelity_set.Baseline([], [], [], [], {"configured": True, "unavailable": str(e)})
     fidelity_set.save(out, base)
-    print(f"fidelity_base@{model}: {len(base.seqs)} texts, {sum(len(s) - 1 for s in base.seqs)} positions, "
-          f"top-{base.meta.get('k')} in {time.perf_counter() - t0:.1f}s")
+    if base.meta.get("unavailable"):
+        st.done("unsupported", base.meta["unavailable"])
+    else:
+        st.done("ok", f"{len(base.seqs)} texts, {sum(len(s) - 1 for s in base.seqs)} positions, "
+                      f"top-{base.meta.get('k')}")
 
 
 if __name__ == "__main__":

@@ -18,16 +18,16 @@ scales (bitsandbytes: quantized at load time) or whose quantization failed gets 
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
 import traceback
 from pathlib import Path
 
-from pipeline import errors, io, paths, schema
+from pipeline import errors, io, paths, runlog, schema
 from pipeline.quant import recipes
 from pipeline.quant.oneshot import handoff, quantize, set_threads
 from pipeline.quant.scales import checkpoint_scales, scales_summary
+from pipeline.stages import runner
 
 NOT_CALIBRATED = "uncalibrated: this KV mode serves the tier's own checkpoint\n"
 
@@ -80,13 +80,11 @@ def calibrate(params: schema.Params, model: str, tier: str, out: Path) -> dict:
     return info
 
 
-def main() -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a hub from this stage
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    model, tier = sys.argv[1], sys.argv[2]
-    params = schema.load_or_exit()
-    if model not in params.models or tier not in params.tiers:
-        sys.exit(f"qtier: no variant {model}/{tier} in params.yaml")
+@runner.stage_main("kvscales", ("model", "tier"))
+def main(st: runner.Stage) -> None:
+    (model, tier), params = st.args, st.params
+    calibrated = [kv for kv, mode in params.kv_modes.items() if mode.calibrated]
+    outcomes: dict[str, dict] = {}
     t0 = time.perf_counter()
     if params.calibrated_kv():
         set_threads()
@@ -99,6 +97,7 @@ def main() -> None:
                     (ckpts / kv).write_text(NOT_CALIBRATED)
                     io.atomic_write_json(records / f"{kv}.json", {"calibrated": False})
                     continue
+                runlog.progress(len(outcomes), len(calibrated), f"calibrating KV mode {kv}")
                 record = calibrate(params, model, tier, ckpts / kv)
                 record.update(model=model, tier=tier, kv=kv, calibrated=True)
                 if record["status"] == "ok":
@@ -106,12 +105,17 @@ def main() -> None:
                 else:
                     (ckpts / kv).write_text(f"{record['status']}: {record['reason']}\n")
                 io.atomic_write_json(records / f"{kv}.json", record)
+                outcomes[kv] = record
                 print(f"kvscales@{model}-{tier} {kv}: {record['status']}"
                       + (f" ({record['reason']})" if record.get("reason") else ""))
     except io.DataError as e:
         print(f"qtier: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     io.atomic_write_json(paths.timing(f"kvscales-{model}-{tier}"), {"seconds": round(time.perf_counter() - t0, 1)})
+    found = {r["status"] for r in outcomes.values()}
+    st.done(next((s for s in ("failed", "unsupported") if s in found), "ok"),
+            "; ".join(f"{kv}: {r['status']}" + (f" ({r['reason']})" if r.get("reason") else "")
+                      for kv, r in outcomes.items()) or "no calibrated KV mode")
 
 
 if __name__ == "__main__":

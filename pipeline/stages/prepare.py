@@ -9,12 +9,11 @@ Writes artifacts/<model>/source/ (safetensors + tokenizer + chat template). Sour
 """
 from __future__ import annotations
 
-import sys
-import time
 from pathlib import Path
 
 from pipeline import io, paths, schema
 from pipeline.domain.sources import embedded_gguf_path
+from pipeline.stages import runner
 
 
 def fix_special_tokens(tokenizer, model_config) -> None:
@@ -78,14 +77,11 @@ def prepare(model: schema.Model, out: Path, root: Path = Path(".")) -> None:
         io.atomic_write_json(tmp / paths.SOURCE_SPEC, {"source": model.source})
 
 
-def main() -> None:
-    name = sys.argv[1]
-    params = schema.load_or_exit()
-    if name not in params.models:
-        sys.exit(f"qtier: models.{name}: no such model in params.yaml")
-    t0 = time.perf_counter()
+@runner.stage_main("prepare", ("model",), offline=False)
+def main(st: runner.Stage) -> None:
+    name, params = st.args[0], st.params
     prepare(params.models[name], paths.source_dir(name))
-    print(f"prepare@{name}: {paths.source_dir(name)} in {time.perf_counter() - t0:.1f}s")
+    st.done("ok", str(paths.source_dir(name)))
 
 
 if __name__ == "__main__":

@@ -10,22 +10,18 @@ A failure is recorded as status "failed" with the reason, so the other tiers and
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
 import traceback
 
-from pipeline import errors, io, paths, schema
+from pipeline import errors, io, paths
 from pipeline.quant.oneshot import handoff, quantize, set_threads
+from pipeline.stages import runner
 
 
-def main() -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a hub from this stage
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    model_name, tier_name = sys.argv[1], sys.argv[2]
-    params = schema.load_or_exit()
-    if model_name not in params.models or tier_name not in params.tiers:
-        sys.exit(f"qtier: no variant {model_name}/{tier_name} in params.yaml")
+@runner.stage_main("quantize", ("model", "tier"))
+def main(st: runner.Stage) -> None:
+    (model_name, tier_name), params = st.args, st.params
     out = paths.tier_dir(model_name, tier_name)
     threads = set_threads()
     t0 = time.perf_counter()
@@ -47,7 +43,7 @@ def main() -> None:
         info.update(handoff(params, model_name, out, info))
     io.atomic_write_json(paths.quantize_record(model_name, tier_name), info)
     io.atomic_write_json(paths.timing(f"quantize-{model_name}-{tier_name}"), {"seconds": seconds, "threads": threads})
-    print(f"quantize@{model_name}-{tier_name}: {info['status']} in {seconds}s")
+    st.done(info["status"], info.get("reason"))
 
 
 if __name__ == "__main__":
