@@ -1,11 +1,12 @@
-from pipeline.report import render as report
+from pipeline.report import exports, fidelity, gpus, markdown, serving
+from pipeline.report.document import Header, ModelReport
 from pipeline.schema import Baseline, Bootstrap, Decision, Tolerance
 from pipeline.scoring import decision, planner
 from pipeline.scoring.decision import Row, RowInfo
 from pipeline.scoring.power import Power
 from pipeline.scoring.stats import Interval
 
-HEADER = report.Header(generated="now", hardware="cpu", baseline=("fp16", "auto"), bootstrap=Bootstrap(),
+HEADER = Header(generated="now", hardware="cpu", baseline=("fp16", "auto"), bootstrap=Bootstrap(),
                        budget=planner.Budget(), gpus={"A100-80G": planner.Gpu("A100-80G", 80, 2039, 8.0)},
                        hardware_docs="0.15.1")
 
@@ -26,14 +27,14 @@ def rows():
 
 
 def model_report(rs, rec=None, why="", command=None):
-    return report.ModelReport(name="m", source="embedded:x", rows=rs, recommended=rec, why=why, command=command,
+    return ModelReport(name="m", source="embedded:x", rows=rs, recommended=rec, why=why, command=command,
                               num_samples={"classification": 160})
 
 
 def test_render_has_every_row_reason_and_command():
     rs = rows()
     best, why = decision.recommend(rs, "m")
-    md = report.render({"m": model_report(rs, best, why, "vllm serve x")}, HEADER)
+    md = markdown.render({"m": model_report(rs, best, why, "vllm serve x")}, HEADER)
     prefixes = ("| fp16 | auto |", "| int4 | fp8 |", "| int8 | fp8 |")
     assert [next(p for p in prefixes if line.startswith(p)) for line in md.splitlines()
             if line.startswith(prefixes)] == list(prefixes)
@@ -46,18 +47,18 @@ def test_render_has_every_row_reason_and_command():
     first = next(line for line in md.splitlines() if line.startswith("| fp16 | auto |")).split(" | ")
     assert head[-3:-1] == ["Backend", "Compute"] and first[-3:-1] == ["reference", "float32"]
     assert "- **int4-fp8** → pass" in md and "\n  - power: Accuracy SD 10.0, n=160, MDD 2.2, n80 88\n" in md
-    data = report.decision_json({"m": model_report(rs, best, why, "vllm serve x")}, HEADER)
+    data = exports.decision_json({"m": model_report(rs, best, why, "vllm serve x")}, HEADER)
     assert data["rows"][1]["power"] == {"acc": {"sd": 10.0, "n": 160, "mdd": 2.2, "n_for_80pct_power": 88}}
     assert data["rows"][0]["power"] == {} and data["rows"][0]["compute_dtype"] == "float32"
 
 
 def test_render_without_recommendation_says_why():
-    md = report.render({"m": model_report(rows()[:1], None, "no variant passes")}, HEADER)
+    md = markdown.render({"m": model_report(rows()[:1], None, "no variant passes")}, HEADER)
     assert "**No tier can be recommended**: no variant passes." in md
 
 
 def test_hardware_table_lists_target_gpus():
-    lines = report.hardware_table(model_report(rows()), HEADER.gpus)
+    lines = gpus.hardware_table(model_report(rows()), HEADER.gpus)
     assert any("int4" in x and "A100-80G (SM >= 8)" in x for x in lines)
 
 
@@ -80,7 +81,7 @@ def vllm_rows():
 
 def test_serving_section_shows_slo_roofline_and_the_speed_floor():
     m = model_report(vllm_rows())
-    md = "\n".join(report.serving_lines(m, ("fp16", "auto")))
+    md = "\n".join(serving.serving_lines(m, ("fp16", "auto")))
     assert "| fp16-auto | p99 TTFT <= 2000 ms, TPOT <= 200 ms | 6 | 1.25 | 5 (converged) | 25.0 | 25% of 100 tok/s |" \
         in md
     assert "| int4-auto | – | – | – | – | 5.0 | bandwidth unknown (serving.bandwidth_gbps) |" in md
@@ -90,7 +91,7 @@ def test_serving_section_shows_slo_roofline_and_the_speed_floor():
     assert ("- w8a8-auto: too slow here: 1.0 tok/s vs 25.0 for the baseline (below 0.5x, serving.vllm.budget."
             "min_speed_vs_baseline); too slow here: 1.0 tok/s vs 2 (serving.vllm.budget.min_decode_tok_s)") in md
     assert "- fp16-auto:" not in md
-    data = report.decision_json({"m": m}, HEADER)
+    data = exports.decision_json({"m": m}, HEADER)
     assert data["rows"][0]["load"]["slo"]["max_concurrency_meeting_slo"] == 6 and data["rows"][0]["load_note"] is None
     assert data["rows"][1]["load_note"].startswith("too slow here: 5.0 tok/s vs 25.0 for the baseline")
 
@@ -110,14 +111,14 @@ def test_calibrated_kv_rows_sit_beside_the_uncalibrated_ones():
     rs.append(cal)
     decision.judge(rs, Decision(Baseline("fp16", "auto"), {"acc": Tolerance(abs=3.0)}, {}))
     m = model_report(rs)
-    assert report.kv_scale_lines(m, ("fp16", "auto")) == []          # no calibrated mode in params
+    assert fidelity.kv_scale_lines(m, ("fp16", "auto")) == []          # no calibrated mode in params
     m.kv_pairs = [("fp8", "fp8-cal")]
-    lines = report.kv_scale_lines(m, ("fp16", "auto"))
+    lines = fidelity.kv_scale_lines(m, ("fp16", "auto"))
     body = [line for line in lines if line.startswith("| int4 |")]
     assert body[0].startswith("| int4 | fp8 | 1.0 (uncalibrated) | 89.0 (-1.0 [-2.0, +0.0], pass) |")
     assert body[1].startswith("| int4 | fp8-cal | calibrated | 89.5 (-0.5 [-1.5, +0.5], pass) |")
     assert "0.0123 [0.0110, 0.0140]" in body[1] and body[0].split(" | ")[-2] == "–"
-    assert "### fp8 KV cache: calibrated scales beside uncalibrated" in report.render({"m": m}, HEADER)
+    assert "### fp8 KV cache: calibrated scales beside uncalibrated" in markdown.render({"m": m}, HEADER)
 
 
 def test_kv_scale_pairs_match_cache_dtypes():
@@ -132,5 +133,5 @@ def test_kv_scale_pairs_match_cache_dtypes():
 def test_each_fidelity_support_note_names_only_the_backends_it_describes():
     ref, srv = rows()[1], Row("m", "int4", "fp8", "ok", backend="vllm", compute_dtype="bfloat16")
     ref.info.fidelity, srv.info = fid("exact"), RowInfo(scheme="int4", fidelity=fid("top-20"))
-    lines = report.fidelity_lines(model_report([ref, srv]))
+    lines = fidelity.fidelity_lines(model_report([ref, srv]))
     assert "KL support (reference): exact." in lines and "KL support (vllm): top-20." in lines

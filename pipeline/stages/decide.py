@@ -18,8 +18,8 @@ from pipeline import io, paths, schema
 from pipeline.backends import launch
 from pipeline.domain import hardware, machine, memory, tasks
 from pipeline.domain.metrics import split_id
-from pipeline.report import plots
-from pipeline.report import render as report
+from pipeline.report import exports, markdown, plots, regressions
+from pipeline.report.document import Header, ModelReport, PlotSpec
 from pipeline.scoring import analysis, decision, fidelity, planner
 from pipeline.scoring.decision import GpuRec, Row, RowInfo
 
@@ -179,41 +179,35 @@ def serve_command(params: schema.Params, model: str, row: Row, budget: planner.B
                                                   params.kv_modes[row.kv].cache_dtype, extra))
 
 
-def write_regressions(model: str, baseline: tuple[str, str], found: analysis.Comparison) -> dict[str, str]:
-    """results/regressions/<model>-<variant>.md for each compared variant; variant -> link."""
-    links = {}
-    for variant, per_task in found.regressions.get(model, {}).items():
-        link = f"regressions/{model}-{variant}.md"
-        io.atomic_write_text(paths.RESULTS / link, report.regressions_md(model, variant, baseline, per_task))
-        links[variant] = link
-    return links
+def regression_links(model: str, found: analysis.Comparison) -> dict[str, str]:
+    """variant -> its regressions page under results/, for each compared variant."""
+    return {variant: f"regressions/{model}-{variant}.md" for variant in found.regressions.get(model, {})}
 
 
-def write_plot(params: schema.Params, model: str, mine: list[Row], baseline: tuple[str, str]) -> str:
+def plot_spec(params: schema.Params, model: str, mine: list[Row], baseline: tuple[str, str]) -> PlotSpec:
     """results/plots/<model>-quality_vs_memory.png, tolerance lines at the baseline's allowed drop."""
-    plot = f"plots/{model}-quality_vs_memory.png"
     base_row = next((r for r in mine if (r.tier, r.kv) == baseline and r.status == "ok"), None)
     gated = [mid for mid in dict.fromkeys(m for r in mine for m in r.metrics) if params.gate(mid)[0] is not None]
     limits = {mid: decision.allowed_drop(params.gate(mid)[0], base_row.metrics.get(mid, 0.0))
               for mid in gated if base_row is not None}
-    plots.quality_vs_memory(mine, gated, paths.RESULTS / plot,
-                            f"{model}: quality delta (95% CI) vs weight memory", limits)
-    return plot
+    return PlotSpec(f"plots/{model}-quality_vs_memory.png", f"{model}: quality delta (95% CI) vs weight memory",
+                    gated, limits)
 
 
 def model_report(params: schema.Params, rows: list[Row], model: str, found: analysis.Comparison,
-                 planned: planner.Planned) -> report.ModelReport:
-    """One model's section of the report; writes its regressions and plot on the way."""
+                 planned: planner.Planned) -> ModelReport:
+    """One model's section of the report. Pure: write() writes it."""
     baseline = (params.decision.baseline.tier, params.decision.baseline.kv)
     mine = [r for r in rows if r.model == model]
     rec, why = decision.recommend(rows, model)
-    return report.ModelReport(
+    return ModelReport(
         name=model, source=params.models[model].source, rows=mine, recommended=rec, why=why,
         command=serve_command(params, model, rec) if rec else None,
         num_samples=next((r.info.num_samples for r in mine if r.info.num_samples), {}),
-        flips=found.flips.get(model, {}), regression_links=write_regressions(model, baseline, found),
+        flips=found.flips.get(model, {}), regressions=found.regressions.get(model, {}),
+        regression_links=regression_links(model, found),
         kv_length=[k for k in found.kv_length if k.model == model], plans=planned.for_model(model),
-        gpu_recs=gpu_recommendations(params, rows, model, planned), plot=write_plot(params, model, mine, baseline),
+        gpu_recs=gpu_recommendations(params, rows, model, planned), plot=plot_spec(params, model, mine, baseline),
         kv_pairs=kv_scale_pairs(params.kv_modes))
 
 
@@ -223,22 +217,28 @@ def kv_scale_pairs(modes: dict[str, schema.KvMode]) -> list[tuple[str, str]]:
             for u, um in modes.items() if not um.calibrated and um.cache_dtype == cm.cache_dtype]
 
 
-def header(params: schema.Params, rows: list[Row], planned: planner.Planned) -> report.Header:
-    return report.Header(
+def header(params: schema.Params, rows: list[Row], planned: planner.Planned) -> Header:
+    return Header(
         generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), hardware=hardware_desc(),
         baseline=(params.decision.baseline.tier, params.decision.baseline.kv), bootstrap=params.decision.bootstrap,
         budget=planned.budget, gpus=planned.gpus, hardware_docs=hardware.table()[0],
         versions=next((r.info.versions for r in rows if r.info.versions), {}))
 
 
-def write(models: dict[str, report.ModelReport], head: report.Header) -> None:
-    """decision.md, decision.json and the DVC metrics file."""
-    io.atomic_write_text(paths.RESULTS / "decision.md", report.render(models, head))
-    io.atomic_write_json(paths.RESULTS / "decision.json", report.decision_json(models, head))
-    io.atomic_write_json(paths.RESULTS / "metrics.json", {n: report.dvc_metrics(m.rows) for n, m in models.items()})
+def write(models: dict[str, ModelReport], head: Header) -> None:
+    """decision.md, decision.json, the DVC metrics file, and each model's regressions pages and plot."""
+    for m in models.values():
+        for variant, link in m.regression_links.items():
+            io.atomic_write_text(paths.RESULTS / link,
+                                 regressions.regressions_md(m.name, variant, head.baseline, m.regressions[variant]))
+        if m.plot is not None:
+            plots.quality_vs_memory(m.rows, m.plot.metrics, paths.RESULTS / m.plot.path, m.plot.title, m.plot.limits)
+    io.atomic_write_text(paths.RESULTS / "decision.md", markdown.render(models, head))
+    io.atomic_write_json(paths.RESULTS / "decision.json", exports.decision_json(models, head))
+    io.atomic_write_json(paths.RESULTS / "metrics.json", {n: exports.dvc_metrics(m.rows) for n, m in models.items()})
 
 
-def summary(models: dict[str, report.ModelReport]) -> list[str]:
+def summary(models: dict[str, ModelReport]) -> list[str]:
     """The console summary: each model's recommendation, verdict counts and per-GPU picks."""
     lines = ["", "qtier: decision written to results/decision.md (details: results/decision.json)"]
     for name, m in models.items():

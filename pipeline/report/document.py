@@ -1,0 +1,52 @@
+"""What the report is made of: the run's header and one model's section. Built by
+pipeline/stages/decide.py, rendered by pipeline/report/markdown.py and exports.py."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pipeline.schema import Bootstrap
+from pipeline.scoring.analysis import KvLength, Regression
+from pipeline.scoring.decision import GpuRec, Row
+from pipeline.scoring.planner import Budget, Gpu, Plan
+from pipeline.scoring.stats import Flips
+
+
+@dataclass(frozen=True)
+class Header:
+    """What the report says about the run as a whole."""
+    generated: str                   # UTC time stamp
+    hardware: str                    # this machine
+    baseline: tuple[str, str]        # (tier, kv)
+    bootstrap: Bootstrap
+    budget: Budget
+    gpus: dict[str, Gpu]
+    hardware_docs: str               # vLLM docs version of the hardware table
+    versions: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PlotSpec:
+    """results/<path>: quality delta against weight memory, a dashed line at each gated metric's allowed drop."""
+    path: str
+    title: str
+    metrics: list[str]
+    limits: dict[str, float]
+
+
+@dataclass
+class ModelReport:
+    name: str
+    source: str
+    rows: list[Row]
+    recommended: Row | None
+    why: str
+    command: str | None
+    num_samples: dict[str, int]
+    flips: dict[str, dict[str, Flips]] = field(default_factory=dict)          # variant -> task -> flips
+    regressions: dict[str, dict[str, list[Regression]]] = field(default_factory=dict)  # variant -> task -> worst
+    regression_links: dict[str, str] = field(default_factory=dict)           # variant -> link
+    kv_length: list[KvLength] = field(default_factory=list)
+    plans: dict[str, dict[str, Plan]] = field(default_factory=dict)          # variant -> GPU name -> plan
+    gpu_recs: dict[str, GpuRec] = field(default_factory=dict)                # GPU name -> recommendation
+    plot: PlotSpec | None = None
+    kv_pairs: list[tuple[str, str]] = field(default_factory=list)           # (uncalibrated, calibrated) KV modes
