@@ -1,40 +1,49 @@
+import dataclasses
+
 from pipeline.report import exports, fidelity, gpus, markdown, serving
 from pipeline.report.document import Header, ModelReport
 from pipeline.schema import Baseline, Bootstrap, Decision, Tolerance
 from pipeline.scoring import decision, planner
-from pipeline.scoring.decision import Row, RowInfo
+from pipeline.scoring.decision import Recommendation
+from pipeline.scoring.rows import Evidence, Measured
 from pipeline.scoring.power import Power
 from pipeline.scoring.stats import Interval
 
-HEADER = Header(generated="now", hardware="cpu", baseline=("fp16", "auto"), bootstrap=Bootstrap(),
-                       budget=planner.Budget(), gpus={"A100-80G": planner.Gpu("A100-80G", 80, 2039, 8.0)},
-                       hardware_docs="0.15.1")
+BASE = Baseline("fp16", "auto")
+HEADER = Header(generated="now", hardware="cpu", baseline=BASE, bootstrap=Bootstrap(),
+                budget=planner.Budget(), gpus={"A100-80G": planner.Gpu("A100-80G", 80, 2039, 8.0)},
+                hardware_docs="0.15.1")
+RULE = Decision(BASE, {"acc": Tolerance(abs=3.0), "bleu": Tolerance(abs=1.0)}, {"bleu": 5.0})
+
+
+def facts(tier, kv, status="ok", **kw):
+    return Measured("m", tier, kv, status, scheme=tier, hardware="fp16" if tier == "fp16" else "int4-w4a16", **kw)
+
+
+def judged(found, evidence, rule=RULE):
+    return decision.judge(found, {f.key: e for f, e in zip(found, evidence) if e is not None}, rule)
 
 
 def rows():
-    r = [Row("m", "fp16", "auto", "ok", backend="reference", compute_dtype="float32", metrics={"acc": 90.0, "bleu": 0.3},
-             weight_bytes=2**20 * 258, kv_bytes_per_token=23040, tokens_per_s=50.0),
-         Row("m", "int4", "fp8", "ok", backend="reference", compute_dtype="float32", metrics={"acc": 89.0, "bleu": 0.2},
-             weight_bytes=2**20 * 100, kv_bytes_per_token=11520, tokens_per_s=48.0),
-         Row("m", "int8", "fp8", "unsupported", reason="FP8 KV cache on CPU requires AVX-512")]
-    r[1].intervals = {"acc": Interval(-1.0, -2.0, 0.0, 160), "bleu": Interval(-0.1, -0.3, 0.1, 40)}
-    r[1].power = {"acc": Power(10.0, 160, 2.2, 88)}
-    for x in r:
-        x.info = RowInfo(scheme=x.tier, hardware="fp16" if x.tier == "fp16" else "int4-w4a16")
-    decision.judge(r, Decision(Baseline("fp16", "auto"), {"acc": Tolerance(abs=3.0), "bleu": Tolerance(abs=1.0)},
-                               {"bleu": 5.0}))
-    return r
+    found = [facts("fp16", "auto", backend="reference", compute_dtype="float32", metrics={"acc": 90.0, "bleu": 0.3},
+                   weight_bytes=2**20 * 258, kv_bytes_per_token=23040, tokens_per_s=50.0),
+             facts("int4", "fp8", backend="reference", compute_dtype="float32", metrics={"acc": 89.0, "bleu": 0.2},
+                   weight_bytes=2**20 * 100, kv_bytes_per_token=11520, tokens_per_s=48.0),
+             facts("int8", "fp8", "unsupported", reason="FP8 KV cache on CPU requires AVX-512")]
+    ev = Evidence({"acc": -1.0, "bleu": -0.1}, {"acc": Interval(-1.0, -2.0, 0.0, 160), "bleu": Interval(-0.1, -0.3, 0.1, 40)},
+                  {"acc": Power(10.0, 160, 2.2, 88)})
+    return judged(found, [None, ev, None])
 
 
 def model_report(rs, rec=None, why="", command=None):
-    return ModelReport(name="m", source="embedded:x", rows=rs, recommended=rec, why=why, command=command,
-                              num_samples={"classification": 160})
+    return ModelReport(name="m", source="embedded:x", rows=rs, recommendation=Recommendation(rec, why, command),
+                       num_samples={"classification": 160})
 
 
 def test_render_has_every_row_reason_and_command():
     rs = rows()
-    best, why = decision.recommend(rs, "m")
-    md = markdown.render({"m": model_report(rs, best, why, "vllm serve x")}, HEADER)
+    best = decision.recommend(rs, "m")
+    md = markdown.render({"m": model_report(rs, best.row, best.why, "vllm serve x")}, HEADER)
     prefixes = ("| fp16 | auto |", "| int4 | fp8 |", "| int8 | fp8 |")
     assert [next(p for p in prefixes if line.startswith(p)) for line in md.splitlines()
             if line.startswith(prefixes)] == list(prefixes)
@@ -47,7 +56,7 @@ def test_render_has_every_row_reason_and_command():
     first = next(line for line in md.splitlines() if line.startswith("| fp16 | auto |")).split(" | ")
     assert head[-3:-1] == ["Backend", "Compute"] and first[-3:-1] == ["reference", "float32"]
     assert "- **int4-fp8** → pass" in md and "\n  - power: Accuracy SD 10.0, n=160, MDD 2.2, n80 88\n" in md
-    data = exports.decision_json({"m": model_report(rs, best, why, "vllm serve x")}, HEADER)
+    data = exports.decision_json({"m": model_report(rs, best.row, best.why, "vllm serve x")}, HEADER)
     assert data["rows"][1]["power"] == {"acc": {"sd": 10.0, "n": 160, "mdd": 2.2, "n_for_80pct_power": 88}}
     assert data["rows"][0]["power"] == {} and data["rows"][0]["compute_dtype"] == "float32"
 
@@ -66,22 +75,21 @@ def vllm_rows():
     budget = {"min_speed_vs_baseline": 0.5, "min_decode_tok_s": None, "max_wall_s": 1200}
     slo = {"slo": {"ttft_ms": 2000, "tpot_ms": 200, "percentile": 99}, "max_concurrency_meeting_slo": 6,
            "goodput_at_that_concurrency": 1.25, "stopped": "converged", "probes": [{"concurrency": 1}] * 5}
-    rs = [Row("m", "fp16", "auto", "ok", backend="vllm", weight_bytes=10**9, tokens_per_s=40.0),
-          Row("m", "int4", "auto", "ok", backend="vllm", weight_bytes=3 * 10**8, tokens_per_s=5.0),
-          Row("m", "w8a8", "auto", "ok", backend="vllm", tokens_per_s=1.0)]
-    rs[0].info = RowInfo(serving={"budget": budget}, throughput={
-        "slo": slo, "roofline": {"decode_tokens_per_s": 25.0, "fraction": 0.25, "roofline_tokens_per_s": 100.0}})
-    rs[1].info = RowInfo(serving={"budget": budget}, throughput={
-        "roofline": {"decode_tokens_per_s": 5.0, "unknown": "bandwidth unknown (serving.bandwidth_gbps)"}})
-    rs[2].info = RowInfo(serving={"budget": budget}, throughput={
-        "skipped": "too slow here: 1.0 tok/s vs 2 (serving.vllm.budget.min_decode_tok_s)",
-        "decode_probe_tokens_per_s": 1.0})
-    return rs
+    found = [facts("fp16", "auto", backend="vllm", weight_bytes=10**9, tokens_per_s=40.0, serving={"budget": budget},
+                   throughput={"slo": slo, "roofline": {"decode_tokens_per_s": 25.0, "fraction": 0.25,
+                                                        "roofline_tokens_per_s": 100.0}}),
+             facts("int4", "auto", backend="vllm", weight_bytes=3 * 10**8, tokens_per_s=5.0, serving={"budget": budget},
+                   throughput={"roofline": {"decode_tokens_per_s": 5.0,
+                                            "unknown": "bandwidth unknown (serving.bandwidth_gbps)"}}),
+             facts("w8a8", "auto", backend="vllm", tokens_per_s=1.0, serving={"budget": budget}, throughput={
+                 "skipped": "too slow here: 1.0 tok/s vs 2 (serving.vllm.budget.min_decode_tok_s)",
+                 "decode_probe_tokens_per_s": 1.0})]
+    return judged(found, [None, None, None])
 
 
 def test_serving_section_shows_slo_roofline_and_the_speed_floor():
     m = model_report(vllm_rows())
-    md = "\n".join(serving.serving_lines(m, ("fp16", "auto")))
+    md = "\n".join(serving.serving_lines(m, BASE))
     assert "| fp16-auto | p99 TTFT <= 2000 ms, TPOT <= 200 ms | 6 | 1.25 | 5 (converged) | 25.0 | 25% of 100 tok/s |" \
         in md
     assert "| int4-auto | – | – | – | – | 5.0 | bandwidth unknown (serving.bandwidth_gbps) |" in md
@@ -104,16 +112,16 @@ def fid(support):
 
 def test_calibrated_kv_rows_sit_beside_the_uncalibrated_ones():
     rs = rows()[:2]
-    cal = Row("m", "int4", "fp8-cal", "ok", backend="reference", compute_dtype="float32",
-              metrics={"acc": 89.5, "bleu": 0.2}, weight_bytes=2**20 * 100, kv_bytes_per_token=11520)
-    cal.intervals = {"acc": Interval(-0.5, -1.5, 0.5, 160), "bleu": Interval(-0.1, -0.3, 0.1, 40)}
-    cal.info = RowInfo(scheme="int4", fidelity={**fid("exact"), "kl_mean": 0.0123, "kl_mean_ci": [0.011, 0.014]})
-    rs.append(cal)
-    decision.judge(rs, Decision(Baseline("fp16", "auto"), {"acc": Tolerance(abs=3.0)}, {}))
+    cal = facts("int4", "fp8-cal", backend="reference", compute_dtype="float32", metrics={"acc": 89.5, "bleu": 0.2},
+                weight_bytes=2**20 * 100, kv_bytes_per_token=11520,
+                fidelity={**fid("exact"), "kl_mean": 0.0123, "kl_mean_ci": [0.011, 0.014]})
+    ev = [None, rs[1].evidence,
+          Evidence({"acc": -0.5}, {"acc": Interval(-0.5, -1.5, 0.5, 160), "bleu": Interval(-0.1, -0.3, 0.1, 40)})]
+    rs = judged([r.facts for r in rs] + [cal], ev, Decision(BASE, {"acc": Tolerance(abs=3.0)}, {}))
     m = model_report(rs)
-    assert fidelity.kv_scale_lines(m, ("fp16", "auto")) == []          # no calibrated mode in params
+    assert fidelity.kv_scale_lines(m, BASE) == []          # no calibrated mode in params
     m.kv_pairs = [("fp8", "fp8-cal")]
-    lines = fidelity.kv_scale_lines(m, ("fp16", "auto"))
+    lines = fidelity.kv_scale_lines(m, BASE)
     body = [line for line in lines if line.startswith("| int4 |")]
     assert body[0].startswith("| int4 | fp8 | 1.0 (uncalibrated) | 89.0 (-1.0 [-2.0, +0.0], pass) |")
     assert body[1].startswith("| int4 | fp8-cal | calibrated | 89.5 (-0.5 [-1.5, +0.5], pass) |")
@@ -131,7 +139,7 @@ def test_kv_scale_pairs_match_cache_dtypes():
 
 
 def test_each_fidelity_support_note_names_only_the_backends_it_describes():
-    ref, srv = rows()[1], Row("m", "int4", "fp8", "ok", backend="vllm", compute_dtype="bfloat16")
-    ref.info.fidelity, srv.info = fid("exact"), RowInfo(scheme="int4", fidelity=fid("top-20"))
-    lines = fidelity.fidelity_lines(model_report([ref, srv]))
+    ref = dataclasses.replace(rows()[1].facts, fidelity=fid("exact"))
+    srv = facts("int4", "fp8", backend="vllm", compute_dtype="bfloat16", fidelity=fid("top-20"))
+    lines = fidelity.fidelity_lines(model_report(judged([ref, srv], [None, None])))
     assert "KL support (reference): exact." in lines and "KL support (vllm): top-20." in lines

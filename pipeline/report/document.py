@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipeline.schema import Bootstrap
+from pipeline.schema import Baseline, Bootstrap
 from pipeline.scoring.analysis import KvLength, Regression
-from pipeline.scoring.decision import GpuRec, Row
+from pipeline.scoring.decision import Recommendation
+from pipeline.scoring.rows import Row
 from pipeline.scoring.planner import Budget, Gpu, Plan
 from pipeline.scoring.stats import Flips
 
@@ -16,7 +17,7 @@ class Header:
     """What the report says about the run as a whole."""
     generated: str                   # UTC time stamp
     hardware: str                    # this machine
-    baseline: tuple[str, str]        # (tier, kv)
+    baseline: Baseline
     bootstrap: Bootstrap
     budget: Budget
     gpus: dict[str, Gpu]
@@ -38,15 +39,13 @@ class ModelReport:
     name: str
     source: str
     rows: list[Row]
-    recommended: Row | None
-    why: str
-    command: str | None
+    recommendation: Recommendation
     num_samples: dict[str, int]
     flips: dict[str, dict[str, Flips]] = field(default_factory=dict)          # variant -> task -> flips
     regressions: dict[str, dict[str, list[Regression]]] = field(default_factory=dict)  # variant -> task -> worst
     regression_links: dict[str, str] = field(default_factory=dict)           # variant -> link
     kv_length: list[KvLength] = field(default_factory=list)
     plans: dict[str, dict[str, Plan]] = field(default_factory=dict)          # variant -> GPU name -> plan
-    gpu_recs: dict[str, GpuRec] = field(default_factory=dict)                # GPU name -> recommendation
+    gpu_recs: dict[str, Recommendation] = field(default_factory=dict)        # GPU name -> recommendation
     plot: PlotSpec | None = None
     kv_pairs: list[tuple[str, str]] = field(default_factory=list)           # (uncalibrated, calibrated) KV modes

@@ -2,13 +2,14 @@
 beside uncalibrated. Pure."""
 from __future__ import annotations
 
-from pipeline.report.cells import ci, md_row, label, metric_cell, shown_metrics, status_cell, tasks_of
+from pipeline.report.cells import ci, is_baseline, label, md_row, metric_cell, shown_metrics, status_cell, tasks_of
 from pipeline.report.document import ModelReport
+from pipeline.schema import Baseline
 
 
 def fidelity_lines(m: ModelReport) -> list[str]:
     """Next-token KL and top-1 agreement vs the baseline per variant (report-only: no verdict uses them)."""
-    found = [(r, r.info.fidelity) for r in m.rows if r.info.fidelity]
+    found = [(r, r.facts.fidelity) for r in m.rows if r.facts.fidelity]
     if not found:
         return []
     lines = ["### Fidelity to the baseline's next-token distributions", "",
@@ -26,16 +27,16 @@ def fidelity_lines(m: ModelReport) -> list[str]:
                              f"{f['top1_agreement']:.1f} {ci(f['top1_agreement_ci'], '.1f')}", f["band"],
                              f"{f['n_texts']} / {f['n_tokens']:,}"]))
         if f.get("support"):
-            notes.setdefault(f["support"], set()).add(r.backend or "?")
+            notes.setdefault(f["support"], set()).add(r.facts.backend or "?")
     return lines + [""] + [f"KL support ({'; '.join(sorted(b))}): {n}." for n, b in notes.items()] + [""]
 
 
-def kv_scale_lines(m: ModelReport, baseline: tuple[str, str]) -> list[str]:
+def kv_scale_lines(m: ModelReport, baseline: Baseline) -> list[str]:
     """Each tier's calibrated fp8 KV rows beside its uncalibrated ones: scores with their delta to the
     baseline [CI], and the fidelity KL, so the effect of calibrating the k/v scales reads across."""
     if not m.kv_pairs:
         return []
-    rows = {(r.tier, r.kv): r for r in m.rows}
+    rows = {(r.facts.tier, r.facts.kv): r for r in m.rows}
     mids = [mid for t in tasks_of(m.rows) for mid in shown_metrics(m.rows, t)]
     head = ["Tier", "KV mode", "k/v scales"] + [label(x) for x in mids] + ["KL mean [CI]", "Verdict"]
     intro = ("The calibrated mode serves the tier re-made with llm-compressor's `kv_cache_scheme` (per-layer "
@@ -43,19 +44,18 @@ def kv_scale_lines(m: ModelReport, baseline: tuple[str, str]) -> list[str]:
              "scale 1.0, vLLM's default.")
     lines = ["### fp8 KV cache: calibrated scales beside uncalibrated", "", intro, "", md_row(head),
              "|" + "---|" * len(head)]
-    tiers = list(dict.fromkeys(r.tier for r in m.rows))
+    tiers = list(dict.fromkeys(r.facts.tier for r in m.rows))
     for uncal, cal in m.kv_pairs:
         for tier in tiers:
             for kv, how in ((uncal, "1.0 (uncalibrated)"), (cal, "calibrated")):
                 r = rows.get((tier, kv))
                 if r is None:
                     continue
-                f = r.info.fidelity or {}
+                f = r.facts.fidelity or {}
                 kl = f"{f['kl_mean']:.4f} {ci(f['kl_mean_ci'], '.4f')}" if f.get("status") == "ok" else "–"
-                lines.append(md_row([tier, kv, how] + [metric_cell(r, x, (r.tier, r.kv) == baseline) for x in mids]
+                lines.append(md_row([tier, kv, how] + [metric_cell(r, x, is_baseline(r, baseline)) for x in mids]
                                     + [kl, status_cell(r)]))
     return lines + [""]
-
 
 
 def kv_length_lines(m: ModelReport) -> list[str]:

@@ -12,7 +12,7 @@ def hardware_table(m: ModelReport, gpus: dict[str, Gpu]) -> list[str]:
     cc = {n: g.compute_capability for n, g in gpus.items()}
     seen: dict[str, str] = {}
     for r in m.rows:
-        seen.setdefault(r.tier, r.info.hardware)
+        seen.setdefault(r.facts.tier, r.facts.hardware)
     lines = [md_row(["Tier", "vLLM kernel family", "Target GPUs that can serve it", "Basis"]), "|---|---|---|---|"]
     for tier, kind in seen.items():
         k = hardware.kind(kind)
@@ -28,7 +28,7 @@ def planner_table(m: ModelReport, gpus: dict[str, Gpu]) -> list[str]:
         plans = m.plans.get(r.variant)
         if not plans:
             continue
-        cells = [r.variant, f"{mib(r.weight_bytes):.1f}"]
+        cells = [r.variant, f"{mib(r.facts.weight_bytes):.1f}"]
         for n in names:
             p = plans[n]
             cells.append(f"{p.kv_tokens:,} / {p.max_concurrency:,.1f} / {p.roofline_tokens_per_s:,.0f}"
@@ -37,12 +37,12 @@ def planner_table(m: ModelReport, gpus: dict[str, Gpu]) -> list[str]:
     return lines
 
 
-
 def gpu_lines(m: ModelReport) -> list[str]:
     out = []
     for gpu, rec in m.gpu_recs.items():
         if rec.row is None:
             out += [f"- **{gpu}**: nothing to recommend - {rec.why}."]
         else:
-            out += [f"- **{gpu}**: `{rec.row.tier}` + KV `{rec.row.kv}`", "", "  ```bash", f"  {rec.command}", "  ```"]
+            out += [f"- **{gpu}**: `{rec.row.facts.tier}` + KV `{rec.row.facts.kv}`", "", "  ```bash", f"  {rec.command}",
+                    "  ```"]
     return out

@@ -12,20 +12,21 @@ def render(models: dict[str, ModelReport], header: Header) -> str:
     budget = header.budget
     lines = ["# qtier decision", "",
              f"Generated {header.generated} by `dvc repro` on {header.hardware}. Baseline: tier "
-             f"`{base[0]}` with KV cache `{base[1]}`. Intervals: {b.confidence:.0%} paired bootstrap, "
+             f"`{base.tier}` with KV cache `{base.kv}`. Intervals: {b.confidence:.0%} paired bootstrap, "
              f"{b.resamples} resamples, seed {b.seed}.", ""]
     if header.versions:
         lines += ["Versions: " + ", ".join(f"{k} {v}" for k, v in header.versions.items()) + ".", ""]
     for m in models.values():
         lines += [f"## {m.name}", "", f"Source: `{m.source}`. Samples per task: "
                   + ", ".join(f"{t} {n}" for t, n in m.num_samples.items()) + ".", ""]
-        if m.recommended is not None:
-            lines += [f"**Recommended: `{m.recommended.tier}` with KV cache `{m.recommended.kv}`** - {m.why}.", "",
-                      "```bash", m.command or "", "```", "",
+        rec = m.recommendation
+        if rec.row is not None:
+            lines += [f"**Recommended: `{rec.row.facts.tier}` with KV cache `{rec.row.facts.kv}`** - {rec.why}.", "",
+                      "```bash", rec.command or "", "```", "",
                       "Sized for each target GPU (`--max-model-len`, `--gpu-memory-utilization`, `--max-num-seqs`) "
                       "under *Per target GPU* below.", ""]
         else:
-            lines += [f"**No tier can be recommended**: {m.why}.", ""]
+            lines += [f"**No tier can be recommended**: {rec.why}.", ""]
         lines += quality.main_table(m, base, header.gpus) + ["", "### Quality by task", ""] + quality.task_tables(m, base)
         lines += ["Why each verdict:", ""] + quality.reasons(m.rows, base) + [""]
         lines += fidelity.fidelity_lines(m)

@@ -1,10 +1,12 @@
 """results/regressions/<model>-<variant>.md: the samples that got worse most. Pure."""
 from __future__ import annotations
 
+from pipeline.schema import Baseline
+from pipeline.scoring.analysis import Regression
 
 
-def regressions_md(model: str, variant: str, baseline: tuple[str, str], per_task: dict[str, list]) -> str:
-    lines = [f"# Largest regressions: {model} {variant} vs {baseline[0]}-{baseline[1]}", ""]
+def regressions_md(model: str, variant: str, baseline: Baseline, per_task: dict[str, list[Regression]]) -> str:
+    lines = [f"# Largest regressions: {model} {variant} vs {baseline.tier}-{baseline.kv}", ""]
     for task, regs in per_task.items():
         lines += [f"## {task}", ""]
         if not regs:

@@ -1,14 +1,15 @@
 """What the serving engine reported: engine facts, the load test, the service level and the speed floor. Pure."""
 from __future__ import annotations
 
-from pipeline.report.cells import md_row, status_cell
+from pipeline.report.cells import is_baseline, md_row, status_cell
 from pipeline.report.document import ModelReport
-from pipeline.scoring.decision import Row
+from pipeline.schema import Baseline
+from pipeline.scoring.rows import Row
 
 
 def decode_speed(r: Row) -> float | None:
     """A row's single-stream decode tokens/s as evaluate recorded it (c=1 bench TPOT, else the probe)."""
-    tp = r.info.throughput or {}
+    tp = r.facts.throughput or {}
     return (tp.get("roofline") or {}).get("decode_tokens_per_s") or tp.get("decode_probe_tokens_per_s")
 
 
@@ -16,8 +17,8 @@ def load_note(r: Row, base: Row | None) -> str | None:
     """Why a row's load figures do not count here: skipped at evaluate time (serving.vllm.budget.
     min_decode_tok_s, or a decode probe out of time), or below min_speed_vs_baseline x the baseline's
     decode speed - a ratio evaluate@<variant> cannot apply, as it does not depend on the baseline's run."""
-    tp = r.info.throughput or {}
-    ratio = ((r.info.serving or {}).get("budget") or {}).get("min_speed_vs_baseline")
+    tp = r.facts.throughput or {}
+    ratio = ((r.facts.serving or {}).get("budget") or {}).get("min_speed_vs_baseline")
     speed, base_speed = decode_speed(r), decode_speed(base) if base is not None and base is not r else None
     slow = None
     if ratio and speed is not None and base_speed and speed < ratio * base_speed:
@@ -27,9 +28,9 @@ def load_note(r: Row, base: Row | None) -> str | None:
     return "; ".join(x for x in (slow, why) if x) or None
 
 
-def slocells(r: Row) -> list[str]:
+def slo_cells(r: Row) -> list[str]:
     """SLO, highest concurrency meeting it, goodput there, probes; decode tok/s and roofline share."""
-    tp = r.info.throughput or {}
+    tp = r.facts.throughput or {}
     s = tp.get("slo")
     if s:
         slo = s["slo"]
@@ -50,26 +51,26 @@ def slocells(r: Row) -> list[str]:
     return cells
 
 
-def serving_lines(m: ModelReport, baseline: tuple[str, str] | None = None) -> list[str]:
+def serving_lines(m: ModelReport, baseline: Baseline | None = None) -> list[str]:
     """Engine facts and load figures for rows served by vLLM."""
-    served = [r for r in m.rows if r.backend == "vllm"]
+    served = [r for r in m.rows if r.facts.backend == "vllm"]
     if not served:
         return []
     lines = ["### Served by vLLM", "",
              md_row(["Variant", "Status", "Startup (s)", "Engine quantization / KV dtype", "KV cache (engine)",
                      "KV cache (formula)", "Max concurrency", "Server log"]), "|---|---|---|---|---|---|---|---|"]
     for r in served:
-        s = r.info.serving or {}
+        s = r.facts.serving or {}
         eng = s.get("engine", {})
-        formula = r.info.kv_formula
-        lines.append(md_row([r.variant, status_cell(r) if r.status != "ok" else "ok", s.get("startup_s", "–"),
+        formula = r.facts.kv_formula
+        lines.append(md_row([r.variant, status_cell(r) if r.facts.status != "ok" else "ok", s.get("startup_s", "–"),
                              f"{eng.get('quantization', '–')} / {eng.get('kv_cache_dtype', '–')}",
                              f"{s['kv_cache_tokens']:,} tokens" if s.get("kv_cache_tokens") else "–",
                              formula or "–",
                              f"{s['max_concurrency']:.2f}x at {s.get('max_model_len')}" if s.get("max_concurrency")
-                             else "–", f"evals/{r.model}/{r.variant}/vllm_server.log"]))
-    bench = [(r, c, f) for r in served if r.status == "ok"
-             for c, f in (r.info.throughput.get("bench") or {}).items()]
+                             else "–", f"evals/{r.facts.model}/{r.variant}/vllm_server.log"]))
+    bench = [(r, c, f) for r in served if r.facts.status == "ok"
+             for c, f in (r.facts.throughput.get("bench") or {}).items()]
     if bench:
         lines += ["", "Load (`vllm bench serve`, random prompts):", "",
                   md_row(["Variant", "Concurrency", "TTFT p50/p99 (ms)", "TPOT p50/p99 (ms)", "ITL p50/p99 (ms)",
@@ -80,15 +81,15 @@ def serving_lines(m: ModelReport, baseline: tuple[str, str] | None = None) -> li
                                  f"{f.get('median_tpot_ms', 0):.1f} / {f.get('p99_tpot_ms', 0):.1f}",
                                  f"{f.get('median_itl_ms', 0):.1f} / {f.get('p99_itl_ms', 0):.1f}",
                                  f"{f.get('output_throughput', 0):.1f}", f"{f.get('request_throughput', 0):.2f}"]))
-    base = next((r for r in m.rows if baseline and (r.tier, r.kv) == baseline), None)
-    ok = [r for r in served if r.status == "ok"]
+    base = next((r for r in m.rows if baseline and is_baseline(r, baseline)), None)
+    ok = [r for r in served if r.facts.status == "ok"]
     if ok:
         lines += ["", "Service level (`serving.slo`: highest `--max-concurrency` meeting it, by bisection; goodput "
                   "= requests/s meeting it, vLLM's `--goodput`) and decode speed at concurrency 1 against the "
                   "bandwidth roofline (`serving.bandwidth_gbps` / weight bytes):", "",
                   md_row(["Variant", "SLO", "Max concurrency meeting it", "Goodput (req/s)", "Probes",
                           "Decode tok/s (c=1)", "Share of roofline"]), "|---|---|---|---|---|---|---|"]
-        lines += [md_row([r.variant, *slocells(r)]) for r in ok]
+        lines += [md_row([r.variant, *slo_cells(r)]) for r in ok]
         notes = [(r, load_note(r, base)) for r in ok]
         lines += [""] + [f"- {r.variant}: {n}" for r, n in notes if n]
     return lines + [""]

@@ -17,11 +17,12 @@ import numpy as np
 from pipeline import io, paths, schema
 from pipeline.backends import launch
 from pipeline.domain import hardware, machine, memory, tasks
-from pipeline.domain.metrics import split_id
 from pipeline.report import exports, markdown, plots, regressions
 from pipeline.report.document import Header, ModelReport, PlotSpec
-from pipeline.scoring import analysis, decision, fidelity, planner
-from pipeline.scoring.decision import GpuRec, Row, RowInfo
+from pipeline.scoring import comparison, decision, fidelity, planner
+from pipeline.scoring.comparison import Comparison
+from pipeline.scoring.decision import Recommendation
+from pipeline.scoring.rows import Measured, Row
 
 MAX_NUM_SEQS_CAP = 256   # vLLM's default --max-num-seqs; the planner never suggests more
 
@@ -35,36 +36,32 @@ def tier_kind(params: schema.Params, model: str, tier: str) -> str:
     return t.hardware or ("bf16" if params.models[model].dtype == "bfloat16" else "fp16")
 
 
-def load_samples(model: str, tier: str, kv: str) -> dict[str, list[dict]]:
-    return tasks.read_samples(paths.eval_dir(model, tier, kv))
-
-
-def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Row:
+def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured:
     """One variant's row from its declared results: evaluate's result.json and quantize's record."""
-    result_file = paths.eval_dir(model, tier, kv) / "result.json"
+    out = paths.eval_dir(model, tier, kv)
+    result_file = out / "result.json"
     scheme, kind = params.tiers[tier].label or params.tiers[tier].method, tier_kind(params, model, tier)
     if not result_file.is_file():
-        return Row(model, tier, kv, status="failed", reason=f"no result: {result_file} is missing",
-                   info=RowInfo(scheme, kind))
+        return Measured(model, tier, kv, "failed", reason=f"no result: {result_file} is missing", scheme=scheme,
+                        hardware=kind)
     res = io.read_json(result_file)
     record_file = paths.serving_record(model, tier, kv, params.kv_modes[kv].calibrated)
     record = io.read_json(record_file) if record_file.is_file() else {}
     serving = res.get("serving", {})
-    info = RowInfo(scheme, kind, serve_path=record.get("serve_path"), num_samples=res.get("num_samples", {}),
-                   versions=res.get("versions", {}), serving=serving, throughput=res.get("throughput", {}))
-    # metrics are `<task>/<metric>` in result.json, with each one's direction from its task's YAML
-    row = Row(model, tier, kv, status=res["status"], backend=res.get("backend"), compute_dtype=compute_dtype_of(res),
-              reason=res.get("reason") or res.get("cut"), info=info, metrics=dict(res.get("metrics", {})),
-              higher_is_better=dict(res.get("higher_is_better", {})))
-    info.fidelity = fidelity_summary(res.get("fidelity"), paths.eval_dir(model, tier, kv), params.decision.bootstrap)
-    row.tokens_per_s = info.throughput.get("gen_tokens_per_s")
-    row.weight_bytes = record.get("weight_bytes") or serving.get("weight_bytes_serving")
     hf = record.get("geometry")
-    if hf:
-        nbytes = memory.kv_dtype_bytes(params.kv_modes[kv].cache_dtype, params.models[model].dtype)
-        row.kv_bytes_per_token = memory.kv_bytes_per_token(hf, nbytes)
-        info.kv_formula = engine_kv_check(hf, params.kv_modes[kv].cache_dtype, serving)
-    return row
+    nbytes = memory.kv_dtype_bytes(params.kv_modes[kv].cache_dtype, params.models[model].dtype)
+    # metrics are `<task>/<metric>` in result.json, with each one's direction from its task's YAML
+    return Measured(
+        model, tier, kv, res["status"], reason=res.get("reason") or res.get("cut"), backend=res.get("backend"),
+        compute_dtype=compute_dtype_of(res), scheme=scheme, hardware=kind, metrics=dict(res.get("metrics", {})),
+        higher_is_better=dict(res.get("higher_is_better", {})),
+        weight_bytes=record.get("weight_bytes") or serving.get("weight_bytes_serving"),
+        kv_bytes_per_token=memory.kv_bytes_per_token(hf, nbytes) if hf else None,
+        tokens_per_s=res.get("throughput", {}).get("gen_tokens_per_s"), serve_path=record.get("serve_path"),
+        num_samples=res.get("num_samples", {}), versions=res.get("versions", {}), serving=serving,
+        throughput=res.get("throughput", {}),
+        kv_formula=engine_kv_check(hf, params.kv_modes[kv].cache_dtype, serving) if hf else None,
+        fidelity=fidelity_summary(res.get("fidelity"), out, params.decision.bootstrap))
 
 
 def fidelity_summary(recorded: dict | None, eval_dir: Path, boot: schema.Bootstrap) -> dict | None:
@@ -98,50 +95,10 @@ def engine_kv_check(hf: dict, cache_dtype: str, serving: dict) -> str | None:
     return f"{formula:,} tokens ({(formula - tokens) / tokens:+.2%}) from {gib} GiB x {per_token:,} B/token"
 
 
-def task_metrics(r: Row, task: str) -> dict[str, str]:
-    """The task's own metric name -> its id `<task>/<metric>`, for the metrics the row reports."""
-    return {split_id(mid)[1]: mid for mid in r.metrics if split_id(mid)[0] == task}
-
-
-def compare(params: schema.Params, rows: list[Row]) -> analysis.Comparison:
-    """Intervals and power (set on each ok row), flips, regressions and KV length sensitivity, every
-    ok row against its baseline."""
-    rule = params.decision
-    bases = decision.baselines(rows, rule)
-    samples = {(r.model, r.tier, r.kv): load_samples(r.model, r.tier, r.kv) for r in rows if r.status == "ok"}
-    by_key = {(r.model, r.tier, r.kv, r.backend): r for r in rows}
-    found = analysis.Comparison()
-    for r in rows:
-        base = bases.get(decision.comparable(r))
-        if r.status != "ok" or base is None or base is r:
-            continue
-        mine, theirs = samples[(r.model, r.tier, r.kv)], samples[(base.model, base.tier, base.kv)]
-        regress: dict[str, list] = {}
-        for task, task_rows in mine.items():
-            if task not in theirs:
-                continue
-            pairs = analysis.align(theirs[task], task_rows)
-            reported = task_metrics(r, task)
-            limits = {m: decision.allowed_drop(tol, base.metrics[mid]) for m, mid in reported.items()
-                      if (tol := params.gate(mid)[0]) is not None and mid in base.metrics}
-            hib = {m: r.higher_is_better.get(mid, True) for m, mid in reported.items()}
-            ivs = analysis.intervals(list(reported), pairs, rule.bootstrap)
-            r.intervals.update({reported[m]: iv for m, iv in ivs.items()})
-            pws = analysis.powers(list(reported), pairs, limits, rule.bootstrap.confidence, hib)
-            r.power.update({reported[m]: p for m, p in pws.items()})
-            if "logliks" in task_rows[0]:
-                found.flips.setdefault(r.model, {}).setdefault(r.variant, {})[task] = analysis.flips(pairs)
-            regress[task] = analysis.largest_regressions(pairs, rule.regressions_per_task)
-        found.regressions.setdefault(r.model, {})[r.variant] = regress
-        ref = by_key.get((r.model, r.tier, rule.baseline.kv, r.backend))
-        if (r.kv != rule.baseline.kv and ref is not None and ref.status == "ok"
-                and ref.compute_dtype == r.compute_dtype):
-            ref_samples = samples[(ref.model, ref.tier, ref.kv)]
-            for task, task_rows in mine.items():
-                if task in ref_samples:
-                    buckets = analysis.by_length(analysis.align(ref_samples[task], task_rows), rule.length_buckets)
-                    found.kv_length.append(analysis.KvLength(r.model, r.variant, ref.variant, task, buckets))
-    return found
+def compare(params: schema.Params, rows: list[Measured]) -> Comparison:
+    """Every ok row against its baseline, from the per-sample logs evaluate wrote."""
+    samples = {r.key: tasks.read_samples(paths.eval_dir(*r.key)) for r in rows if r.status == "ok"}
+    return comparison.compare(rows, samples, params.decision, lambda mid: params.gate(mid)[0])
 
 
 def plan_rows(params: schema.Params, rows: list[Row]) -> planner.Planned:
@@ -149,65 +106,68 @@ def plan_rows(params: schema.Params, rows: list[Row]) -> planner.Planned:
     # memory.* in params carries the planner's budget under the same names
     budget = planner.Budget(**{f.name: getattr(mem, f.name) for f in dataclasses.fields(planner.Budget)})
     gpus = {n: planner.Gpu(n, g.memory_gib, g.bandwidth_gbps, g.compute_capability) for n, g in mem.target_gpus.items()}
-    plans = {(r.model, r.variant): {n: planner.plan(g, budget, r.weight_bytes, r.kv_bytes_per_token)
-                                    for n, g in gpus.items()}
-             for r in rows if r.weight_bytes and r.kv_bytes_per_token}
+    plans = {(r.facts.model, r.variant): {n: planner.plan(g, budget, r.facts.weight_bytes, r.facts.kv_bytes_per_token)
+                                          for n, g in gpus.items()}
+             for r in rows if r.facts.weight_bytes and r.facts.kv_bytes_per_token}
     return planner.Planned(budget, gpus, plans)
 
 
 def gpu_recommendations(params: schema.Params, rows: list[Row], model: str, planned: planner.Planned
-                        ) -> dict[str, GpuRec]:
+                        ) -> dict[str, Recommendation]:
     """Per target GPU: the recommendation among the variants that GPU can serve, with its command."""
     plans = planned.for_model(model)
     recs = {}
     for name, gpu in planned.gpus.items():
-        best, why = decision.recommend(rows, model, decision.gpu_candidates(rows, model, gpu, plans))
-        command = None if best is None else serve_command(params, model, best, planned.budget,
-                                                           plans[best.variant][name])
-        recs[name] = GpuRec(best, why, command)
+        rec = decision.recommend(rows, model, decision.gpu_candidates(rows, model, gpu, plans))
+        if rec.row is not None:
+            rec = dataclasses.replace(rec, command=serve_command(params, model, rec.row, planned.budget,
+                                                                 plans[rec.row.variant][name]))
+        recs[name] = rec
     return recs
 
 
 def serve_command(params: schema.Params, model: str, row: Row, budget: planner.Budget | None = None,
                   plan: planner.Plan | None = None) -> str:
-    kind = hardware.kind(row.info.hardware)
+    kind = hardware.kind(row.facts.hardware)
     extra: dict[str, object] = {"quantization": kind.vllm_quantization_flag}
     if budget is not None and plan is not None:
         extra.update(max_model_len=budget.max_model_len, gpu_memory_utilization=budget.gpu_memory_utilization,
                      max_num_seqs=max(1, min(MAX_NUM_SEQS_CAP, int(plan.max_concurrency))))
-    return launch.as_shell(launch.vllm_serve_args(row.info.serve_path, params.models[model].dtype,
-                                                  params.kv_modes[row.kv].cache_dtype, extra))
+    return launch.as_shell(launch.vllm_serve_args(row.facts.serve_path, params.models[model].dtype,
+                                                  params.kv_modes[row.facts.kv].cache_dtype, extra))
 
 
-def regression_links(model: str, found: analysis.Comparison) -> dict[str, str]:
+def regression_links(model: str, found: Comparison) -> dict[str, str]:
     """variant -> its regressions page under results/, for each compared variant."""
     return {variant: f"regressions/{model}-{variant}.md" for variant in found.regressions.get(model, {})}
 
 
-def plot_spec(params: schema.Params, model: str, mine: list[Row], baseline: tuple[str, str]) -> PlotSpec:
+def plot_spec(params: schema.Params, model: str, mine: list[Row]) -> PlotSpec:
     """results/plots/<model>-quality_vs_memory.png, tolerance lines at the baseline's allowed drop."""
-    base_row = next((r for r in mine if (r.tier, r.kv) == baseline and r.status == "ok"), None)
-    gated = [mid for mid in dict.fromkeys(m for r in mine for m in r.metrics) if params.gate(mid)[0] is not None]
-    limits = {mid: decision.allowed_drop(params.gate(mid)[0], base_row.metrics.get(mid, 0.0))
-              for mid in gated if base_row is not None}
+    b = params.decision.baseline
+    base = next((r.facts for r in mine if (r.facts.tier, r.facts.kv) == (b.tier, b.kv) and r.facts.status == "ok"),
+                None)
+    gated = [mid for mid in dict.fromkeys(m for r in mine for m in r.facts.metrics) if params.gate(mid)[0] is not None]
+    limits = {mid: decision.allowed_drop(params.gate(mid)[0], base.metrics.get(mid, 0.0))
+              for mid in gated if base is not None}
     return PlotSpec(f"plots/{model}-quality_vs_memory.png", f"{model}: quality delta (95% CI) vs weight memory",
                     gated, limits)
 
 
-def model_report(params: schema.Params, rows: list[Row], model: str, found: analysis.Comparison,
+def model_report(params: schema.Params, rows: list[Row], model: str, found: Comparison,
                  planned: planner.Planned) -> ModelReport:
     """One model's section of the report. Pure: write() writes it."""
-    baseline = (params.decision.baseline.tier, params.decision.baseline.kv)
-    mine = [r for r in rows if r.model == model]
-    rec, why = decision.recommend(rows, model)
+    mine = [r for r in rows if r.facts.model == model]
+    rec = decision.recommend(rows, model)
+    if rec.row is not None:
+        rec = dataclasses.replace(rec, command=serve_command(params, model, rec.row))
     return ModelReport(
-        name=model, source=params.models[model].source, rows=mine, recommended=rec, why=why,
-        command=serve_command(params, model, rec) if rec else None,
-        num_samples=next((r.info.num_samples for r in mine if r.info.num_samples), {}),
+        name=model, source=params.models[model].source, rows=mine, recommendation=rec,
+        num_samples=next((r.facts.num_samples for r in mine if r.facts.num_samples), {}),
         flips=found.flips.get(model, {}), regressions=found.regressions.get(model, {}),
         regression_links=regression_links(model, found),
         kv_length=[k for k in found.kv_length if k.model == model], plans=planned.for_model(model),
-        gpu_recs=gpu_recommendations(params, rows, model, planned), plot=plot_spec(params, model, mine, baseline),
+        gpu_recs=gpu_recommendations(params, rows, model, planned), plot=plot_spec(params, model, mine),
         kv_pairs=kv_scale_pairs(params.kv_modes))
 
 
@@ -220,9 +180,9 @@ def kv_scale_pairs(modes: dict[str, schema.KvMode]) -> list[tuple[str, str]]:
 def header(params: schema.Params, rows: list[Row], planned: planner.Planned) -> Header:
     return Header(
         generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), hardware=hardware_desc(),
-        baseline=(params.decision.baseline.tier, params.decision.baseline.kv), bootstrap=params.decision.bootstrap,
-        budget=planned.budget, gpus=planned.gpus, hardware_docs=hardware.table()[0],
-        versions=next((r.info.versions for r in rows if r.info.versions), {}))
+        baseline=params.decision.baseline, bootstrap=params.decision.bootstrap,
+        budget=planned.budget, gpus=planned.gpus, hardware_docs=hardware.table().vllm_docs_version,
+        versions=next((r.facts.versions for r in rows if r.facts.versions), {}))
 
 
 def write(models: dict[str, ModelReport], head: Header) -> None:
@@ -242,18 +202,20 @@ def summary(models: dict[str, ModelReport]) -> list[str]:
     """The console summary: each model's recommendation, verdict counts and per-GPU picks."""
     lines = ["", "qtier: decision written to results/decision.md (details: results/decision.json)"]
     for name, m in models.items():
-        rec = m.recommended
-        counts = {k: sum(1 for r in m.rows if (r.overall if r.status == "ok" else r.status) == k)
+        rec = m.recommendation
+        counts = {k: sum(1 for r in m.rows if r.judgement.overall == k)
                   for k in ("pass", "fail", "inconclusive", "unsupported", "failed")}
-        lines.append(f"  {name}: recommended " + (f"{rec.tier} + KV {rec.kv}" if rec else f"none ({m.why})"))
+        lines.append(f"  {name}: recommended " + (f"{rec.row.facts.tier} + KV {rec.row.facts.kv}" if rec.row
+                                                  else f"none ({rec.why})"))
         lines.append("    variants: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v))
         for gpu, g in m.gpu_recs.items():
-            lines.append(f"    {gpu}: " + (f"{g.row.tier} + KV {g.row.kv}" if g.row else "nothing passes and fits"))
+            lines.append(f"    {gpu}: " + (f"{g.row.facts.tier} + KV {g.row.facts.kv}" if g.row
+                                           else "nothing passes and fits"))
     return lines
 
 
 def exit_if_failed(rows: list[Row]) -> None:
-    failed = [r for r in rows if r.status == "failed"]
+    failed = [r.facts for r in rows if r.facts.status == "failed"]
     if failed:
         print(f"qtier: {len(failed)} variant(s) failed: "
               + ", ".join(f"{r.model}/{r.variant} ({r.reason})" for r in failed), file=sys.stderr)
@@ -262,9 +224,9 @@ def exit_if_failed(rows: list[Row]) -> None:
 
 def main() -> None:
     params = schema.load_or_exit()
-    rows = [build_row(params, *v) for v in params.variants()]
-    found = compare(params, rows)
-    decision.judge(rows, params.decision, params.eval.tasks)
+    measured = [build_row(params, *v) for v in params.variants()]
+    found = compare(params, measured)
+    rows = decision.judge(measured, found.evidence, params.decision, params.eval.tasks)
     planned = plan_rows(params, rows)
     models = {name: model_report(params, rows, name, found, planned) for name in params.models}
     write(models, header(params, rows, planned))
