@@ -1,6 +1,8 @@
 """decide.main on synthetic per-sample results: every section rendered, nothing needs a model."""
 import json
 import shutil
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -163,3 +165,12 @@ def test_fidelity_is_summarized_with_intervals_and_shown(project):
     assert "| int4-gptq-auto | 0.2000 [" in md and "| int8-auto | unavailable: another backend |" in md
     metrics = json.loads((project / "results/metrics.json").read_text())
     assert metrics["m"]["int4-gptq-auto"]["fidelity_kl_mean"] == pytest.approx(0.2)
+
+
+def test_decide_and_the_report_import_no_torch_and_no_backend(root):
+    """decide turns JSON into a report: importing it must not pay for torch or load a serving backend."""
+    code = ("import sys\n"
+            "import pipeline.stages.decide, pipeline.report.markdown, pipeline.report.exports, pipeline.report.plots\n"
+            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith(('torch.', 'pipeline.backends'))))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

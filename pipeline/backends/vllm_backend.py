@@ -24,7 +24,7 @@ from typing import Any, Iterator
 
 from pipeline.backends import vllm_logs
 from pipeline.backends.base import TokenDists, Unsupported, Variant
-from pipeline.backends.launch import vllm_serve_args
+from pipeline.domain.serve_line import vllm_serve_args
 from pipeline.backends.server import (
     Server,
     ServerDied,

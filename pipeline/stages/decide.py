@@ -15,17 +15,13 @@ from pathlib import Path
 import numpy as np
 
 from pipeline import io, paths, schema
-from pipeline.backends import launch
 from pipeline.domain import hardware, machine, memory, tasks
-from pipeline.report import exports, markdown, plots, regressions
+from pipeline.report import commands, exports, markdown, plots, regressions
 from pipeline.report.document import Header, ModelReport, PlotSpec
 from pipeline.scoring import comparison, decision, fidelity, planner
 from pipeline.scoring.comparison import Comparison
 from pipeline.scoring.decision import Recommendation
 from pipeline.scoring.rows import Measured, Row
-
-MAX_NUM_SEQS_CAP = 256   # vLLM's default --max-num-seqs; the planner never suggests more
-
 
 def hardware_desc() -> str:
     return machine.describe(machine.cpu_info(), machine.accelerator_available())
@@ -128,13 +124,8 @@ def gpu_recommendations(params: schema.Params, rows: list[Row], model: str, plan
 
 def serve_command(params: schema.Params, model: str, row: Row, budget: planner.Budget | None = None,
                   plan: planner.Plan | None = None) -> str:
-    kind = hardware.kind(row.facts.hardware)
-    extra: dict[str, object] = {"quantization": kind.vllm_quantization_flag}
-    if budget is not None and plan is not None:
-        extra.update(max_model_len=budget.max_model_len, gpu_memory_utilization=budget.gpu_memory_utilization,
-                     max_num_seqs=max(1, min(MAX_NUM_SEQS_CAP, int(plan.max_concurrency))))
-    return launch.as_shell(launch.vllm_serve_args(row.facts.serve_path, params.models[model].dtype,
-                                                  params.kv_modes[row.facts.kv].cache_dtype, extra))
+    return commands.serve_command(row, params.models[model].dtype, params.kv_modes[row.facts.kv].cache_dtype,
+                                  budget, plan)
 
 
 def regression_links(model: str, found: Comparison) -> dict[str, str]:
