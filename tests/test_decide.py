@@ -90,8 +90,13 @@ def test_decide_renders_every_section(project):
     assert "--quantization bitsandbytes" in data["recommended"]["m"]["command"]
     assert data["per_gpu"]["m"]["A100-80G"]["tier"] == "nf4-bnb"
     for section in ("### Per target GPU", "### Which GPUs can serve each tier", "### Memory bill",
-                    "### KV-cache quantization by input length", "Why each verdict", "[regressions](regressions/"):
+                    "### KV-cache quantization by input length", "### Why each verdict", "### Power",
+                    "[int4-gptq-auto](regressions/m-int4-gptq-auto.md)"):
         assert section in md
+    # read top-down: the recommendation, then the verdict table, before any detail
+    assert md.index("**Recommended: `nf4-bnb` with KV cache `fp8`**") < md.index("| Tier | KV cache | Verdict |") \
+        < md.index("## The run") < md.index("## m: details")
+    assert "| int4-gptq | auto | **FAIL** | **FAIL** BLEU +0.0, chrF +0.0 | **FAIL** Accuracy -25.0 | 0.0 | 256 |" in md
     reg = (project / "results/regressions/m-int4-gptq-auto.md").read_text()
     assert "## classification" in reg and "doc 0" in reg
     assert (project / "results/plots/m-quality_vs_memory.png").stat().st_size > 1000
@@ -102,7 +107,9 @@ def test_decide_renders_every_section(project):
     assert acc["n_for_80pct_power"] == 1644
     assert set(rows[("int8", "auto")]["power"]) == {"classification/acc", "translation/bleu", "translation/chrf"}       # gated metrics only
     assert rows[("fp16", "auto")]["power"] == {} and rows[("int8", "fp8")]["power"] == {}
-    assert "  - power: classification Accuracy SD 43.4, n=200, MDD 8.6, n80 1,644; translation BLEU SD 30.7, n=40, MDD 13.6" in md
+    power = md.split("### Power", 1)[1]
+    assert "| Variant | translation BLEU (n=40) | translation chrF (n=40) | classification Accuracy (n=200) |" in power
+    assert "| int4-gptq-auto | 30.7 / 13.6 / " in power and " | 43.4 / 8.6 / 1,644 |" in power
     metrics = json.loads((project / "results/metrics.json").read_text())
     assert metrics["m"]["int4-gptq-auto"]["delta_classification/acc"] == -25.0
 

@@ -25,13 +25,14 @@ def judged(found, evidence, rule=RULE):
 
 
 def rows():
-    found = [facts("fp16", "auto", backend="reference", compute_dtype="float32", metrics={"acc": 90.0, "bleu": 0.3},
+    found = [facts("fp16", "auto", backend="reference", compute_dtype="float32", metrics={"classification/acc": 90.0, "translation/bleu": 0.3},
                    weight_bytes=2**20 * 258, kv_bytes_per_token=23040, tokens_per_s=50.0),
-             facts("int4", "fp8", backend="reference", compute_dtype="float32", metrics={"acc": 89.0, "bleu": 0.2},
+             facts("int4", "fp8", backend="reference", compute_dtype="float32", metrics={"classification/acc": 89.0, "translation/bleu": 0.2},
                    weight_bytes=2**20 * 100, kv_bytes_per_token=11520, tokens_per_s=48.0),
              facts("int8", "fp8", "unsupported", reason="FP8 KV cache on CPU requires AVX-512")]
-    ev = Evidence({"acc": -1.0, "bleu": -0.1}, {"acc": Interval(-1.0, -2.0, 0.0, 160), "bleu": Interval(-0.1, -0.3, 0.1, 40)},
-                  {"acc": Power(10.0, 160, 2.2, 88)})
+    ev = Evidence({"classification/acc": -1.0, "translation/bleu": -0.1},
+                  {"classification/acc": Interval(-1.0, -2.0, 0.0, 160), "translation/bleu": Interval(-0.1, -0.3, 0.1, 40)},
+                  {"classification/acc": Power(10.0, 160, 2.2, 88)})
     return judged(found, [None, ev, None])
 
 
@@ -47,23 +48,31 @@ def test_render_has_every_row_reason_and_command():
     prefixes = ("| fp16 | auto |", "| int4 | fp8 |", "| int8 | fp8 |")
     assert [next(p for p in prefixes if line.startswith(p)) for line in md.splitlines()
             if line.startswith(prefixes)] == list(prefixes)
-    assert "**Recommended: `int4` with KV cache `fp8`**" in md
-    assert "```bash\nvllm serve x\n```" in md
-    assert "unsupported here: FP8 KV cache on CPU requires AVX-512" in md
+    # it opens with the recommendation, why and the command in three lines, then the verdict table
+    top = md.split("\n\n")
+    assert top[1].splitlines() == ["**Recommended: `int4` with KV cache `fp8`** for m.  ",
+                                   f"Why: {best.why}.  ",
+                                   "Serve: `vllm serve x` (sized per target GPU under *Per target GPU*)."]
+    assert top[2].startswith("| Tier | KV cache | Verdict | classification | translation | Weights (MiB) |")
+    assert "| int4 | fp8 | pass | pass Accuracy -1.0 | not capable | 100.0 | 11,520 | 48.0 |" in md
+    assert "| int8 | fp8 | unsupported here: FP8 KV cache on CPU requires AVX-512 | – | – |" in md
     assert "0.2 (-0.1 [-0.3, +0.1], inconclusive)" in md and "89.0 (-1.0 [-2.0, +0.0], pass)" in md
     assert "90.0 (baseline)" in md
-    head = next(line for line in md.splitlines() if line.startswith("| Tier |")).split(" | ")
-    first = next(line for line in md.splitlines() if line.startswith("| fp16 | auto |")).split(" | ")
-    assert head[-3:-1] == ["Backend", "Compute"] and first[-3:-1] == ["reference", "float32"]
-    assert "- **int4-fp8** → pass" in md and "\n  - power: Accuracy SD 10.0, n=160, MDD 2.2, n80 88\n" in md
+    assert "| Variant | Scheme | Backend | Compute |\n|---|---|---|---|\n| fp16-auto | fp16 | reference | float32 |" in md
+    # why: bleu is not capable on every variant, said once; acc's limit and n once, in its column head
+    assert ("- translation BLEU: inconclusive on every variant: the baseline cannot do this task (baseline 0.3 < "
+            "min_baseline 5).") in md
+    assert "| Variant | Verdict | classification Accuracy: CI vs -3.00 (n=160) | Largest regressions |" in md
+    assert "| int4-fp8 | pass | pass [-2.00, +0.00] | – |" in md
+    assert "| Variant | classification Accuracy (n=160) |\n|---|---|\n| int4-fp8 | 10.0 / 2.2 / 88 |" in md
     data = exports.decision_json({"m": model_report(rs, best.row, best.why, "vllm serve x")}, HEADER)
-    assert data["rows"][1]["power"] == {"acc": {"sd": 10.0, "n": 160, "mdd": 2.2, "n_for_80pct_power": 88}}
+    assert data["rows"][1]["power"] == {"classification/acc": {"sd": 10.0, "n": 160, "mdd": 2.2, "n_for_80pct_power": 88}}
     assert data["rows"][0]["power"] == {} and data["rows"][0]["compute_dtype"] == "float32"
 
 
 def test_render_without_recommendation_says_why():
     md = markdown.render({"m": model_report(rows()[:1], None, "no variant passes")}, HEADER)
-    assert "**No tier can be recommended**: no variant passes." in md
+    assert "**m: no tier can be recommended**: no variant passes." in md
 
 
 def test_hardware_table_lists_target_gpus():
@@ -112,11 +121,12 @@ def fid(support):
 
 def test_calibrated_kv_rows_sit_beside_the_uncalibrated_ones():
     rs = rows()[:2]
-    cal = facts("int4", "fp8-cal", backend="reference", compute_dtype="float32", metrics={"acc": 89.5, "bleu": 0.2},
+    cal = facts("int4", "fp8-cal", backend="reference", compute_dtype="float32", metrics={"classification/acc": 89.5, "translation/bleu": 0.2},
                 weight_bytes=2**20 * 100, kv_bytes_per_token=11520,
                 fidelity={**fid("exact"), "kl_mean": 0.0123, "kl_mean_ci": [0.011, 0.014]})
     ev = [None, rs[1].evidence,
-          Evidence({"acc": -0.5}, {"acc": Interval(-0.5, -1.5, 0.5, 160), "bleu": Interval(-0.1, -0.3, 0.1, 40)})]
+          Evidence({"classification/acc": -0.5}, {"classification/acc": Interval(-0.5, -1.5, 0.5, 160),
+                                                  "translation/bleu": Interval(-0.1, -0.3, 0.1, 40)})]
     rs = judged([r.facts for r in rs] + [cal], ev, Decision(BASE, {"acc": Tolerance(abs=3.0)}, {}))
     m = model_report(rs)
     assert fidelity.kv_scale_lines(m, BASE) == []          # no calibrated mode in params

@@ -1,12 +1,11 @@
 """How to read the report: the notes at its end."""
 from __future__ import annotations
 
-
-
 NOTES = [
     "Metrics are named `<task>/<metric>` (a task is an entry of `eval.tasks`): each task is scored, "
-    "compared and judged on its own. The first table gives each task's verdict; the tables under it give "
-    "each task's gated metrics (those with a tolerance; every metric is in `decision.json`).",
+    "compared and judged on its own. The first table gives each task's verdict and the deltas that decided it; "
+    "*Quality by task* gives each task's gated metrics (those with a tolerance; every metric is in "
+    "`decision.json`), *Why each verdict* the interval each verdict rests on.",
     "Metric cells read `score (delta [95% CI], verdict)`, all on a 0-100 scale. BLEU/chrF: sacrebleu corpus "
     "scores, intervals by sacrebleu-style paired bootstrap; ROUGE-L: rouge-score F-measure with stemming, mean "
     "over samples; Accuracy: log-likelihood choice over the label set; ROUGE/accuracy intervals resample "
@@ -16,7 +15,7 @@ NOTES = [
     "below `decision.min_baseline` (the model cannot do the task, so differences mean nothing). A variant "
     "passes when every metric the model can do passes. An inconclusive metric says how many samples would "
     "settle it if the observed effect held (the interval narrows as 1/sqrt(n)).",
-    "Power, under each variant's verdicts: for each metric with a tolerance, SD is the standard deviation of "
+    "Power (its table): for each metric with a tolerance, SD is the standard deviation of "
     "the paired per-sample differences (BLEU/chrF: sentence chrF stands in, so for BLEU a rough guide), n the "
     "samples compared, MDD = "
     "(z(1-a) + z(0.8)) x SD / sqrt(n) the smallest tolerance this n shows non-inferiority for with 80% power "
