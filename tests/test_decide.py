@@ -14,6 +14,10 @@ HF = {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2
       "hidden_size": 64, "intermediate_size": 128}
 
 
+MEASURED_ON = {"cpu": {"model": "Test CPU 9000", "isa": ["avx2"], "cores": 3}, "accelerator": None,
+               "torch_threads": 3, "engine": {"name": "reference", "version": "5.17.0"}}
+
+
 def samples(task, n, quality):
     """quality(i) -> per-sample score for generation tasks or correct/incorrect for classify."""
     rows = []
@@ -60,6 +64,7 @@ def project(tmp_path, monkeypatch, root):
                 continue
             q = quality[tier]
             res = {"status": "ok", "backend": "reference", "num_samples": {"translation": 40, "classification": 200},
+                   "measured_on": MEASURED_ON,
                    "serving": {"weight_bytes_serving": 1500} if tier == "nf4-bnb" else {},
                    "throughput": {"gen_tokens_per_s": 50.0}, "metrics": {}}
             for task, n in (("translation", 40), ("classification", 200)):
@@ -112,6 +117,10 @@ def test_decide_renders_every_section(project):
     assert "| int4-gptq-auto | 30.7 / 13.6 / " in power and " | 43.4 / 8.6 / 1,644 |" in power
     metrics = json.loads((project / "results/metrics.json").read_text())
     assert metrics["m"]["int4-gptq-auto"]["delta_classification/acc"] == -25.0
+    # where each result was measured comes from the results (the unsupported one did not record it)
+    assert "- **A**: Test CPU 9000 (avx2), 3 cores, no accelerator, torch threads 3 (7 of 8 results)" in md
+    assert "- not recorded: 1 of 8 results were written before evaluate recorded `measured_on`" in md
+    assert "engine reference 5.17.0." in md and data["rows"][0]["measured_on"] == MEASURED_ON
 
 
 def test_missing_result_is_a_failed_row_and_exit_1(project):

@@ -10,7 +10,7 @@ from pipeline.scoring.power import Power
 from pipeline.scoring.stats import Interval
 
 BASE = Baseline("fp16", "auto")
-HEADER = Header(generated="now", hardware="cpu", baseline=BASE, bootstrap=Bootstrap(),
+HEADER = Header(generated="now", baseline=BASE, bootstrap=Bootstrap(),
                 budget=planner.Budget(), gpus={"A100-80G": planner.Gpu("A100-80G", 80, 2039, 8.0)},
                 hardware_docs="0.15.1")
 RULE = Decision(BASE, {"acc": Tolerance(abs=3.0), "bleu": Tolerance(abs=1.0)}, {"bleu": 5.0})
@@ -153,3 +153,33 @@ def test_each_fidelity_support_note_names_only_the_backends_it_describes():
     srv = facts("int4", "fp8", backend="vllm", compute_dtype="bfloat16", fidelity=fid("top-20"))
     lines = fidelity.fidelity_lines(model_report(judged([ref, srv], [None, None])))
     assert "KL support (reference): exact." in lines and "KL support (vllm): top-20." in lines
+
+
+EPYC = {"cpu": {"model": "AMD EPYC 9B14", "isa": ["avx2", "avx512f", "avx512_bf16"], "cores": 2}, "accelerator": None,
+        "torch_threads": 2, "engine": {"name": "reference", "version": "5.17.0"}}
+H100 = {"cpu": {"model": "Intel Xeon", "isa": ["avx2"], "cores": 26}, "accelerator": {"name": "H100", "capability": "9.0"},
+        "torch_threads": None, "engine": {"name": "vllm", "version": "0.11.0"}}
+
+
+def test_each_row_and_the_header_say_where_the_result_was_measured_from_the_result():
+    found = [facts("fp16", "auto", backend="reference", metrics={"classification/acc": 90.0}, serving={}, measured_on=EPYC),
+             facts("int4", "auto", backend="vllm", metrics={"classification/acc": 89.0}, serving={}, measured_on=H100),
+             facts("int8", "auto", backend="vllm", metrics={"classification/acc": 89.0},
+                   serving={"engine": {"vllm_version": "0.10.1"}}),                   # written before measured_on
+             facts("nf4", "auto", "failed", reason="no result: x is missing")]         # no result: measured nothing
+    md = markdown.render({"m": model_report(judged(found, [None] * 4), None, "none")},
+                         dataclasses.replace(HEADER, versions={"torch": "2.13.0"}))
+    table = md.split("| Tier | KV cache | Verdict |", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
+    cells = {line.split(" | ")[0][2:]: line.split(" | ")[-1][:-2] for line in table}
+    assert cells == {"fp16": "A", "int4": "B", "int8": "not recorded", "nf4": "–"}
+    assert ("- **A**: AMD EPYC 9B14 (avx2, avx512f, avx512_bf16), 2 cores, no accelerator, torch threads 2 "
+            "(1 of 3 results)") in md
+    assert "- **B**: Intel Xeon (avx2), 26 cores, H100 (compute capability 9.0), torch threads not recorded" in md
+    assert "- not recorded: 1 of 3 results were written before evaluate recorded `measured_on`" in md
+    assert ("Versions (evaluate's environment, as recorded in the results): torch 2.13.0, engine reference 5.17.0, "
+            "vllm 0.11.0, vllm 0.10.1.") in md
+    data = exports.decision_json({"m": model_report(judged(found, [None] * 4))}, HEADER)
+    assert data["machines"] == {"A": md.split("- **A**: ")[1].split(" (1 of")[0],
+                                "B": md.split("- **B**: ")[1].split(" (1 of")[0]}
+    assert data["rows"][1]["measured_on"] == H100 and data["rows"][2]["measured_on"] is None
+    assert "hardware" not in data

@@ -16,13 +16,12 @@ from pipeline.scoring.stats import Flips
 class Header:
     """What the report says about the run as a whole."""
     generated: str                   # UTC time stamp
-    hardware: str                    # this machine
     baseline: Baseline
     bootstrap: Bootstrap
     budget: Budget
     gpus: dict[str, Gpu]
     hardware_docs: str               # vLLM docs version of the hardware table
-    versions: dict[str, str] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)   # evaluate's packages, as a result recorded them
 
 
 @dataclass(frozen=True)

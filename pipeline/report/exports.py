@@ -5,6 +5,7 @@ import dataclasses
 from typing import Any
 
 from pipeline.domain.memory import mib
+from pipeline.report import provenance
 from pipeline.report.cells import is_baseline
 from pipeline.report.document import Header, ModelReport
 from pipeline.report.serving import load_note
@@ -44,7 +45,8 @@ def row_json(r: Row, m: ModelReport, base: Row | None) -> dict:
             "hardware": f.hardware, "serving": f.serving, "load": f.throughput, "load_note": load_note(r, base),
             "flips": {t: dataclasses.asdict(x) for t, x in m.flips.get(r.variant, {}).items()},
             "plans": {g: dataclasses.asdict(p) for g, p in m.plans.get(r.variant, {}).items()},
-            "power": {k: p.as_dict() for k, p in e.power.items()}, "fidelity": f.fidelity}
+            "power": {k: p.as_dict() for k, p in e.power.items()}, "fidelity": f.fidelity,
+            "measured_on": f.measured_on}
 
 
 def recommended_json(rec: Recommendation, with_why: bool = True) -> dict | None:
@@ -60,8 +62,11 @@ def decision_json(models: dict[str, ModelReport], header: Header) -> dict:
     def base_of(m: ModelReport) -> Row | None:
         return next((b for b in m.rows if is_baseline(b, header.baseline)), None)
 
+    rows = [r for m in models.values() for r in m.rows]
     return {
-        "generated": header.generated, "hardware": header.hardware, "versions": header.versions,
+        "generated": header.generated, "versions": header.versions,
+        "machines": {key: desc for desc, key in provenance.machines(rows).items()},
+        "engines": list(dict.fromkeys(e for r in rows if (e := provenance.engine(r)))),
         "baseline": dataclasses.asdict(header.baseline),
         "bootstrap": dataclasses.asdict(header.bootstrap), "budget": dataclasses.asdict(header.budget),
         "recommended": {n: recommended_json(m.recommendation) for n, m in models.items()},

@@ -9,20 +9,18 @@ model in, text out.
 """
 from __future__ import annotations
 
-from pipeline.report import fidelity, gpus, quality, serving, summary, verdicts
+from pipeline.report import fidelity, gpus, provenance, quality, serving, summary, verdicts
 from pipeline.report.document import Header, ModelReport
 from pipeline.report.notes import NOTES
+from pipeline.scoring.rows import Row
 
 
-def run_lines(header: Header) -> list[str]:
+def run_lines(header: Header, rows: list[Row]) -> list[str]:
     base, b = header.baseline, header.bootstrap
-    lines = ["## The run", "",
-             f"Generated {header.generated} by `dvc repro` on {header.hardware}. Baseline: tier "
-             f"`{base.tier}` with KV cache `{base.kv}`. Intervals: {b.confidence:.0%} paired bootstrap, "
-             f"{b.resamples} resamples, seed {b.seed}.", ""]
-    if header.versions:
-        lines += ["Versions: " + ", ".join(f"{k} {v}" for k, v in header.versions.items()) + ".", ""]
-    return lines
+    return ["## The run", "",
+            f"Generated {header.generated} by stage decide. Baseline: tier `{base.tier}` with KV cache `{base.kv}`. "
+            f"Intervals: {b.confidence:.0%} paired bootstrap, {b.resamples} resamples, seed {b.seed}.", ""
+            ] + provenance.header_lines(rows, header.versions)
 
 
 def details(m: ModelReport, header: Header) -> list[str]:
@@ -52,13 +50,15 @@ def details(m: ModelReport, header: Header) -> list[str]:
 
 
 def render(models: dict[str, ModelReport], header: Header) -> str:
+    rows = [r for m in models.values() for r in m.rows]
+    machines = provenance.machines(rows)
     lines = ["# qtier decision", ""]
     for m in models.values():
         if len(models) > 1:
             lines += [f"## {m.name}", ""]
         lines += summary.recommendation_lines(m)
-        lines += summary.verdict_table(m, header.baseline, "Gen tok/s (this CPU)", {})
-    lines += run_lines(header)
+        lines += summary.verdict_table(m, header.baseline, "Gen tok/s (this CPU)", machines)
+    lines += run_lines(header, rows)
     for m in models.values():
         lines += details(m, header)
     lines += ["## How to read this", ""] + [f"- {n}" for n in NOTES] + [""]

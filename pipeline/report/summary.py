@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pipeline.domain.memory import mib
 from pipeline.report.cells import MARK, is_baseline, label, md_row, status_cell, task_of, tasks_of
+from pipeline.report import provenance
 from pipeline.report.document import ModelReport
 from pipeline.schema import Baseline
 from pipeline.scoring.decision import FAIL, PASS, not_capable, overall
@@ -49,9 +50,9 @@ def decided_cell(r: Row, task: str, base: Baseline | None) -> str:
     return f"{MARK[verdict]} " + ", ".join(parts)
 
 
-def verdict_table(m: ModelReport, base: Baseline | None, speed_header: str, measured_on: dict[str, str]) -> list[str]:
-    """One row per variant. `measured_on`: variant -> where its result was measured (a key of the header's
-    machine list); `speed_header`: the generation speed column's name, naming where it was measured."""
+def verdict_table(m: ModelReport, base: Baseline | None, speed_header: str, machines: dict[str, str]) -> list[str]:
+    """One row per variant. `machines`: provenance.machines of the run (the header lists them);
+    `speed_header`: the generation speed column's name, naming where it was measured."""
     names = tasks_of(m.rows)
     head = (["Tier", "KV cache", "Verdict"] + names
             + ["Weights (MiB)", "KV bytes/token", speed_header, "Measured on"])
@@ -63,8 +64,8 @@ def verdict_table(m: ModelReport, base: Baseline | None, speed_header: str, meas
                             + [f"{mib(f.weight_bytes):.1f}" if f.weight_bytes else "–",
                                f"{f.kv_bytes_per_token:,}" if f.kv_bytes_per_token else "–",
                                f"{f.tokens_per_s:.1f}" if f.tokens_per_s else "–",
-                               measured_on.get(r.variant, "not recorded")]))
+                               provenance.row_cell(r, machines)]))
     return lines + ["", "Task cells: the task's verdict and the deltas (variant - baseline, metric points) of the "
                     f"metrics that decided it; *{NOT_CAPABLE_CELL}*: the baseline scores below "
                     "`decision.min_baseline` on every gated metric of the task, so it judges no variant. "
-                    "The reasons are under *Why each verdict*.", ""]
+                    "The reasons are under *Why each verdict*; *Measured on* names a machine listed under *The run*.", ""]

@@ -15,17 +15,13 @@ from pathlib import Path
 import numpy as np
 
 from pipeline import io, paths, schema
-from pipeline.domain import hardware, machine, memory, tasks
+from pipeline.domain import hardware, memory, tasks
 from pipeline.report import commands, exports, markdown, plots, regressions
 from pipeline.report.document import Header, ModelReport, PlotSpec
 from pipeline.scoring import comparison, decision, fidelity, planner
 from pipeline.scoring.comparison import Comparison
 from pipeline.scoring.decision import Recommendation
 from pipeline.scoring.rows import Measured, Row
-
-def hardware_desc() -> str:
-    return machine.describe(machine.cpu_info(), machine.accelerator_available())
-
 
 def tier_kind(params: schema.Params, model: str, tier: str) -> str:
     t = params.tiers[tier]
@@ -54,7 +50,8 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
         weight_bytes=record.get("weight_bytes") or serving.get("weight_bytes_serving"),
         kv_bytes_per_token=memory.kv_bytes_per_token(hf, nbytes) if hf else None,
         tokens_per_s=res.get("throughput", {}).get("gen_tokens_per_s"), serve_path=record.get("serve_path"),
-        num_samples=res.get("num_samples", {}), versions=res.get("versions", {}), serving=serving,
+        num_samples=res.get("num_samples", {}), versions=res.get("versions", {}), measured_on=res.get("measured_on"),
+        serving=serving,
         throughput=res.get("throughput", {}),
         kv_formula=engine_kv_check(hf, params.kv_modes[kv].cache_dtype, serving) if hf else None,
         fidelity=fidelity_summary(res.get("fidelity"), out, params.decision.bootstrap))
@@ -170,7 +167,7 @@ def kv_scale_pairs(modes: dict[str, schema.KvMode]) -> list[tuple[str, str]]:
 
 def header(params: schema.Params, rows: list[Row], planned: planner.Planned) -> Header:
     return Header(
-        generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), hardware=hardware_desc(),
+        generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         baseline=params.decision.baseline, bootstrap=params.decision.bootstrap,
         budget=planned.budget, gpus=planned.gpus, hardware_docs=hardware.table().vllm_docs_version,
         versions=next((r.facts.versions for r in rows if r.facts.versions), {}))
