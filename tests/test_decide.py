@@ -190,3 +190,15 @@ def test_decide_and_the_report_import_no_torch_and_no_backend(root):
             "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith(('torch.', 'pipeline.backends'))))")
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_the_engine_kv_check_uses_the_planner_s_block_size_and_needs_the_engine_s_dtype():
+    serving = {"kv_cache_gib": 1.0, "kv_cache_tokens": 16000, "engine": {"dtype": "torch.bfloat16"}}
+    # 2 layers x 2 KV heads x 16 dims x 2 (K, V) x 2 bytes = 256 B/token: 2^30 / 256 = 4,194,304 tokens
+    assert decide.engine_kv_check(HF, "auto", serving, 16).startswith("4,194,304 tokens (")
+    assert decide.engine_kv_check(HF, "auto", serving, 16).endswith("x 256 B/token in blocks of 16")
+    # 1.5 GiB at 256 B/token: 6,291,456 tokens, a whole number of 16-token blocks but not of 5,000-token ones
+    serving["kv_cache_gib"] = 1.5
+    assert decide.engine_kv_check(HF, "auto", serving, 16).startswith("6,291,456 tokens")
+    assert decide.engine_kv_check(HF, "auto", serving, 5000).startswith("6,290,000 tokens")
+    assert decide.engine_kv_check(HF, "auto", {**serving, "engine": {}}, 16) is None

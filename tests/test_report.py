@@ -1,7 +1,7 @@
 import dataclasses
 
-from pipeline.report import exports, fidelity, gpus, markdown, serving
-from pipeline.report.document import Header, ModelReport
+from pipeline.report import exports, fidelity, gpus, markdown, provenance, serving
+from pipeline.report.document import Header, KvPair, ModelReport
 from pipeline.schema import Baseline, Bootstrap, Decision, Tolerance
 from pipeline.scoring import decision, planner
 from pipeline.scoring.decision import Recommendation
@@ -10,7 +10,7 @@ from pipeline.scoring.power import Power
 from pipeline.scoring.stats import Interval
 
 BASE = Baseline("fp16", "auto")
-HEADER = Header(generated="now", baseline=BASE, bootstrap=Bootstrap(),
+HEADER = Header(generated="now", kv_scales={"fp8": "1.0"}, baseline=BASE, bootstrap=Bootstrap(),
                 budget=planner.Budget(), gpus={"A100-80G": planner.Gpu("A100-80G", 80, 2039, 8.0)},
                 hardware_docs="0.15.1")
 RULE = Decision(BASE, {"acc": Tolerance(abs=3.0), "bleu": Tolerance(abs=1.0)}, {"bleu": 5.0})
@@ -130,13 +130,18 @@ def test_calibrated_kv_rows_sit_beside_the_uncalibrated_ones():
     rs = judged([r.facts for r in rs] + [cal], ev, Decision(BASE, {"acc": Tolerance(abs=3.0)}, {}))
     m = model_report(rs)
     assert fidelity.kv_scale_lines(m, BASE) == []          # no calibrated mode in params
-    m.kv_pairs = [("fp8", "fp8-cal")]
+    m.kv_pairs = [KvPair("fp8", 1.0, "fp8-cal")]
     lines = fidelity.kv_scale_lines(m, BASE)
     body = [line for line in lines if line.startswith("| int4 |")]
     assert body[0].startswith("| int4 | fp8 | 1.0 (uncalibrated) | 89.0 (-1.0 [-2.0, +0.0], pass) |")
     assert body[1].startswith("| int4 | fp8-cal | calibrated | 89.5 (-0.5 [-1.5, +0.5], pass) |")
     assert "0.0123 [0.0110, 0.0140]" in body[1] and body[0].split(" | ")[-2] == "–"
     assert "### fp8 KV cache: calibrated scales beside uncalibrated" in markdown.render({"m": m}, HEADER)
+    # the uncalibrated mode's own scale, not vLLM's default
+    m.kv_pairs = [KvPair("fp8", 0.5, "fp8-cal")]
+    lines = fidelity.kv_scale_lines(m, BASE)
+    assert "uses its `kv_modes.<mode>.scale` (`fp8`: 0.5; vLLM's default is 1.0)" in lines[2]
+    assert [line for line in lines if line.startswith("| int4 | fp8 |")][0].startswith("| int4 | fp8 | 0.5 (uncalibrated) |")
 
 
 def test_kv_scale_pairs_match_cache_dtypes():
@@ -144,7 +149,8 @@ def test_kv_scale_pairs_match_cache_dtypes():
     from pipeline.stages.decide import kv_scale_pairs
 
     modes = {"auto": KvMode("auto"), "fp8": KvMode("fp8_e4m3"), "fp8-cal": KvMode("fp8_e4m3", "calibrated")}
-    assert kv_scale_pairs(modes) == [("fp8", "fp8-cal")]
+    assert kv_scale_pairs(modes) == [KvPair("fp8", 1.0, "fp8-cal")]
+    assert kv_scale_pairs({**modes, "fp8": KvMode("fp8_e4m3", 0.5)}) == [KvPair("fp8", 0.5, "fp8-cal")]
     assert kv_scale_pairs({k: modes[k] for k in ("auto", "fp8")}) == []
 
 
@@ -183,3 +189,21 @@ def test_each_row_and_the_header_say_where_the_result_was_measured_from_the_resu
                                 "B": md.split("- **B**: ")[1].split(" (1 of")[0]}
     assert data["rows"][1]["measured_on"] == H100 and data["rows"][2]["measured_on"] is None
     assert "hardware" not in data
+
+
+def test_the_speed_column_names_the_device_the_results_record():
+    cpu = facts("fp16", "auto", tokens_per_s=10.0, serving={}, measured_on=EPYC)
+    gpu = facts("int4", "auto", tokens_per_s=90.0, serving={}, measured_on=H100)
+    old = facts("int8", "auto", tokens_per_s=5.0, serving={"device": "cpu"})
+    head = lambda *fs: provenance.speed_header(judged(list(fs), [None] * len(fs)))
+    assert head(cpu) == "Gen tok/s (CPU)" and head(gpu) == "Gen tok/s (H100)" and head(old) == "Gen tok/s (cpu)"
+    assert head(cpu, gpu) == "Gen tok/s"                       # mixed: Measured on says which
+    md = markdown.render({"m": model_report(judged([gpu], [None]))}, HEADER)
+    assert "| Weights (MiB) | KV bytes/token | Gen tok/s (H100) | Measured on |" in md and "this CPU" not in md
+
+
+def test_the_notes_name_the_run_s_confidence_and_kv_scales():
+    head = dataclasses.replace(HEADER, bootstrap=Bootstrap(confidence=0.9), kv_scales={"fp8": "0.5", "fp8-cal": "calibrated"})
+    md = markdown.render({"m": model_report(rows())}, head)
+    assert "`score (delta [90% CI], verdict)`" in md and "95%" not in md
+    assert "each KV mode's k/v scale (`fp8` 0.5, `fp8-cal` calibrated; 1.0 is vLLM's default" in md

@@ -16,6 +16,7 @@ from pipeline.scoring.stats import Flips
 class Header:
     """What the report says about the run as a whole."""
     generated: str                   # UTC time stamp
+    kv_scales: dict[str, str]        # KV mode with a quantized cache -> its k/v scale ("1.0", "calibrated")
     baseline: Baseline
     bootstrap: Bootstrap
     budget: Budget
@@ -25,12 +26,21 @@ class Header:
 
 
 @dataclass(frozen=True)
+class KvPair:
+    """An fp8 KV mode with calibrated k/v scales and the uncalibrated mode of the same cache dtype."""
+    uncalibrated: str
+    scale: float                     # the uncalibrated mode's k/v scale (kv_modes.<mode>.scale)
+    calibrated: str
+
+
+@dataclass(frozen=True)
 class PlotSpec:
     """results/<path>: quality delta against weight memory, a dashed line at each gated metric's allowed drop."""
     path: str
     title: str
     metrics: list[str]
     limits: dict[str, float]
+    model_dtype_kv: list[str]        # KV modes that store the cache in the model's dtype (round markers)
 
 
 @dataclass
@@ -47,4 +57,4 @@ class ModelReport:
     plans: dict[str, dict[str, Plan]] = field(default_factory=dict)          # variant -> GPU name -> plan
     gpu_recs: dict[str, Recommendation] = field(default_factory=dict)        # GPU name -> recommendation
     plot: PlotSpec | None = None
-    kv_pairs: list[tuple[str, str]] = field(default_factory=list)           # (uncalibrated, calibrated) KV modes
+    kv_pairs: list[KvPair] = field(default_factory=list)

@@ -40,14 +40,15 @@ def kv_scale_lines(m: ModelReport, baseline: Baseline) -> list[str]:
     mids = [mid for t in tasks_of(m.rows) for mid in shown_metrics(m.rows, t)]
     head = ["Tier", "KV mode", "k/v scales"] + [label(x) for x in mids] + ["KL mean [CI]", "Verdict"]
     intro = ("The calibrated mode serves the tier re-made with llm-compressor's `kv_cache_scheme` (per-layer "
-             "k/v scales from the calibration set, in the checkpoint vLLM loads); the uncalibrated one uses "
-             "scale 1.0, vLLM's default.")
+             "k/v scales from the calibration set, in the checkpoint vLLM loads); the uncalibrated one uses its "
+             "`kv_modes.<mode>.scale` (" + ", ".join(f"`{p.uncalibrated}`: {p.scale}" for p in m.kv_pairs)
+             + "; vLLM's default is 1.0).")
     lines = ["### fp8 KV cache: calibrated scales beside uncalibrated", "", intro, "", md_row(head),
              "|" + "---|" * len(head)]
     tiers = list(dict.fromkeys(r.facts.tier for r in m.rows))
-    for uncal, cal in m.kv_pairs:
+    for pair in m.kv_pairs:
         for tier in tiers:
-            for kv, how in ((uncal, "1.0 (uncalibrated)"), (cal, "calibrated")):
+            for kv, how in ((pair.uncalibrated, f"{pair.scale} (uncalibrated)"), (pair.calibrated, "calibrated")):
                 r = rows.get((tier, kv))
                 if r is None:
                     continue

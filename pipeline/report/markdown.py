@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pipeline.report import fidelity, gpus, provenance, quality, serving, summary, verdicts
 from pipeline.report.document import Header, ModelReport
-from pipeline.report.notes import NOTES
+from pipeline.report.notes import notes
 from pipeline.scoring.rows import Row
 
 
@@ -57,9 +57,9 @@ def render(models: dict[str, ModelReport], header: Header) -> str:
         if len(models) > 1:
             lines += [f"## {m.name}", ""]
         lines += summary.recommendation_lines(m)
-        lines += summary.verdict_table(m, header.baseline, "Gen tok/s (this CPU)", machines)
+        lines += summary.verdict_table(m, header.baseline, provenance.speed_header(rows), machines)
     lines += run_lines(header, rows)
     for m in models.values():
         lines += details(m, header)
-    lines += ["## How to read this", ""] + [f"- {n}" for n in NOTES] + [""]
+    lines += ["## How to read this", ""] + [f"- {n}" for n in notes(header)] + [""]
     return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""Quality delta (with 95% intervals) against weight memory, one panel per metric. Writes a PNG."""
+"""Quality delta (with its bootstrap intervals) against weight memory, one panel per metric. Writes a PNG."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,8 +8,9 @@ from pipeline.scoring.rows import Row
 
 
 def quality_vs_memory(rows: list[Row], metrics: list[str], out: Path, title: str,
-                      limits: dict[str, float] | None = None) -> None:
-    """limits: metric -> allowed drop (drawn as a dashed line at -limit)."""
+                      limits: dict[str, float] | None = None, round_kv: list[str] | None = None) -> None:
+    """limits: metric -> allowed drop (drawn as a dashed line at -limit); round_kv: the KV modes drawn
+    as circles (the cache in the model's dtype), every other mode as squares."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -23,7 +24,7 @@ def quality_vs_memory(rows: list[Row], metrics: list[str], out: Path, title: str
             if iv is None or not r.facts.weight_bytes:
                 continue
             x = mib(r.facts.weight_bytes)
-            marker = "o" if r.facts.kv == "auto" else "s"
+            marker = "o" if r.facts.kv in (round_kv or []) else "s"
             ax.errorbar(x, iv.delta, yerr=[[iv.delta - iv.lo], [iv.hi - iv.delta]], fmt=marker, capsize=3)
             ax.annotate(r.variant, (x, iv.delta), fontsize=7, xytext=(3, 3), textcoords="offset points")
         ax.axhline(0, color="grey", lw=0.8)

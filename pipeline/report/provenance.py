@@ -42,6 +42,22 @@ def row_cell(r: Row, keys: dict[str, str]) -> str:
     return keys.get(describe(r.facts.measured_on), NOT_RECORDED)
 
 
+def device(r: Row) -> str | None:
+    """What generated the row's tokens: the accelerator's name, or CPU; results from before measured_on
+    name it in their serving record (`device`)."""
+    on = r.facts.measured_on
+    if on:
+        acc = on.get("accelerator")
+        return acc.get("name") if acc else "CPU"
+    return (r.facts.serving or {}).get("device")
+
+
+def speed_header(rows: list[Row]) -> str:
+    """`Gen tok/s (<device>)` when every timed row ran on one device, else the bare name."""
+    found = {device(r) for r in rows if r.facts.tokens_per_s}
+    return f"Gen tok/s ({found.pop()})" if len(found) == 1 and None not in found else "Gen tok/s"
+
+
 def engine(r: Row) -> str | None:
     """`<engine> <version>` that served the row, from measured_on; results from before it record the vLLM
     version in the engine's own startup line (serving.engine.vllm_version)."""

@@ -5,10 +5,11 @@ Metrics are `<task>/<metric>`; each task's metrics are judged on their own. Tole
 min_baseline come from the task's entry, else the per-metric defaults (schema.gate). Direction
 (higher_is_better) comes from the task's YAML via result.json (Measured.higher_is_better).
 
-For each metric with a tolerance T (absolute, or relative to the baseline score) and the 95% paired
-bootstrap interval [lo, hi] of tier - baseline (sign flipped for lower-is-better metrics):
-  pass          lo >= -T   (the tier is, with 95% confidence, no worse than T)
-  fail          hi <  -T   (with 95% confidence worse than T)
+For each metric with a tolerance T (absolute, or relative to the baseline score) and the paired
+bootstrap interval [lo, hi] of tier - baseline at decision.bootstrap.confidence (default 95%; sign
+flipped for lower-is-better metrics):
+  pass          lo >= -T   (the tier is, with that confidence, no worse than T)
+  fail          hi <  -T   (with that confidence worse than T)
   inconclusive  otherwise, or when the baseline scores below `min_baseline` (the model cannot do
                 the task, so a difference means nothing), or no comparable baseline exists.
 
@@ -43,8 +44,8 @@ def not_capable(v: Verdict) -> bool:
 
 
 def judge_metric(metric: str, base: float | None, interval: Interval | None, tol: Tolerance,
-                 min_base: float | None, higher_is_better: bool = True) -> Verdict:
-    """The verdict for one metric of one variant."""
+                 min_base: float | None, higher_is_better: bool = True, confidence: float = 0.95) -> Verdict:
+    """The verdict for one metric of one variant; `confidence`: the interval's (it only names it)."""
     if base is None:
         return Verdict(INCONCLUSIVE, NO_BASELINE)
     if min_base is not None and base < min_base:
@@ -54,7 +55,7 @@ def judge_metric(metric: str, base: float | None, interval: Interval | None, tol
     sign = 1.0 if higher_is_better else -1.0
     lo, hi = sorted((sign * interval.lo, sign * interval.hi))
     limit = allowed_drop(tol, base)
-    found = {"lo": lo, "hi": hi, "n": interval.n, "limit": limit}
+    found = {"lo": lo, "hi": hi, "n": interval.n, "limit": limit, "confidence": confidence}
     if lo >= -limit - 1e-9:
         return Verdict(PASS, **found)
     if hi < -limit:
@@ -130,7 +131,7 @@ def judgement(r: Measured, ev: Evidence, base_rows: dict[Pairing, Measured], rul
             verdicts[metric] = Verdict(INCONCLUSIVE, missing_baseline(r, base_rows))
             continue
         verdicts[metric] = judge_metric(metric, base.metrics.get(metric), ev.intervals.get(metric), tol, floor,
-                                        r.higher_is_better.get(metric, True))
+                                        r.higher_is_better.get(metric, True), rule.bootstrap.confidence)
     return Judgement(overall(verdicts), verdicts)
 
 

@@ -84,13 +84,14 @@ class Verdict:
     n: int | None = None
     limit: float | None = None
     settle: Settle | None = None
+    confidence: float = 0.95         # of the interval (decision.bootstrap.confidence)
 
     @property
     def why(self) -> str:
         """The one-line reason, as decision.json records it."""
         if self.note is not None:
             return self.note
-        ci = f"95% CI [{self.lo:+.2f}, {self.hi:+.2f}] (n={self.n})"
+        ci = f"{self.confidence:.0%} CI [{self.lo:+.2f}, {self.hi:+.2f}] (n={self.n})"
         relation = {"pass": "lies above", "fail": "lies below"}.get(self.verdict, "straddles")
         text = f"{ci} {relation} -{self.limit:.2f}"
         return f"{text}; {self.settle.text()}" if self.settle is not None else text

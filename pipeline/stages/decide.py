@@ -17,11 +17,13 @@ import numpy as np
 from pipeline import io, paths, schema
 from pipeline.domain import hardware, memory, tasks
 from pipeline.report import commands, exports, markdown, plots, regressions
-from pipeline.report.document import Header, ModelReport, PlotSpec
+from pipeline.report.document import Header, KvPair, ModelReport, PlotSpec
 from pipeline.scoring import comparison, decision, fidelity, planner
 from pipeline.scoring.comparison import Comparison
 from pipeline.scoring.decision import Recommendation
 from pipeline.scoring.rows import Measured, Row
+
+MODEL_DTYPE_CACHE = "auto"     # kv_modes.<mode>.cache_dtype of a cache kept in the model's dtype (vLLM's name)
 
 def tier_kind(params: schema.Params, model: str, tier: str) -> str:
     t = params.tiers[tier]
@@ -53,7 +55,8 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
         num_samples=res.get("num_samples", {}), versions=res.get("versions", {}), measured_on=res.get("measured_on"),
         serving=serving,
         throughput=res.get("throughput", {}),
-        kv_formula=engine_kv_check(hf, params.kv_modes[kv].cache_dtype, serving) if hf else None,
+        kv_formula=engine_kv_check(hf, params.kv_modes[kv].cache_dtype, serving, params.memory.block_size)
+        if hf else None,
         fidelity=fidelity_summary(res.get("fidelity"), out, params.decision.bootstrap))
 
 
@@ -77,15 +80,18 @@ def compute_dtype_of(res: dict) -> str | None:
     return str(found).replace("torch.", "") if found else None
 
 
-def engine_kv_check(hf: dict, cache_dtype: str, serving: dict) -> str | None:
-    """The planner's formula applied to the KV memory vLLM reported, beside the tokens it logged."""
+def engine_kv_check(hf: dict, cache_dtype: str, serving: dict, block_size: int) -> str | None:
+    """The planner's formula applied to the KV memory vLLM reported, beside the tokens it logged, in
+    blocks of `block_size` tokens (memory.block_size, what the planner assumes). None when the engine
+    logged no KV memory, tokens or dtype."""
     gib, tokens = serving.get("kv_cache_gib"), serving.get("kv_cache_tokens")
-    if not gib or not tokens:
+    served = (serving.get("engine") or {}).get("dtype")
+    if not gib or not tokens or not served:
         return None
-    served = str(serving.get("engine", {}).get("dtype", "float16")).replace("torch.", "")
-    per_token = memory.kv_bytes_per_token(hf, memory.kv_dtype_bytes(cache_dtype, served))
-    formula = planner.kv_capacity_tokens(gib * planner.GIB, per_token, 16)
-    return f"{formula:,} tokens ({(formula - tokens) / tokens:+.2%}) from {gib} GiB x {per_token:,} B/token"
+    per_token = memory.kv_bytes_per_token(hf, memory.kv_dtype_bytes(cache_dtype, str(served).replace("torch.", "")))
+    formula = planner.kv_capacity_tokens(gib * planner.GIB, per_token, block_size)
+    return (f"{formula:,} tokens ({(formula - tokens) / tokens:+.2%}) from {gib} GiB x {per_token:,} B/token "
+            f"in blocks of {block_size}")
 
 
 def compare(params: schema.Params, rows: list[Measured]) -> Comparison:
@@ -138,8 +144,10 @@ def plot_spec(params: schema.Params, model: str, mine: list[Row]) -> PlotSpec:
     gated = [mid for mid in dict.fromkeys(m for r in mine for m in r.facts.metrics) if params.gate(mid)[0] is not None]
     limits = {mid: decision.allowed_drop(params.gate(mid)[0], base.metrics.get(mid, 0.0))
               for mid in gated if base is not None}
-    return PlotSpec(f"plots/{model}-quality_vs_memory.png", f"{model}: quality delta (95% CI) vs weight memory",
-                    gated, limits)
+    confidence = params.decision.bootstrap.confidence
+    return PlotSpec(f"plots/{model}-quality_vs_memory.png",
+                    f"{model}: quality delta ({confidence:.0%} CI) vs weight memory", gated, limits,
+                    [k for k, mode in params.kv_modes.items() if mode.cache_dtype == MODEL_DTYPE_CACHE])
 
 
 def model_report(params: schema.Params, rows: list[Row], model: str, found: Comparison,
@@ -159,15 +167,21 @@ def model_report(params: schema.Params, rows: list[Row], model: str, found: Comp
         kv_pairs=kv_scale_pairs(params.kv_modes))
 
 
-def kv_scale_pairs(modes: dict[str, schema.KvMode]) -> list[tuple[str, str]]:
-    """(uncalibrated, calibrated) KV modes of one cache dtype, for the side-by-side table. Pure."""
-    return [(u, c) for c, cm in modes.items() if cm.calibrated
+def kv_scale_pairs(modes: dict[str, schema.KvMode]) -> list[KvPair]:
+    """Uncalibrated and calibrated KV modes of one cache dtype, for the side-by-side table. Pure."""
+    return [KvPair(u, float(um.scale), c) for c, cm in modes.items() if cm.calibrated
             for u, um in modes.items() if not um.calibrated and um.cache_dtype == cm.cache_dtype]
+
+
+def kv_scales(modes: dict[str, schema.KvMode]) -> dict[str, str]:
+    """Each KV mode with a quantized cache -> its k/v scale, as the report names it."""
+    return {name: "calibrated" if mode.calibrated else str(float(mode.scale))
+            for name, mode in modes.items() if mode.cache_dtype != MODEL_DTYPE_CACHE}
 
 
 def header(params: schema.Params, rows: list[Row], planned: planner.Planned) -> Header:
     return Header(
-        generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), kv_scales=kv_scales(params.kv_modes),
         baseline=params.decision.baseline, bootstrap=params.decision.bootstrap,
         budget=planned.budget, gpus=planned.gpus, hardware_docs=hardware.table().vllm_docs_version,
         versions=next((r.facts.versions for r in rows if r.facts.versions), {}))
@@ -180,7 +194,8 @@ def write(models: dict[str, ModelReport], head: Header) -> None:
             io.atomic_write_text(paths.RESULTS / link,
                                  regressions.regressions_md(m.name, variant, head.baseline, m.regressions[variant]))
         if m.plot is not None:
-            plots.quality_vs_memory(m.rows, m.plot.metrics, paths.RESULTS / m.plot.path, m.plot.title, m.plot.limits)
+            plots.quality_vs_memory(m.rows, m.plot.metrics, paths.RESULTS / m.plot.path, m.plot.title, m.plot.limits,
+                                    m.plot.model_dtype_kv)
     io.atomic_write_text(paths.RESULTS / "decision.md", markdown.render(models, head))
     io.atomic_write_json(paths.RESULTS / "decision.json", exports.decision_json(models, head))
     io.atomic_write_json(paths.RESULTS / "metrics.json", {n: exports.dvc_metrics(m.rows) for n, m in models.items()})
