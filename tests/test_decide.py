@@ -134,6 +134,37 @@ def test_missing_result_is_a_failed_row_and_exit_1(project):
     assert (project / "results/decision.md").is_file()
 
 
+@pytest.mark.parametrize("calibrated", [False, True])
+def test_a_missing_serving_record_is_a_failed_row_naming_the_file(project, calibrated):
+    if calibrated:           # a calibrated KV mode is served from kvscales' checkpoint, with its own record
+        p = yaml.safe_load((project / "params.yaml").read_text())
+        p["kv_modes"]["fp8-cal"] = {"cache_dtype": "fp8_e4m3", "scale": "calibrated"}
+        (project / "params.yaml").write_text(yaml.safe_dump(p))
+        for tier in p["tiers"]:
+            for kv in ("auto", "fp8"):
+                src, dst = paths.eval_dir("m", tier, kv), paths.eval_dir("m", tier, "fp8-cal")
+                if tier != "int4-gptq" and kv == "fp8" and (src / "result.json").is_file():
+                    shutil.copytree(src, dst)
+                    io.atomic_write_json(paths.serving_record("m", tier, "fp8-cal", True),
+                                         io.read_json(paths.quantize_record("m", tier)))
+        io.atomic_write_json(paths.eval_dir("m", "int4-gptq", "fp8-cal") / "result.json",
+                             io.read_json(paths.eval_dir("m", "int4-gptq", "fp8") / "result.json"))
+        missing = paths.serving_record("m", "int4-gptq", "fp8-cal", True)
+    else:
+        missing = paths.quantize_record("m", "int4-gptq")
+        missing.unlink()
+    with pytest.raises(SystemExit) as e:
+        decide.main()
+    assert e.value.code == 1
+    rows = {(r["tier"], r["kv"]): r for r in json.loads((project / "results/decision.json").read_text())["rows"]}
+    failed = {k: r["reason"] for k, r in rows.items() if r["status"] == "failed"}
+    expected = [("int4-gptq", "fp8-cal")] if calibrated else [("int4-gptq", "auto"), ("int4-gptq", "fp8")]
+    assert sorted(failed) == sorted(expected)
+    assert all(reason == f"no serving record: {missing} is missing" for reason in failed.values())
+    md = (project / "results/decision.md").read_text()
+    assert f"failed: no serving record: {missing} is missing" in md
+
+
 def test_compute_dtype_from_the_result_or_older_serving_records():
     assert decide.compute_dtype_of({"backend": "vllm", "compute_dtype": "bfloat16"}) == "bfloat16"
     assert decide.compute_dtype_of({"backend": "reference", "serving": {"dtype": "float32"}}) == "float32"

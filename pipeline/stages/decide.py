@@ -31,16 +31,22 @@ def tier_kind(params: schema.Params, model: str, tier: str) -> str:
 
 
 def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured:
-    """One variant's row from its declared results: evaluate's result.json and quantize's record."""
+    """One variant's row from its declared results: evaluate's result.json and the serving record
+    (quantize's, or kvscales' for calibrated k/v scales). Either missing: a failed row saying which."""
     out = paths.eval_dir(model, tier, kv)
     result_file = out / "result.json"
     scheme, kind = params.tiers[tier].label or params.tiers[tier].method, tier_kind(params, model, tier)
     if not result_file.is_file():
         return Measured(model, tier, kv, "failed", reason=f"no result: {result_file} is missing", scheme=scheme,
                         hardware=kind)
-    res = io.read_json(result_file)
     record_file = paths.serving_record(model, tier, kv, params.kv_modes[kv].calibrated)
-    record = io.read_json(record_file) if record_file.is_file() else {}
+    if not record_file.is_file():
+        # evaluate read this record to serve the variant: without it neither the weights nor the
+        # serve path are known, and the result cannot be trusted to be of this checkpoint
+        return Measured(model, tier, kv, "failed", reason=f"no serving record: {record_file} is missing",
+                        scheme=scheme, hardware=kind)
+    res = io.read_json(result_file)
+    record = io.read_json(record_file)
     serving = res.get("serving", {})
     hf = record.get("geometry")
     nbytes = memory.kv_dtype_bytes(params.kv_modes[kv].cache_dtype, params.models[model].dtype)
