@@ -29,7 +29,7 @@ from pipeline import io, paths, schema
 from pipeline.backends import Variant
 from pipeline.backends.reference import ReferenceBackend
 from pipeline.domain import machine, tasks
-from pipeline.stages.evaluate import run_tasks
+from pipeline.backends.lm_eval_runner import run_tasks
 
 
 def best_of(fn, repeats: int = 3) -> float:

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline import io, schema
+from pipeline import io, paths, schema
 from pipeline.domain import tasks
 from pipeline.domain.metrics import metric_id, split_id
 from pipeline.scoring import analysis
@@ -32,7 +32,7 @@ class Run:
 
 
 def load_run(variant_dir: Path) -> Run | None:
-    result = variant_dir / "result.json"
+    result = variant_dir / paths.RESULT_FILE
     if not result.is_file():
         return None
     res = io.read_json(result)
@@ -64,10 +64,10 @@ def verdict(iv: Interval) -> str:
 def compare_dirs(dir_a: Path, dir_b: Path, boot: schema.Bootstrap) -> list[tuple[str, str, str, dict]]:
     """(model, variant, note, {metric: interval}) for every variant either run has."""
     rows = []
-    variants = sorted({p.relative_to(d / "evals") for d in (dir_a, dir_b)
-                       for p in (d / "evals").glob("*/*") if p.is_dir()})
+    variants = sorted({p.relative_to(d / paths.EVALS) for d in (dir_a, dir_b)
+                       for p in (d / paths.EVALS).glob("*/*") if p.is_dir()})
     for rel in variants:
-        a, b = load_run(dir_a / "evals" / rel), load_run(dir_b / "evals" / rel)
+        a, b = load_run(dir_a / paths.EVALS / rel), load_run(dir_b / paths.EVALS / rel)
         model, variant = rel.parts
         if a is None or b is None:
             rows.append((model, variant, f"only in {'B' if a is None else 'A'}", {}))
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     for d in (args.a, args.b):
-        if not (d / "evals").is_dir():
+        if not (d / paths.EVALS).is_dir():
             print(f"qtier: error: {d}: no evals/ folder (expected a results/ dir of a finished run)", file=sys.stderr)
             sys.exit(2)
     boot = schema.load_or_exit().decision.bootstrap

@@ -1,4 +1,4 @@
-"""params.yaml, fully checked: the schema's own checks (pipeline/schema.py) composed with the checks
+"""params.yaml, fully checked: the schema's own checks (pipeline/schema/) composed with the checks
 that need files, data or the model's geometry, each of which lives with its domain.
 
     python -m pipeline.config            # validate params.yaml, print the variants and the planned power
@@ -30,6 +30,11 @@ def check(p: Params, root: Path) -> None:
     for name, t in p.tiers.items():
         if t.recipe and not (root / t.recipe).is_file():
             raise ConfigError(f"tiers.{name}.recipe: file not found: {t.recipe}")
+        if t.recipe:
+            try:
+                recipes.check_tier_recipe(t, f"tiers.{name}", root)
+            except recipes.RecipeError as e:
+                raise ConfigError(str(e)) from None
         if t.hardware is not None and t.hardware not in kinds:
             raise ConfigError(f"tiers.{name}.hardware: unknown kind {t.hardware!r}; known: {', '.join(kinds)}")
     if not (root / p.calibration.path).is_file():
@@ -93,7 +98,7 @@ def planned_power(p: Params, root: Path) -> list[str]:
     drop at that n and the n for 80% power at the tolerance (pipeline/scoring/power.py), from the
     SDs the last run observed (results/decision.json) when there is one."""
     confidence = p.decision.bootstrap.confidence
-    last_file = root / paths.RESULTS / "decision.json"
+    last_file = root / paths.DECISION_JSON
     last = power.last_run(json.loads(last_file.read_text())) if last_file.is_file() else None
     if last is None:
         source = "no previous run: SD unknown"
@@ -107,14 +112,14 @@ def planned_power(p: Params, root: Path) -> list[str]:
         lines.append(f"  {name}: limit {task.limit}, {'unknown' if n is None else n} samples")
         for metric in tasks.declared_metrics(task, root):
             mid = metric_id(name, metric)
-            if p.gate(mid)[0] is not None:
+            if p.gate(mid).tolerance is not None:
                 lines.append(f"    {metric}: " + metric_power(p, mid, n, last, confidence))
     return lines
 
 
 def metric_power(p: Params, metric: str, n: int | None, last: power.LastRun | None, confidence: float) -> str:
     """`metric`: `<task>/<metric>`, gated (it has a tolerance)."""
-    tol = p.gate(metric)[0]
+    tol = p.gate(metric).tolerance
     base = last.baseline.get(metric) if last else None
     if tol.abs is None and base is None:
         return f"tolerance {tol.rel:g} x baseline, baseline score unknown"

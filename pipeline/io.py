@@ -2,6 +2,7 @@
 and JSON/JSONL readers whose errors name the file and line."""
 from __future__ import annotations
 
+from io import StringIO
 import json
 import os
 import shutil
@@ -49,6 +50,19 @@ class DataError(ConfigError):
     """A data file problem; the message names the file and line."""
 
 
+def read_text(path: str | Path, shown: str | Path | None = None) -> str:
+    """A UTF-8 file's text. A byte sequence that is not UTF-8 is a DataError naming the file (as
+    `shown`, default path), the line and the column, not a bare UnicodeDecodeError."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        column = e.start - data.rfind(b"\n", 0, e.start)
+        raise DataError(f"{shown or path}:{line}: not UTF-8 (byte 0x{data[e.start]:02x} at column {column}); "
+                        "save the file as UTF-8") from None
+
+
 def read_jsonl(path: str | Path, required: tuple[str, ...] = (), root: Path | None = None) -> list[dict]:
     """Read a JSONL file; errors name the file and line."""
     path = Path(path)
@@ -56,7 +70,8 @@ def read_jsonl(path: str | Path, required: tuple[str, ...] = (), root: Path | No
     if not full.is_file():
         raise DataError(f"{path}: file not found")
     rows = []
-    with full.open(encoding="utf-8") as f:
+    # decoded whole, so a bad byte is reported by line; split as text mode splits (universal newlines)
+    with StringIO(read_text(full, shown=path), newline=None) as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue

@@ -1,10 +1,25 @@
 """Where each stage reads and writes. One place, so stages and dvc.yaml agree."""
 from pathlib import Path
 
+# vLLM's kernel support per GPU generation (cites vLLM's docs); shipped with the code, so by file location
+HARDWARE_TABLE = Path(__file__).resolve().parent / "data" / "vllm_hardware.yaml"
+
 ARTIFACTS = Path("artifacts")
 RESULTS = Path("results")
 CHECKED = ARTIFACTS / "params.checked"   # the check stage's marker; every stage depends on it
 LOAD_SPEC = "qtier_load.json"   # in a tier folder: "load <source> with this load-time quantization"
+SOURCE_SPEC = "qtier_source.json"   # in a source folder: the models.<name>.source it was prepared from
+FAILED_MARKER = "FAILED.txt"        # in a tier folder whose quantize failed: the reason
+
+# in an eval dir (eval_dir): evaluate's record, per-task sample rows, a vLLM server's log
+RESULT_FILE = "result.json"
+SAMPLES = "samples"
+VLLM_SERVER_LOG = "vllm_server.log"
+EVALS = "evals"                      # under results/ (of this run, or of another one: backend_diff)
+
+DECISION_MD = RESULTS / "decision.md"
+DECISION_JSON = RESULTS / "decision.json"
+DVC_METRICS = RESULTS / "metrics.json"
 
 
 def source_dir(model: str) -> Path:
@@ -48,7 +63,26 @@ def timing(stage: str) -> Path:
 
 
 def eval_dir(model: str, tier: str, kv: str) -> Path:
-    return RESULTS / "evals" / model / f"{tier}-{kv}"
+    return RESULTS / EVALS / model / f"{tier}-{kv}"
+
+
+def eval_result(model: str, tier: str, kv: str) -> Path:
+    return eval_dir(model, tier, kv) / RESULT_FILE
+
+
+def regressions_page(model: str, variant: str) -> str:
+    """A variant's regressions page, relative to results/ (decision.md links it from there)."""
+    return f"regressions/{model}-{variant}.md"
+
+
+def plot_file(model: str) -> str:
+    """A model's quality-vs-memory plot, relative to results/."""
+    return f"plots/{model}-quality_vs_memory.png"
+
+
+def server_log(model: str, variant: str) -> str:
+    """A variant's vLLM server log, relative to results/ (where decision.md names it)."""
+    return f"{EVALS}/{model}/{variant}/{VLLM_SERVER_LOG}"
 
 
 FIDELITY_ROWS = "fidelity.jsonl"   # in an eval dir: per fidelity text, KL and top-1 agreement per position

@@ -133,6 +133,20 @@ def test_invalid_json_on_line_n(project, capsys):
     rejects(project, capsys, set_in("eval.tasks.translation.data", path), f"{path}:2: not valid JSON")
 
 
+def test_eval_file_not_utf8_names_file_and_line(project, capsys):
+    f = project / "eval_sets" / "latin1.jsonl"
+    f.write_bytes(b'{"source": "a", "reference": "b"}\n{"source": "caf\xe9", "reference": "b"}\n')
+    rejects(project, capsys, set_in("eval.tasks.translation.data", "eval_sets/latin1.jsonl"),
+            "eval_sets/latin1.jsonl:2: not UTF-8 (byte 0xe9 at column 16)")
+
+
+def test_task_yaml_not_utf8_names_file_and_line(project, capsys):
+    f = project / "eval_sets" / "tasks" / "summarization.yaml"
+    f.write_bytes(f.read_bytes() + b"# r\xe9sum\xe9\n")
+    line = f.read_bytes().count(b"\n")
+    rejects(project, capsys, lambda p, _: None, f"eval_sets/tasks/summarization.yaml:{line}: not UTF-8 (byte 0xe9")
+
+
 def test_missing_mapped_field(project, capsys):
     path = _write(project, "fields.jsonl", json.dumps({"en": "Hello", "de": "Hallo"}) + "\n")
     rejects(project, capsys, set_in("eval.tasks.translation.data", path),
@@ -154,6 +168,16 @@ def test_group_size_that_does_not_divide(project, capsys):
         p["models"]["smollm2-135m"]["source"] = "local:models/smol"
         p["tiers"]["int4-gptq"]["group_size"] = 128
     rejects(project, capsys, mutate, "tiers.int4-gptq.group_size: 128 does not divide")
+
+
+def test_recipe_contradicting_its_tier(project, capsys):
+    recipe = project / "recipes" / "w8a8_int8.yaml"
+    recipe.write_text(recipe.read_text().replace("num_bits: 8\n            type: int\n            symmetric: true\n"
+                                                 "            strategy: channel",
+                                                 "num_bits: 4\n            type: int\n            symmetric: true\n"
+                                                 "            strategy: channel", 1))
+    rejects(project, capsys, lambda p, _: None,
+            "tiers.int8.weight_bits: 8 but recipes/w8a8_int8.yaml says num_bits 4")
 
 
 def test_calibration_file_too_short(project, capsys):

@@ -2,7 +2,7 @@ import dataclasses
 
 import pytest
 
-from pipeline.schema import Baseline, Decision, FieldError, Task, Tolerance, gate
+from pipeline.schema import Baseline, Decision, FieldError, Gate, Task, Tolerance, gate
 from pipeline.scoring import decision
 from pipeline.scoring.decision import FAIL, INCONCLUSIVE, PASS
 from pipeline.scoring.rows import Evidence, Measured
@@ -187,9 +187,9 @@ def test_direction_comes_from_the_row():
 def test_gate_prefers_the_task_entry_then_the_metric_default():
     tasks = {"t": Task(config="c", data="d", kind="generate", tolerances={"bleu": Tolerance(abs=4.0)},
                        min_baseline={"bleu": 0.0})}
-    assert gate(RULE, tasks, "t/bleu") == (Tolerance(abs=4.0), 0.0)
-    assert gate(RULE, tasks, "u/bleu") == (Tolerance(abs=1.0), 5.0)
-    assert gate(RULE, tasks, "t/chrf") == (None, None)
+    assert gate(RULE, tasks, "t/bleu") == Gate(Tolerance(abs=4.0), 0.0)
+    assert gate(RULE, tasks, "u/bleu") == Gate(Tolerance(abs=1.0), 5.0)
+    assert gate(RULE, tasks, "t/chrf") == Gate(None, None)
 
 
 def test_registry_task_is_inferred_and_rejects_local_keys():

@@ -1,11 +1,11 @@
-"""evaluate's fidelity measurement (pipeline/stages/evaluate.py: measure_fidelity) with a fake session:
+"""evaluate's fidelity measurement (pipeline/backends/fidelity_compare.py: measure_fidelity) with a fake session:
 the baseline's stored distributions against the session's, only at the same backend and dtype."""
 import numpy as np
 import pytest
 
 from pipeline.backends.base import TokenDists
 from pipeline.domain.fidelity_set import Baseline
-from pipeline.stages.evaluate import measure_fidelity
+from pipeline.backends.fidelity_compare import measure_fidelity
 
 LP = np.log(np.array([[0.7, 0.2], [0.5, 0.4]], np.float32))
 

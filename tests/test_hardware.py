@@ -1,12 +1,12 @@
 from pipeline.domain import hardware
-from pipeline.schema import Baseline, Decision, Tolerance
+from pipeline.schema import Baseline, Decision, TargetGpu, Tolerance
 from pipeline.scoring import decision, planner
 from pipeline.scoring.rows import Evidence, Measured, Row
 from pipeline.scoring.stats import Interval
 
 GPUS = {"A100-80G": 8.0, "H100-80G": 9.0, "L4-24G": 8.9, "T4-16G": 7.5}
-A100 = planner.Gpu("A100-80G", 80, 2039, 8.0)
-H100 = planner.Gpu("H100-80G", 80, 3350, 9.0)
+A100 = ("A100-80G", TargetGpu(80, 2039, 8.0))
+H100 = ("H100-80G", TargetGpu(80, 3350, 9.0))
 
 
 def test_table_cites_vllm_docs_and_has_every_kind():
@@ -36,16 +36,17 @@ def gpu_rows() -> list[Row]:
     return decision.judge(facts, evidence, rule)
 
 
-def plans_for(rows: list[Row], gpu: planner.Gpu, fits: dict[str, bool] | None = None) -> dict:
-    """variant -> {gpu: plan}, every plan fitting unless `fits` says otherwise."""
-    return {r.variant: {gpu.name: planner.Plan(gpu.name, (fits or {}).get(r.variant, True), 0, 0, 0.0, 0.0)}
+def plans_for(rows: list[Row], gpu: tuple[str, TargetGpu], fits: dict[str, bool] | None = None) -> dict:
+    """variant -> {gpu name: plan}, every plan fitting unless `fits` says otherwise."""
+    name = gpu[0]
+    return {r.variant: {name: planner.Plan(name, (fits or {}).get(r.variant, True), 0, 0, 0.0, 0.0)}
             for r in rows}
 
 
 def test_recommendation_skips_tiers_the_gpu_cannot_run():
     rows = gpu_rows()
     for gpu, expected in ((A100, {"fp16", "int8"}), (H100, {"fp16", "int8", "fp8"})):
-        allowed = decision.gpu_candidates(rows, "m", gpu, plans_for(rows, gpu))
+        allowed = decision.gpu_candidates(rows, "m", *gpu, plans_for(rows, gpu))
         assert {tier for tier, _ in allowed} == expected
         best = decision.recommend(rows, "m", allowed).row
         assert best.facts.tier == ("int8" if gpu is A100 else "fp8")
@@ -54,7 +55,7 @@ def test_recommendation_skips_tiers_the_gpu_cannot_run():
 def test_gpu_candidates_drop_what_does_not_fit_or_has_no_plan():
     rows = gpu_rows()
     plans = plans_for(rows, H100, fits={"fp8-auto": False})
-    assert decision.gpu_candidates(rows, "m", H100, plans) == {("fp16", "auto"), ("int8", "auto")}
+    assert decision.gpu_candidates(rows, "m", *H100, plans) == {("fp16", "auto"), ("int8", "auto")}
     del plans["int8-auto"]                       # no plan: weights or KV size unknown
-    assert decision.gpu_candidates(rows, "m", H100, plans) == {("fp16", "auto")}
-    assert decision.gpu_candidates(rows, "other-model", H100, plans) == set()
+    assert decision.gpu_candidates(rows, "m", *H100, plans) == {("fp16", "auto")}
+    assert decision.gpu_candidates(rows, "other-model", *H100, plans) == set()

@@ -81,3 +81,69 @@ def test_kv_only_recipe_quantizes_nothing_else():
     r = recipes.kv_only(recipes.FP8_KV_SCHEME)
     (mod,) = [m for stage in r.values() for mods in stage.values() for m in mods.values()]
     assert mod == {"kv_cache_scheme": recipes.FP8_KV_SCHEME}
+
+
+def test_shipped_recipes_agree_with_the_shipped_tiers(root):
+    from pipeline import config
+
+    p = config.load(root / "params.yaml")
+    checked = [name for name, t in p.tiers.items() if t.recipe]
+    assert len(checked) == 4
+    for name in checked:
+        recipes.check_tier_recipe(p.tiers[name], f"tiers.{name}", root)
+
+
+@pytest.mark.parametrize("stated, tier_kw, expected", [
+    ({"num_bits": 4}, dict(weight_bits=8, group_size=None),
+     "tiers.int8.weight_bits: 8 but r.yaml says num_bits 4"),
+    ({"symmetric": False}, dict(weight_bits=8, group_size=None),
+     "tiers.int8.symmetric: true but r.yaml says symmetric false"),
+    ({"strategy": "group"}, dict(weight_bits=8, group_size=None),
+     "tiers.int8.group_size: null but r.yaml says strategy group"),
+    ({"strategy": "channel"}, dict(group_size=64), "tiers.int8.group_size: 64 but r.yaml says strategy channel"),
+    ({"strategy": "group", "group_size": 128}, dict(group_size=64),
+     "tiers.int8.group_size: 64 but r.yaml says group_size 128"),
+    ({"group_size": 128}, dict(group_size="auto"),
+     "tiers.int8.group_size: auto but r.yaml says group_size 128 (auto picks it per model"),
+    ({"group_size": 128}, dict(group_size=None), "tiers.int8.group_size: null but r.yaml says group_size 128"),
+])
+def test_a_recipe_contradicting_its_tier_is_rejected_naming_key_and_file(stated, tier_kw, expected):
+    template = {"s": {"m": {"GPTQModifier": {"config_groups": {"g": {"weights": stated}}}}}}
+    with pytest.raises(recipes.RecipeError) as e:
+        recipes.check_consistent(template, tier(**tier_kw), "tiers.int8", "r.yaml")
+    assert str(e.value).startswith(expected), str(e.value)
+
+
+def test_a_recipe_that_states_what_its_tier_says_or_leaves_it_out_passes():
+    weights = {"num_bits": 4, "symmetric": True, "strategy": "group", "group_size": 64, "type": "int"}
+    full = {"s": {"m": {"QuantizationModifier": {"ignore": ["lm_head"], "config_groups": {"g": {"weights": weights}}}}}}
+    recipes.check_consistent(full, tier(group_size=64), "k", "r.yaml")
+    bare = {"s": {"m": {"QuantizationModifier": {"config_groups": {"g": {"weights": {"type": "int"}}}}}}}
+    recipes.check_consistent(bare, tier(), "k", "r.yaml")
+
+
+def test_a_recipe_ignoring_other_modules_than_its_tier_is_rejected():
+    template = {"s": {"m": {"GPTQModifier": {"ignore": ["lm_head", "re:.*gate"]}}}}
+    with pytest.raises(recipes.RecipeError, match=r"^tiers\.x\.ignore: \[lm_head\] but r\.yaml says ignore "
+                                                  r"\[lm_head, 're:\.\*gate'\]$"):
+        recipes.check_consistent(template, tier(), "tiers.x", "r.yaml")
+
+
+def test_render_writes_group_size_after_strategy_whether_or_not_the_recipe_states_it():
+    stated = {"s": {"m": {"GPTQModifier": {"config_groups": {"g": {"weights": {
+        "num_bits": 4, "strategy": "group", "group_size": 128, "actorder": None}}}}}}}
+    bare = {"s": {"m": {"GPTQModifier": {"config_groups": {"g": {"weights": {
+        "num_bits": 4, "strategy": "group", "actorder": None}}}}}}}
+    for template in (stated, bare):
+        w = recipes.render(template, tier(), 64)["s"]["m"]["GPTQModifier"]["config_groups"]["g"]["weights"]
+        assert list(w.items()) == [("num_bits", 4), ("strategy", "group"), ("group_size", 64),
+                                   ("actorder", None), ("symmetric", True)]
+
+
+def test_a_recipe_that_is_not_utf8_names_file_and_line(tmp_path):
+    from pipeline import io
+
+    f = tmp_path / "r.yaml"
+    f.write_bytes(b"# ok\n# r\xe9sum\xe9\ns: {}\n")
+    with pytest.raises(io.DataError, match=r"^recipes/r\.yaml:2: not UTF-8 \(byte 0xe9 at column 4\)"):
+        recipes.load_template(str(f), shown="recipes/r.yaml")

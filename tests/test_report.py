@@ -2,8 +2,8 @@ import dataclasses
 
 from pipeline.report import exports, fidelity, gpus, markdown, provenance, serving
 from pipeline.report.document import Header, KvPair, ModelReport
-from pipeline.schema import Baseline, Bootstrap, Decision, Tolerance
-from pipeline.scoring import decision, planner
+from pipeline.schema import Baseline, Bootstrap, Decision, Memory, TargetGpu, Tolerance
+from pipeline.scoring import decision
 from pipeline.scoring.decision import Recommendation
 from pipeline.scoring.rows import Evidence, Measured
 from pipeline.scoring.power import Power
@@ -11,7 +11,7 @@ from pipeline.scoring.stats import Interval
 
 BASE = Baseline("fp16", "auto")
 HEADER = Header(generated="now", kv_scales={"fp8": "1.0"}, baseline=BASE, bootstrap=Bootstrap(),
-                budget=planner.Budget(), gpus={"A100-80G": planner.Gpu("A100-80G", 80, 2039, 8.0)},
+                budget=Memory({"A100-80G": TargetGpu(80, 2039, 8.0)}), gpus={"A100-80G": TargetGpu(80, 2039, 8.0)},
                 hardware_docs="0.15.1")
 RULE = Decision(BASE, {"acc": Tolerance(abs=3.0), "bleu": Tolerance(abs=1.0)}, {"bleu": 5.0})
 

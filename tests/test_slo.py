@@ -5,9 +5,9 @@ import time
 import pytest
 
 from pipeline.schema import ConfigError, parse
-from pipeline.scoring import slo
+from pipeline.backends import lm_eval_runner
+from pipeline.scoring import planner, slo
 from pipeline.scoring.planner import decode_roofline_fraction
-from pipeline.stages import evaluate
 
 P99 = dict(ttft_ms=1000, tpot_ms=100, percentile=99)
 
@@ -103,19 +103,19 @@ def test_roofline_fraction():
 
 def test_evaluate_roofline_uses_concurrency_1_tpot_or_says_what_is_unknown():
     tp = {"bench": {"1": {"median_tpot_ms": 40.0}}, "decode_probe_tokens_per_s": 20.0}
-    r = evaluate.roofline(tp, 10**9, 100.0)
+    r = planner.roofline(tp, 10**9, 100.0)
     assert r["decode_tokens_per_s"] == 25.0 and r["fraction"] == pytest.approx(0.25)
     assert r["roofline_tokens_per_s"] == 100.0
-    assert evaluate.roofline(tp, 10**9, None)["unknown"] == "bandwidth unknown (serving.bandwidth_gbps)"
-    assert "fraction" not in evaluate.roofline(tp, None, 100.0)
-    assert evaluate.roofline({"decode_probe_tokens_per_s": 20.0}, 10**9, 100.0)["fraction"] == pytest.approx(0.2)
+    assert planner.roofline(tp, 10**9, None)["unknown"] == "bandwidth unknown (serving.bandwidth_gbps)"
+    assert "fraction" not in planner.roofline(tp, None, 100.0)
+    assert planner.roofline({"decode_probe_tokens_per_s": 20.0}, 10**9, 100.0)["fraction"] == pytest.approx(0.2)
 
 
 def test_wall_limit_interrupts_the_main_thread():
-    with pytest.raises(evaluate.WallBudgetExceeded):
-        with evaluate.wall_limit(0.2):
+    with pytest.raises(lm_eval_runner.WallBudgetExceeded):
+        with lm_eval_runner.wall_limit(0.2):
             time.sleep(3)
-    with evaluate.wall_limit(None):
+    with lm_eval_runner.wall_limit(None):
         pass
 
 
@@ -130,12 +130,13 @@ def test_params_slo_and_budget():
     p = parse(minimal({"slo": {"ttft_ms": 2000, "tpot_ms": 200}, "bandwidth_gbps": 20,
                        "vllm": {"budget": {"max_wall_s": 600, "min_decode_tok_s": 1}}}))
     assert p.serving.slo.percentile == 99 and p.serving.slo.max_probes == 6 and p.serving.bandwidth_gbps == 20.0
-    assert p.serving.vllm.budget.max_wall_s == 600 and p.serving.vllm.budget.min_speed_vs_baseline == 0.1
+    assert p.serving.vllm.budget.max_wall_s == 600 and p.decision.min_speed_vs_baseline == 0.1
     assert parse(minimal({})).serving.slo is None
     with pytest.raises(ConfigError, match="serving.slo.percentile"):
         parse(minimal({"slo": {"ttft_ms": 1, "tpot_ms": 1, "percentile": 0}}))
-    with pytest.raises(ConfigError, match="serving.vllm.budget.min_speed_vs_baseline"):
-        parse(minimal({"vllm": {"budget": {"min_speed_vs_baseline": 2}}}))
+    with pytest.raises(ConfigError, match="^serving.vllm.budget.min_speed_vs_baseline: moved to "
+                                          "decision.min_speed_vs_baseline"):
+        parse(minimal({"vllm": {"budget": {"min_speed_vs_baseline": 0.2}}}))
 
 
 def _fake_run(slow: set[str], calls: list):
@@ -153,11 +154,11 @@ def test_the_wall_budget_keeps_the_tasks_lm_eval_finished():
 
     specs = [SimpleNamespace(name=n) for n in ("classification", "summarization", "translation")]
     calls: list = []
-    metrics, samples, cut = evaluate.run_within(None, specs, None, 1.0, run=_fake_run({"summarization"}, calls))
+    metrics, samples, cut = lm_eval_runner.run_within(None, specs, None, 1.0, run=_fake_run({"summarization"}, calls))
     assert list(metrics) == ["classification"] and list(samples) == ["classification"]
     assert cut.startswith("too slow here: lm-eval stopped after 1 s") and cut.endswith("summarization, translation")
-    with pytest.raises(evaluate.Unsupported, match="too slow here"):
-        evaluate.run_within(None, specs, None, 1.0, run=_fake_run({"classification"}, []))
+    with pytest.raises(lm_eval_runner.Unsupported, match="too slow here"):
+        lm_eval_runner.run_within(None, specs, None, 1.0, run=_fake_run({"classification"}, []))
     calls.clear()                               # no budget: one call, lm-eval batches the tasks together
-    metrics, _, cut = evaluate.run_within(None, specs, None, None, run=_fake_run(set(), calls))
+    metrics, _, cut = lm_eval_runner.run_within(None, specs, None, None, run=_fake_run(set(), calls))
     assert cut is None and len(metrics) == 3 and calls == [["classification", "summarization", "translation"]]

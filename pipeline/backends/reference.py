@@ -9,6 +9,7 @@ dense float). fp8 KV cache is simulated (pipeline/backends/kvcache.py).
 from __future__ import annotations
 
 import time
+from importlib.metadata import version
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -123,6 +124,11 @@ class ReferenceSession:
     def __init__(self, model, tokenizer, lm, info: dict[str, Any], chat: bool, backend: ReferenceBackend | None = None):
         self.model, self.tokenizer, self.lm, self.info, self.chat = model, tokenizer, lm, info, chat
         self.backend = backend
+        self.engine_version = version("transformers")     # the engine is transformers, in this process
+
+    def remaining_s(self) -> None:
+        """The reference backend has no time budget: it runs every task to the end."""
+        return None
 
     def token_dists(self, seqs: list[list[int]], k: int) -> list[TokenDists]:
         return dists.token_dists(self.model, seqs, k)

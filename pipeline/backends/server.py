@@ -50,13 +50,32 @@ def first_completion(base_url: str, model: str, timeout_s: float) -> float:
     return _complete(base_url, body, timeout_s)[1]
 
 
+class NoTokenCount(ValueError):
+    """The server's answer does not say how many tokens it decoded."""
+
+
+def completion_tokens(raw: bytes | str) -> int:
+    """usage.completion_tokens of a /v1/completions answer. NoTokenCount when the answer lacks it:
+    never taken to be max_tokens, which would count an answer cut short as all tokens decoded."""
+    try:
+        answer = json.loads(raw)
+    except ValueError:
+        raise NoTokenCount("the server's answer is not JSON, so its decoded token count is unknown") from None
+    usage = answer.get("usage") if isinstance(answer, dict) else None
+    done = usage.get("completion_tokens") if isinstance(usage, dict) else None
+    if isinstance(done, bool) or not isinstance(done, int) or done < 0:
+        raise NoTokenCount("the server's answer has no usage.completion_tokens, so its decoded token count "
+                           "is unknown")
+    return done
+
+
 def decode_speed(base_url: str, model: str, tokens: int, timeout_s: float) -> float:
     """Tokens/s of one greedy `tokens`-token completion (EOS ignored, so it decodes them all): the
-    variant's single-stream decode speed, measured in seconds. TimeoutError past timeout_s."""
+    variant's single-stream decode speed, measured in seconds, from the tokens the server says it
+    decoded. TimeoutError past timeout_s; NoTokenCount when the answer does not say."""
     body = {"model": model, "prompt": "Hello", "max_tokens": tokens, "temperature": 0, "ignore_eos": True}
     raw, seconds = _complete(base_url, body, timeout_s)
-    done = (json.loads(raw or b"{}").get("usage") or {}).get("completion_tokens") or tokens
-    return done / max(seconds, 1e-6)
+    return completion_tokens(raw) / max(seconds, 1e-6)
 
 
 def parse_prompt_logprobs(raw: bytes | str, k: int):

@@ -32,6 +32,19 @@ def compute_dtype(device: str, model_dtype: str, explicit: str = AUTO) -> str:
     return "bfloat16" if device == "cpu" else model_dtype
 
 
+HALF_DTYPES = ("float16", "bfloat16")
+
+
+def model_dtype(requested: str, hf_config: dict) -> str:
+    """models.<name>.dtype made concrete: an explicit one as given; auto the checkpoint's own dtype
+    (config.json `torch_dtype`, or `dtype` in newer transformers) when it is float16 or bfloat16,
+    else float16 (float32 or unrecorded: served at half precision, like vLLM's --dtype auto)."""
+    if requested != AUTO:
+        return requested
+    own = str(hf_config.get("torch_dtype") or hf_config.get("dtype") or "").replace("torch.", "")
+    return own if own in HALF_DTYPES else "float16"
+
+
 @dataclass(frozen=True)
 class Placement:
     """Where a model is loaded and the dtype it computes in."""

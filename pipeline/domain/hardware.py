@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "vllm_hardware.yaml"
+from pipeline.paths import HARDWARE_TABLE as DATA
 
 
 @dataclass(frozen=True)

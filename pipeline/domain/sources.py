@@ -7,7 +7,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.schema import ConfigError
+from pipeline import io, paths
+from pipeline.schema import ConfigError, Params
 
 
 @dataclass(frozen=True)
@@ -84,3 +85,17 @@ def gguf_geometry(path: Path) -> dict:
 
     return {"hidden_size": value("embedding_length"), "num_attention_heads": value("attention.head_count"),
             "intermediate_size": value("feed_forward_length")}
+
+
+def storage_dtype(params: Params, model: str) -> str:
+    """models.<model>.dtype made concrete after quantize: the explicit one, or for `auto` the one
+    quantize resolved from the source's config.json (storage_dtype in each ok record of the model).
+    No tier quantized: float16, auto's rule for a dtype it cannot read (nothing is served then)."""
+    dtype = params.models[model].dtype
+    if dtype != "auto":
+        return dtype
+    for tier in params.tiers:
+        record = paths.quantize_record(model, tier)
+        if record.is_file() and (found := io.read_json(record).get("storage_dtype")):
+            return found
+    return "float16"

@@ -20,7 +20,7 @@ import yaml
 
 from pipeline import paths
 from pipeline.domain import metrics, public_sets, registry
-from pipeline.io import DataError, read_jsonl
+from pipeline.io import DataError, read_jsonl, read_text
 from pipeline.schema import ConfigError, Task
 
 _VAR = re.compile(r"{{\s*([A-Za-z_]\w*)\s*}}")
@@ -80,7 +80,7 @@ def check_data(name: str, task: Task, root: Path, path: Path | None = None) -> i
         if public_sets.is_public(task.data):
             return None
         path = Path(task.data)
-    cfg = yaml.load((root / task.config).read_text(encoding="utf-8"), Loader=_DeclLoader)  # noqa: S506
+    cfg = yaml.load(read_text(root / task.config, shown=task.config), Loader=_DeclLoader)  # noqa: S506
     check_languages(name, task, cfg)
     canonical = [f for f in template_fields(cfg) if not (task.kind == "classify" and f in ("gold", "choices"))]
     rows = read_jsonl(path, root=root)
@@ -93,7 +93,7 @@ def declared_metrics(task: Task, root: Path) -> list[str]:
     registry task: from lm-eval's task index)."""
     if task.kind == "lm_eval":
         return registry.declared_metrics(registry.entry("?", task, root).cfg)
-    cfg = yaml.load((root / task.config).read_text(encoding="utf-8"), Loader=_DeclLoader)  # noqa: S506
+    cfg = yaml.load(read_text(root / task.config, shown=task.config), Loader=_DeclLoader)  # noqa: S506
     return [m["metric"] for m in cfg.get("metric_list", [])]
 
 
@@ -108,7 +108,7 @@ def planned_samples(task: Task, root: Path) -> int | None:
 
 def read_samples(variant_dir: Path) -> dict[str, list[dict]]:
     """task -> the per-sample rows an evaluate stage wrote under <variant_dir>/samples/ (see sample_row)."""
-    folder = variant_dir / "samples"
+    folder = variant_dir / paths.SAMPLES
     return {f.stem: read_jsonl(f) for f in sorted(folder.glob("*.jsonl"))} if folder.is_dir() else {}
 
 

@@ -6,6 +6,7 @@ torch, transformers and llm-compressor are imported inside the functions: second
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -25,6 +26,11 @@ def set_threads() -> int:
     return n
 
 
+def resolved_model(model_cfg: schema.Model, hf_config: dict) -> schema.Model:
+    """The model entry with a concrete dtype (`auto` resolved from the source's config.json)."""
+    return dataclasses.replace(model_cfg, dtype=compute.model_dtype(model_cfg.dtype, hf_config))
+
+
 def load_placement(model_cfg: schema.Model) -> compute.Placement:
     """How llm-compressor's input model is loaded on this machine (pipeline/domain/compute.py)."""
     return compute.quantize_placement(machine.accelerator_available(), model_cfg.dtype)
@@ -37,9 +43,9 @@ def quantize(params: schema.Params, model_name: str, tier_name: str, out: Path, 
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tier = params.tiers[tier_name]
-    model_cfg = params.models[model_name]
     src = paths.source_dir(model_name)
     hf_config = json.loads((src / "config.json").read_text())
+    model_cfg = resolved_model(params.models[model_name], hf_config)
     info: dict = {"method": tier.method, "label": tier.label}
     tokenizer = AutoTokenizer.from_pretrained(src)
 
@@ -108,6 +114,6 @@ def handoff(params: schema.Params, model_name: str, out: Path, info: dict) -> di
         "load_quantization": bnb,
         # bitsandbytes packs at load time: evaluate measures those bytes after loading
         "weight_bytes": None if bnb else memory.weight_bytes(out),
-        "storage_dtype": params.models[model_name].dtype,
+        "storage_dtype": compute.model_dtype(params.models[model_name].dtype, hf),   # `auto` resolved
         "geometry": memory.kv_geometry(hf),
     }

@@ -1,13 +1,21 @@
 """Turn a recipe YAML (a DVC dependency) plus a tier's options into the recipe llm-compressor runs.
 
+The tier's params are the source of truth for weight bits, symmetry, group size (or per-channel
+strategy) and the ignore list: render() writes them into every quantization modifier, and
+check_consistent() (run by the check stage, pipeline/config.py) rejects a recipe that states a
+different value for any of them, so a recipe file never says one thing and the checkpoint another.
+A recipe may leave them out. Everything else (type, activations, modifier options) is the recipe's.
+
 Pure functions: no model, no llm-compressor import.
 """
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import yaml
 
+from pipeline.io import read_text
 from pipeline.schema import Tier
 
 QUANT_MODIFIERS = ("GPTQModifier", "QuantizationModifier")
@@ -51,32 +59,77 @@ def pick_group_size(tier: Tier, model_config: dict, key: str) -> int | None:
     return tier.group_size
 
 
+def _quant_modifiers(recipe: dict, where: str = "recipe") -> list[dict]:
+    mods = [mod for stage in recipe.values() if isinstance(stage, dict)
+            for modifiers in stage.values() if isinstance(modifiers, dict)
+            for name, mod in modifiers.items() if name in QUANT_MODIFIERS and isinstance(mod, dict)]
+    if not mods:
+        raise RecipeError(f"{where} has no {' or '.join(QUANT_MODIFIERS)}")
+    return mods
+
+
 def render(template: dict, tier: Tier, group_size: int | None) -> dict:
     """Apply the tier's bits / group size / symmetry / ignore list to every quantization
     modifier in the recipe template. Returns a new dict."""
     recipe = copy.deepcopy(template)
-    found = 0
-    for stage in recipe.values():
-        for modifiers in stage.values():
-            for name, mod in modifiers.items():
-                if name not in QUANT_MODIFIERS:
-                    continue
-                found += 1
-                mod["ignore"] = list(tier.ignore)
-                for group in mod.get("config_groups", {}).values():
-                    w = group.setdefault("weights", {})
-                    if tier.weight_bits is not None:
-                        w["num_bits"] = tier.weight_bits
-                    w["symmetric"] = tier.symmetric
-                    if group_size is None:
-                        w["strategy"] = "channel"
-                        w.pop("group_size", None)
-                    else:
-                        w["strategy"] = "group"
-                        w["group_size"] = group_size
-    if not found:
-        raise RecipeError(f"recipe has no {' or '.join(QUANT_MODIFIERS)}")
+    for mod in _quant_modifiers(recipe):
+        mod["ignore"] = list(tier.ignore)
+        for group in mod.get("config_groups", {}).values():
+            w = group.setdefault("weights", {})
+            if tier.weight_bits is not None:
+                w["num_bits"] = tier.weight_bits
+            w["symmetric"] = tier.symmetric
+            w["strategy"] = "channel" if group_size is None else "group"
+            w.pop("group_size", None)
+            if group_size is not None:
+                # right after strategy, whether or not the recipe states it: the rendered recipe,
+                # recorded in results/quantize, keeps one key order
+                group["weights"] = _insert_after(w, "strategy", {"group_size": group_size})
     return recipe
+
+
+def _insert_after(d: dict, key: str, new: dict) -> dict:
+    out = {}
+    for k, v in d.items():
+        out[k] = v
+        if k == key:
+            out.update(new)
+    return out
+
+
+def check_consistent(template: dict, tier: Tier, key: str, path: str) -> None:
+    """RecipeError, one line naming the tier key and the recipe file, when the recipe states a
+    weight setting that the tier's params (the source of truth) contradict."""
+    def clash(field: str, mine, says: str) -> RecipeError:
+        return RecipeError(f"{key}.{field}: {_show(mine)} but {path} says {says}")
+
+    for mod in _quant_modifiers(template, f"{key}.recipe: {path}"):
+        if "ignore" in mod and sorted(mod["ignore"] or []) != sorted(tier.ignore):
+            raise clash("ignore", list(tier.ignore), f"ignore {_show(mod['ignore'])}")
+        for group in (mod.get("config_groups") or {}).values():
+            w = group.get("weights") or {}
+            if "num_bits" in w and tier.weight_bits is not None and w["num_bits"] != tier.weight_bits:
+                raise clash("weight_bits", tier.weight_bits, f"num_bits {_show(w['num_bits'])}")
+            if "symmetric" in w and w["symmetric"] != tier.symmetric:
+                raise clash("symmetric", tier.symmetric, f"symmetric {_show(w['symmetric'])}")
+            strategy = "channel" if tier.group_size is None else "group"
+            if "strategy" in w and w["strategy"] != strategy:
+                raise clash("group_size", tier.group_size, f"strategy {_show(w['strategy'])}")
+            if "group_size" in w and (not isinstance(tier.group_size, int) or w["group_size"] != tier.group_size):
+                says = f"group_size {_show(w['group_size'])}"
+                if tier.group_size == "auto":
+                    says += " (auto picks it per model: leave it out of the recipe)"
+                raise clash("group_size", tier.group_size, says)
+
+
+def _show(value) -> str:
+    """A value as params.yaml spells it."""
+    return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
+
+
+def check_tier_recipe(tier: Tier, key: str, root: Path) -> None:
+    """The tier's recipe file parses and agrees with the tier (check stage). RecipeError naming key and file."""
+    check_consistent(load_template(str(root / tier.recipe), shown=tier.recipe), tier, key, tier.recipe)
 
 
 # llm-compressor's fp8 KV cache scheme, as vLLM reads it: one static symmetric scale per tensor for K
@@ -88,11 +141,7 @@ def with_kv_cache(recipe: dict, scheme: dict) -> dict:
     """The recipe with `kv_cache_scheme` on its last quantization modifier, so one oneshot run
     calibrates the k/v scales with the weights, as llm-compressor's fp8 KV examples do. Returns a new dict."""
     out = copy.deepcopy(recipe)
-    mods = [mod for stage in out.values() for modifiers in stage.values()
-            for name, mod in modifiers.items() if name in QUANT_MODIFIERS]
-    if not mods:
-        raise RecipeError(f"recipe has no {' or '.join(QUANT_MODIFIERS)}")
-    mods[-1]["kv_cache_scheme"] = dict(scheme)
+    _quant_modifiers(out)[-1]["kv_cache_scheme"] = dict(scheme)
     return out
 
 
@@ -101,11 +150,16 @@ def kv_only(scheme: dict) -> dict:
     return {"kv_stage": {"quant_modifiers": {"QuantizationModifier": {"kv_cache_scheme": dict(scheme)}}}}
 
 
-def load_template(path: str) -> dict:
-    with open(path, encoding="utf-8") as f:
-        data = yaml.safe_load(f)
-    if not isinstance(data, dict):
-        raise RecipeError(f"{path}: a recipe must be a mapping of stages")
+def load_template(path: str, shown: str | None = None) -> dict:
+    """The recipe YAML at `path`; errors name it as `shown` (default: path), a byte that is not
+    UTF-8 by line (io.DataError)."""
+    shown = shown or path
+    try:
+        data = yaml.safe_load(read_text(path, shown=shown))
+    except yaml.YAMLError as e:
+        raise RecipeError(f"{shown}: not valid YAML ({' '.join(str(e).split())})") from None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise RecipeError(f"{shown}: a recipe must be a mapping of stages")
     return data
 
 

@@ -3,13 +3,14 @@ and torch-free (pipeline/domain/serve_line.py builds the argv)."""
 from __future__ import annotations
 
 from pipeline.domain import hardware, serve_line
-from pipeline.scoring.planner import Budget, Plan
+from pipeline.schema import Memory
+from pipeline.scoring.planner import Plan
 from pipeline.scoring.rows import Row
 
 MAX_NUM_SEQS_CAP = 256   # vLLM's default --max-num-seqs; the planner never suggests more
 
 
-def serve_command(row: Row, model_dtype: str, cache_dtype: str, budget: Budget | None = None,
+def serve_command(row: Row, model_dtype: str, cache_dtype: str, budget: Memory | None = None,
                   plan: Plan | None = None) -> str:
     """`cache_dtype`: the row's KV mode's (kv_modes.<kv>.cache_dtype); with a budget and a plan, the
     command carries that GPU's --max-model-len, --gpu-memory-utilization and --max-num-seqs."""

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipeline.schema import Baseline, Bootstrap
+from pipeline.schema import Baseline, Bootstrap, Memory, TargetGpu
 from pipeline.scoring.analysis import KvLength, Regression
 from pipeline.scoring.decision import Recommendation
 from pipeline.scoring.rows import Row
-from pipeline.scoring.planner import Budget, Gpu, Plan
+from pipeline.scoring.planner import Plan
 from pipeline.scoring.stats import Flips
 
 
@@ -19,8 +19,8 @@ class Header:
     kv_scales: dict[str, str]        # KV mode with a quantized cache -> its k/v scale ("1.0", "calibrated")
     baseline: Baseline
     bootstrap: Bootstrap
-    budget: Budget
-    gpus: dict[str, Gpu]
+    budget: Memory                   # params memory.*: the planner's budget
+    gpus: dict[str, TargetGpu]
     hardware_docs: str               # vLLM docs version of the hardware table
     versions: dict[str, str] = field(default_factory=dict)   # evaluate's packages, as a result recorded them
 

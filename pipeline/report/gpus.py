@@ -5,10 +5,10 @@ from pipeline.domain import hardware
 from pipeline.domain.memory import mib
 from pipeline.report.cells import md_row
 from pipeline.report.document import ModelReport
-from pipeline.scoring.planner import Gpu
+from pipeline.schema import TargetGpu
 
 
-def hardware_table(m: ModelReport, gpus: dict[str, Gpu]) -> list[str]:
+def hardware_table(m: ModelReport, gpus: dict[str, TargetGpu]) -> list[str]:
     cc = {n: g.compute_capability for n, g in gpus.items()}
     seen: dict[str, str] = {}
     for r in m.rows:
@@ -20,7 +20,7 @@ def hardware_table(m: ModelReport, gpus: dict[str, Gpu]) -> list[str]:
     return lines
 
 
-def planner_table(m: ModelReport, gpus: dict[str, Gpu]) -> list[str]:
+def planner_table(m: ModelReport, gpus: dict[str, TargetGpu]) -> list[str]:
     names = list(gpus)
     lines = [md_row(["Variant", "Weights (MiB)"] + [f"{n}: KV tokens / max concurrency / decode roofline tok/s"
                                                     for n in names]), "|" + "---|" * (2 + len(names))]

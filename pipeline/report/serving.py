@@ -1,6 +1,7 @@
 """What the serving engine reported: engine facts, the load test, the service level and the speed floor. Pure."""
 from __future__ import annotations
 
+from pipeline import paths
 from pipeline.report.cells import is_baseline, md_row, status_cell
 from pipeline.report.document import ModelReport
 from pipeline.schema import Baseline
@@ -68,7 +69,7 @@ def serving_lines(m: ModelReport, baseline: Baseline | None = None) -> list[str]
                              f"{s['kv_cache_tokens']:,} tokens" if s.get("kv_cache_tokens") else "–",
                              formula or "–",
                              f"{s['max_concurrency']:.2f}x at {s.get('max_model_len')}" if s.get("max_concurrency")
-                             else "–", f"evals/{r.facts.model}/{r.variant}/vllm_server.log"]))
+                             else "–", paths.server_log(r.facts.model, r.variant)]))
     bench = [(r, c, f) for r in served if r.facts.status == "ok"
              for c, f in (r.facts.throughput.get("bench") or {}).items()]
     if bench:

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 from pipeline.domain import hardware
 from pipeline.domain.metrics import split_id
-from pipeline.schema import Decision, Task, Tolerance, gate
-from pipeline.scoring.planner import Gpu, Plan
+from pipeline.schema import Decision, TargetGpu, Task, Tolerance, gate
+from pipeline.scoring.planner import Plan
 from pipeline.scoring.rows import Evidence, Judgement, Key, Measured, Row, Settle, Verdict
 from pipeline.scoring.stats import Interval
 
@@ -120,11 +120,11 @@ def judgement(r: Measured, ev: Evidence, base_rows: dict[Pairing, Measured], rul
         return Judgement("baseline")
     verdicts: dict[str, Verdict] = {}
     for metric in unmeasured(r, base):
-        tol, _ = gate(rule, tasks, metric)
-        if tol is not None:
+        if gate(rule, tasks, metric).tolerance is not None:
             verdicts[metric] = Verdict(INCONCLUSIVE, f"{NOT_MEASURED}: {r.reason or 'no score in its result'}")
     for metric in r.metrics:
-        tol, floor = gate(rule, tasks, metric)
+        g = gate(rule, tasks, metric)
+        tol, floor = g.tolerance, g.min_baseline
         if tol is None:
             continue
         if base is None:
@@ -218,10 +218,10 @@ def closest(rows: list[Row]) -> str:
     return f"; closest: `{best.variant}`, inconclusive on {', '.join(metrics)}"
 
 
-def gpu_candidates(rows: list[Row], model: str, gpu: Gpu, plans: dict[str, dict[str, Plan]]
+def gpu_candidates(rows: list[Row], model: str, name: str, gpu: TargetGpu, plans: dict[str, dict[str, Plan]]
                    ) -> set[tuple[str, str]]:
     """(tier, kv) of the model's variants a GPU can serve: vLLM has kernels for the tier's family at
     the GPU's compute capability, and the memory plan fits. `plans`: variant -> GPU name -> Plan."""
     return {(r.facts.tier, r.facts.kv) for r in rows if r.facts.model == model
             and hardware.supports(r.facts.hardware, gpu.compute_capability)
-            and (p := plans.get(r.variant, {}).get(gpu.name)) is not None and p.fits}
+            and (p := plans.get(r.variant, {}).get(name)) is not None and p.fits}

@@ -11,25 +11,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
+
+from pipeline.schema import Memory, TargetGpu
 
 GIB = 2**30
-
-
-@dataclass(frozen=True)
-class Gpu:
-    name: str
-    memory_gib: float
-    bandwidth_gbps: float          # GB/s (10^9 bytes)
-    compute_capability: float
-
-
-@dataclass(frozen=True)
-class Budget:
-    max_model_len: int = 4096
-    gpu_memory_utilization: float = 0.9
-    block_size: int = 16
-    activation_peak_gib: float = 1.0
-    non_torch_overhead_gib: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -45,10 +31,14 @@ class Plan:
 
 @dataclass(frozen=True)
 class Planned:
-    """Every variant's plan on every target GPU, with the budget and GPUs they were made for."""
-    budget: Budget
-    gpus: dict[str, Gpu]                                # name -> GPU
+    """Every variant's plan on every target GPU, with the budget (params memory.*) they were made for."""
+    budget: Memory
     plans: dict[tuple[str, str], dict[str, Plan]]       # (model, variant) -> GPU name -> plan
+
+    @property
+    def gpus(self) -> dict[str, TargetGpu]:
+        """name -> GPU, as params memory.target_gpus gives them."""
+        return self.budget.target_gpus
 
     def for_model(self, model: str) -> dict[str, dict[str, Plan]]:
         """variant -> GPU name -> plan, for one model's variants."""
@@ -73,16 +63,40 @@ def decode_roofline_fraction(tokens_per_s: float, weight_bytes: int, bandwidth_g
     return tokens_per_s / (bandwidth_gbps * 1e9 / weight_bytes)
 
 
-def plan(gpu: Gpu, budget: Budget, weight_bytes: int, kv_bytes_per_token: int) -> Plan:
+def plan(name: str, gpu: TargetGpu, budget: Memory, weight_bytes: int, kv_bytes_per_token: int) -> Plan:
+    """GPU `name`'s plan for one variant: does it fit, how many KV tokens, how much concurrency."""
     total = gpu.memory_gib * GIB * budget.gpu_memory_utilization
     reserve = (budget.activation_peak_gib + budget.non_torch_overhead_gib) * GIB
     available = total - weight_bytes - reserve
     roof = decode_roofline(gpu.bandwidth_gbps, weight_bytes, kv_bytes_per_token, budget.max_model_len // 2)
     if weight_bytes > total:
-        return Plan(gpu.name, False, 0, 0, 0.0, roof,
+        return Plan(name, False, 0, 0, 0.0, roof,
                     f"weights {weight_bytes / GIB:.1f} GiB exceed the {total / GIB:.1f} GiB budget")
     tokens = kv_capacity_tokens(available, kv_bytes_per_token, budget.block_size)
     if tokens < budget.max_model_len:
-        return Plan(gpu.name, False, max(int(available), 0), tokens, tokens / budget.max_model_len, roof,
+        return Plan(name, False, max(int(available), 0), tokens, tokens / budget.max_model_len, roof,
                     f"KV cache holds {tokens} tokens, less than one max_model_len ({budget.max_model_len})")
-    return Plan(gpu.name, True, int(available), tokens, tokens / budget.max_model_len, roof)
+    return Plan(name, True, int(available), tokens, tokens / budget.max_model_len, roof)
+
+
+def decode_tokens_per_s(throughput: dict[str, Any]) -> tuple[float | None, str]:
+    """Single-stream decode speed: 1000 / median TPOT of the concurrency-1 bench run, else the decode
+    probe's tokens/s. (speed, where it comes from)."""
+    tpot = ((throughput.get("bench") or {}).get("1") or {}).get("median_tpot_ms")
+    if tpot:
+        return round(1000 / tpot, 2), "1000 / median TPOT, vllm bench serve at concurrency 1"
+    return throughput.get("decode_probe_tokens_per_s"), "decode probe"
+
+
+def roofline(throughput: dict[str, Any], weight_bytes: int | None, bandwidth_gbps: float | None) -> dict[str, Any]:
+    """Measured c=1 decode speed against bandwidth / weight bytes (decode_roofline_fraction)."""
+    speed, source = decode_tokens_per_s(throughput)
+    out: dict[str, Any] = {"decode_tokens_per_s": speed, "source": source, "bandwidth_gbps": bandwidth_gbps}
+    if bandwidth_gbps is None:
+        return {**out, "unknown": "bandwidth unknown (serving.bandwidth_gbps)"}
+    if not weight_bytes:
+        return {**out, "unknown": "weight bytes unknown (quantized at load time)"}
+    if speed is None:
+        return {**out, "unknown": "no decode speed measured"}
+    return {**out, "roofline_tokens_per_s": round(bandwidth_gbps * 1e9 / weight_bytes, 1),
+            "fraction": round(decode_roofline_fraction(speed, weight_bytes, bandwidth_gbps), 4)}

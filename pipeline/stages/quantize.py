@@ -40,7 +40,7 @@ def main() -> None:
         info = {"method": params.tiers[tier_name].method, "status": "failed",
                 "reason": errors.one_line(e)}
         out.mkdir(parents=True, exist_ok=True)
-        (out / "FAILED.txt").write_text(info["reason"] + "\n")
+        (out / paths.FAILED_MARKER).write_text(info["reason"] + "\n")
     seconds = round(time.perf_counter() - t0, 1)
     info.update(model=model_name, tier=tier_name)
     if info["status"] == "ok":

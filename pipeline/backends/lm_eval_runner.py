@@ -1,0 +1,96 @@
+"""lm-eval on a session's model: the tasks' scores and per-sample rows, all tasks at once or one at a
+time within the time budget left (serving.vllm.budget.max_wall_s), and result.json's flat metrics."""
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+from pipeline.backends.base import Unsupported
+from pipeline.domain import tasks
+from pipeline.domain.metrics import metric_id
+from pipeline.schema import Eval
+
+
+def run_tasks(session, specs: list[tasks.TaskSpec], ev: Eval,
+              raw_samples=None) -> tuple[dict[str, tasks.TaskResult], dict[str, list[dict]]]:
+    """lm-eval on the session's model: (task -> its result, task -> per-sample rows). `raw_samples`, if
+    given, receives lm-eval's own logged samples per task (benchmarks count tokens from them)."""
+    import lm_eval  # lazy: seconds of imports, kept out of argument and params errors
+    from lm_eval.tasks import TaskManager
+
+    out = lm_eval.simple_evaluate(
+        model=session.lm,
+        # every task arrives built (a config dict or a registry Task): lm-eval's default manager would
+        # index its ~10,000 task YAMLs first, 4 s per variant for nothing
+        task_manager=TaskManager(include_defaults=False),
+        tasks=[s.config for s in specs],
+        samples={s.lm_eval_name: list(range(s.num_docs)) for s in specs},
+        apply_chat_template=ev.apply_chat_template,
+        bootstrap_iters=0,
+        log_samples=True,
+        random_seed=ev.seed, numpy_random_seed=ev.seed, torch_random_seed=ev.seed, fewshot_random_seed=ev.seed,
+    )
+    found: dict[str, tasks.TaskResult] = {}
+    for s in specs:
+        rows = sorted(out["samples"][s.lm_eval_name], key=lambda r: r["doc_id"])
+        found[s.name] = tasks.task_result(s, out["results"][s.lm_eval_name], rows)
+        if raw_samples is not None:
+            raw_samples({s.name: rows})
+    return found, {name: r.rows for name, r in found.items()}
+
+
+def flat(found: dict[str, tasks.TaskResult]) -> tuple[dict[str, float], dict[str, bool]]:
+    """(`<task>/<metric>` -> score, `<task>/<metric>` -> higher_is_better) for result.json."""
+    scores = {metric_id(t, m): v for t, r in found.items() for m, v in r.metrics.items()}
+    hib = {metric_id(t, m): v for t, r in found.items() for m, v in r.higher_is_better.items()}
+    return scores, hib
+
+
+class WallBudgetExceeded(Exception):
+    pass
+
+
+@contextmanager
+def wall_limit(seconds: float | None) -> Iterator[None]:
+    """Raise WallBudgetExceeded in this (main) thread after `seconds`; None or off the main thread: no limit."""
+    if seconds is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):  # noqa: ARG001
+        raise WallBudgetExceeded(f"did not finish in the {seconds:.0f} s left of serving.vllm.budget.max_wall_s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.01))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_within(session, specs: list[tasks.TaskSpec], ev: Eval, seconds: float | None, run=run_tasks
+               ) -> tuple[dict[str, tasks.TaskResult], dict[str, list[dict]], str | None]:
+    """run_tasks one task at a time within `seconds` (None: no limit): past it, the tasks finished are
+    kept and the cut says which were not measured. No task finished: Unsupported (too slow here)."""
+    if seconds is None:     # one call: lm-eval batches every task's requests of a kind together
+        return (*run(session, specs, ev), None)
+    metrics: dict[str, tasks.TaskResult] = {}
+    samples: dict[str, list[dict]] = {}
+    t0 = time.monotonic()
+    try:
+        with wall_limit(seconds):
+            for spec in specs:
+                found, rows = run(session, [spec], ev)
+                metrics.update(found)
+                samples.update(rows)
+    except WallBudgetExceeded as e:
+        if not metrics:
+            raise Unsupported(f"too slow here: lm-eval {e}") from None
+        missed = [s.name for s in specs if s.name not in metrics]
+        return metrics, samples, (f"too slow here: lm-eval stopped after {time.monotonic() - t0:.0f} s "
+                                  f"(serving.vllm.budget.max_wall_s); not measured: {', '.join(missed)}")
+    return metrics, samples, None

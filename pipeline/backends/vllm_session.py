@@ -1,0 +1,117 @@
+"""One served vLLM variant as evaluate uses it (base.Session): lm-eval's model, prompt log-probs for
+fidelity, the load test (`vllm bench serve` per concurrency, the SLO search), all within the wall
+budget (serving.vllm.budget.max_wall_s) counted from the session's start."""
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from pipeline.backends import vllm_logs
+from pipeline.backends.base import TokenDists, Unsupported, Variant
+from pipeline.backends.server import Server, prompt_logprobs
+from pipeline.backends.vllm_argv import bench_argv, bench_file
+from pipeline.backends.vllm_bench import bench_summary
+from pipeline.schema import Slo, Vllm
+from pipeline.scoring import slo as slo_search
+
+
+class WallBudget:
+    """serving.vllm.budget.max_wall_s from the session's start (None: unbounded)."""
+
+    def __init__(self, max_wall_s: float | None, clock=time.monotonic):
+        self.clock, self.deadline = clock, None if max_wall_s is None else clock() + max_wall_s
+
+    def remaining(self, cap: float | None = None) -> float | None:
+        """Seconds left (at most cap); None when neither bounds it."""
+        left = None if self.deadline is None else max(0.0, self.deadline - self.clock())
+        return cap if left is None else left if cap is None else min(left, cap)
+
+
+OUT_OF_WALL = "the wall budget ran out (serving.vllm.budget.max_wall_s)"
+
+
+class VllmSession:
+    def __init__(self, server: Server, cfg: Vllm, target: str, served: str, lm, info: dict, out_dir: Path, env,
+                 slo: Slo | None = None, wall: WallBudget | None = None, engine_version: str | None = None):
+        self.server, self.cfg, self.target, self.served = server, cfg, target, served
+        self.lm, self.info, self.out_dir, self.env = lm, info, out_dir, env
+        self.slo, self.wall = slo, wall or WallBudget(None)
+        self.engine_version = engine_version      # the server's own answer (vllm_backend.served_version)
+
+    def remaining_s(self) -> float | None:
+        return self.wall.remaining()
+
+
+    full_logits = False     # prompt_logprobs: the engine's own top-k (+ the prompt token) per position
+
+    def exact_fidelity(self, baseline: Variant, seqs: list[list[int]]) -> list[tuple[Any, Any]]:
+        """vLLM answers with top-k prompt log-probs only (full_logits is False): evaluate compares
+        those through token_dists instead."""
+        raise Unsupported("vLLM serves top-k prompt log-probs, not full logits: no exact fidelity here")
+
+    def token_dists(self, seqs: list[list[int]], k: int) -> list[TokenDists]:
+        out = []
+        for seq in seqs:
+            timeout = self.wall.remaining(600)      # a request's own cap, never past the wall budget
+            if timeout <= 0:
+                raise TimeoutError(OUT_OF_WALL)
+            out.append(TokenDists(*prompt_logprobs(self.server.base_url, self.served, seq, k, timeout)))
+        return out
+
+    def bench(self, concurrency: int, slo: Slo | None = None, cap_s: float = 1800) -> dict[str, float]:
+        """One `vllm bench serve` run, bounded by the wall budget left (TimeoutError past it)."""
+        argv = bench_argv(self.cfg, self.target, self.served, self.server.port, concurrency, self.out_dir, slo)
+        timeout = self.wall.remaining(cap_s)
+        if timeout is not None and timeout <= 0:
+            raise TimeoutError(OUT_OF_WALL)
+        try:
+            done = subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise TimeoutError(f"vllm bench serve at concurrency {concurrency} did not finish in "
+                               f"{timeout:.0f} s") from None
+        if done.returncode != 0:
+            raise RuntimeError(f"vllm bench serve failed (concurrency {concurrency}): "
+                               + (vllm_logs.failure_reason(done.stdout + done.stderr) or done.stderr[-300:]))
+        return bench_summary(json.loads((self.out_dir / bench_file(concurrency, slo)).read_text()), slo)
+
+    def throughput(self, prompts: list[str], new_tokens: int, repeats: int) -> dict[str, Any]:
+        """Load figures from `vllm bench serve` at each configured concurrency, then the SLO search."""
+        probe = self.info.get("decode_probe") or {}
+        out: dict[str, Any] = {"decode_probe_tokens_per_s": probe.get("tokens_per_s")}
+        if self.info.get("load_skipped"):
+            return {**out, "skipped": self.info["load_skipped"], "gen_tokens_per_s": probe.get("tokens_per_s"),
+                    "gen_tokens_per_s_at": f"decode probe, one {probe.get('tokens')}-token request"}
+        levels = {}
+        for c in self.cfg.bench.concurrency:
+            try:
+                # with an SLO, each level reports its percentile and goodput too: the search reuses it
+                levels[str(c)] = self.bench(c, self.slo)
+            except TimeoutError as e:
+                out["cut"] = f"load test stopped at concurrency {c}: {e}" + ("" if str(e) == OUT_OF_WALL
+                                                                               else f"; {OUT_OF_WALL}")
+                break
+        if levels:
+            c0 = next(iter(levels))
+            out.update(bench=levels, gen_tokens_per_s=round(levels[c0].get("output_throughput", 0.0), 2),
+                       gen_tokens_per_s_at=f"vllm bench serve, concurrency {c0}")
+        else:
+            out.update(gen_tokens_per_s=probe.get("tokens_per_s"),
+                       gen_tokens_per_s_at=f"decode probe, one {probe.get('tokens')}-token request")
+        if self.slo is not None and "cut" not in out:
+            out["slo"] = self.slo_search({int(c): f for c, f in levels.items()})
+        return out
+
+    def slo_search(self, known: dict[int, dict] | None = None) -> dict[str, Any]:
+        s = self.slo
+        budget = self.wall.remaining(s.time_budget_s)
+        start = time.monotonic()
+
+        def measure(c: int) -> dict:
+            return self.bench(c, s, cap_s=max(1.0, budget - (time.monotonic() - start)))
+
+        found = slo_search.search(measure, lambda f: slo_search.meets_slo(f, s.ttft_ms, s.tpot_ms, s.percentile),
+                                  s.max_concurrency, s.max_probes, budget, known=known)
+        return slo_search.summary(found, {"ttft_ms": s.ttft_ms, "tpot_ms": s.tpot_ms, "percentile": s.percentile})

@@ -1,0 +1,29 @@
+"""The params.yaml schema: typed dataclasses, each checking its own fields, and the YAML loader.
+
+Imports nothing from the rest of the pipeline: everything else imports this. Checks that need files,
+data or the model's config live with their domain and are composed in pipeline/config.py.
+
+    python -m pipeline.config            # validate params.yaml (schema + domain checks)
+
+One module per section of params.yaml (models, eval, serving, decision, memory), the whole file in
+params.py, the generic typed builder in builder.py, the stages' exit policy in cli.py. Everything
+public is re-exported here: `from pipeline import schema; schema.Tier`.
+"""
+from pipeline.schema.builder import PARAMS_FILE, load, parse
+from pipeline.schema.cli import load_or_exit
+from pipeline.schema.decision import Baseline, Bootstrap, Decision, Tolerance
+from pipeline.schema.errors import ConfigError, FieldError, near
+from pipeline.schema.eval import LOCAL_ONLY, TASK_KINDS, Eval, Fidelity, Languages, Task, Throughput
+from pipeline.schema.memory import Memory, TargetGpu
+from pipeline.schema.models import (BNB_METHODS, CALIBRATED_METHODS, KV_DTYPES, METHODS, RECIPE_METHODS,
+                                    Calibration, KvMode, Model, Tier)
+from pipeline.schema.params import NAME_RE, Gate, Params, gate
+from pipeline.schema.serving import Reference, Serving, Slo, Vllm, VllmBench, VllmBudget
+
+__all__ = [
+    "BNB_METHODS", "CALIBRATED_METHODS", "KV_DTYPES", "LOCAL_ONLY", "METHODS", "NAME_RE", "PARAMS_FILE",
+    "RECIPE_METHODS", "TASK_KINDS", "Baseline", "Bootstrap", "Calibration", "ConfigError", "Decision", "Eval",
+    "FieldError", "Fidelity", "Gate", "KvMode", "Languages", "Memory", "Model", "Params", "Reference", "Serving", "Slo",
+    "TargetGpu", "Task", "Throughput", "Tier", "Tolerance", "Vllm", "VllmBench", "VllmBudget", "gate", "load",
+    "load_or_exit", "near", "parse",
+]

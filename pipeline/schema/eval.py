@@ -1,0 +1,105 @@
+"""What is measured: the tasks, the throughput probe, the fidelity texts (eval.* in params.yaml)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pipeline.schema.decision import Tolerance
+from pipeline.schema.errors import FieldError
+
+
+@dataclass(frozen=True)
+class Languages:
+    """A translation task's language pair, substituted into its prompt as {{source_language}} and
+    {{target_language}} (pipeline/domain/tasks.py)."""
+    source: str
+    target: str
+
+
+TASK_KINDS = ("generate", "classify", "lm_eval")
+LOCAL_ONLY = ("config", "data", "fields", "labels", "languages")   # keys an lm-eval registry task cannot take
+
+
+@dataclass(frozen=True)
+class Task:
+    """One entry of eval.tasks: a local task (an lm-eval task YAML + a JSONL file, kind generate or
+    classify) or a task from lm-eval's own registry by name (`lm_eval: arc_easy`, kind lm_eval)."""
+    kind: Literal["generate", "classify", "lm_eval"] | None = None    # None: lm_eval when `lm_eval` is given
+    config: str | None = None
+    data: str | None = None
+    lm_eval: str | None = None             # a task name in lm-eval's registry
+    include_path: str | None = None        # extra folder of lm-eval task YAMLs for `lm_eval`
+    fields: dict[str, str] = field(default_factory=dict)
+    labels: list[str] = field(default_factory=list)
+    languages: Languages | None = None
+    limit: int | None = None
+    tolerances: dict[str, Tolerance] = field(default_factory=dict)   # metric -> overrides decision.tolerances
+    min_baseline: dict[str, float] = field(default_factory=dict)     # metric -> overrides decision.min_baseline
+
+    def __post_init__(self) -> None:
+        if self.kind is None:
+            if self.lm_eval is None:
+                raise FieldError("kind", f"required: one of {', '.join(TASK_KINDS)} "
+                                         "(or give `lm_eval: <task name>` for a task from lm-eval's registry)")
+            object.__setattr__(self, "kind", "lm_eval")
+        if self.kind == "lm_eval":
+            if not self.lm_eval:
+                raise FieldError("lm_eval", "a task of kind lm_eval names a task of lm-eval's registry here")
+            for key in LOCAL_ONLY:
+                if getattr(self, key):
+                    raise FieldError(key, f"not used by an lm-eval registry task (lm_eval: {self.lm_eval}); "
+                                          "its YAML declares its data and prompt")
+        else:
+            for key in ("config", "data"):
+                if not getattr(self, key):
+                    raise FieldError(key, f"required for a {self.kind} task")
+            for key in ("lm_eval", "include_path"):
+                if getattr(self, key):
+                    raise FieldError(key, f"only for kind lm_eval, this task is kind {self.kind}")
+        if self.kind == "classify" and len(self.labels) < 2:
+            raise FieldError("labels", "a classify task needs at least two labels")
+        if self.limit is not None and self.limit < 1:
+            raise FieldError("limit", f"must be >= 1 or null, got {self.limit}")
+
+
+@dataclass(frozen=True)
+class Throughput:
+    batch_size: int = 4
+    new_tokens: int = 32
+    repeats: int = 1
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """Next-token distributions of each variant against the baseline's, teacher-forced on fixed texts
+    (pipeline/scoring/fidelity.py). Report-only: shown beside the task verdicts, never gating them."""
+    data: str                                   # a JSONL file; each text joins `fields` of one row
+    fields: list[str] = field(default_factory=lambda: ["text"])
+    limit: int = 32                             # texts
+    max_tokens: int = 256                       # per text, after tokenization
+    # the baseline's top-k kept per position; what vLLM compares on (prompt log-probs, at most its
+    # --max-logprobs); the reference backend computes the full-vocabulary KL instead
+    top_k: int = 20
+
+    def __post_init__(self) -> None:
+        if not self.fields:
+            raise FieldError("fields", "name at least one field of the JSONL rows")
+        for key in ("limit", "top_k"):
+            if getattr(self, key) < 1:
+                raise FieldError(key, f"must be >= 1, got {getattr(self, key)}")
+        if self.top_k > 20:
+            raise FieldError("top_k", f"vLLM serves at most 20 log-probs per position (its default "
+                                      f"--max-logprobs), got {self.top_k}")
+        if self.max_tokens < 2:
+            raise FieldError("max_tokens", f"must be >= 2 (a text scores its tokens after the first), "
+                                           f"got {self.max_tokens}")
+
+
+@dataclass(frozen=True)
+class Eval:
+    tasks: dict[str, Task]
+    batch_size: int = 8
+    apply_chat_template: bool = True
+    seed: int = 1234
+    throughput: Throughput = field(default_factory=Throughput)
+    fidelity: Fidelity | None = None            # unset: no fidelity stage, no KL columns

@@ -1,0 +1,94 @@
+"""What is quantized and how: the model sources, the tiers, the KV cache modes, the calibration set."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pipeline.schema.errors import FieldError, near
+
+METHODS = ("baseline", "rtn", "gptq", "awq", "smoothquant-gptq", "bnb-int8", "bnb-nf4")
+RECIPE_METHODS = ("rtn", "gptq", "awq", "smoothquant-gptq")
+CALIBRATED_METHODS = ("gptq", "awq", "smoothquant-gptq")
+BNB_METHODS = ("bnb-int8", "bnb-nf4")
+KV_DTYPES = ("auto", "fp8_e4m3")
+
+
+@dataclass(frozen=True)
+class Model:
+    source: str
+    trust_remote_code: bool = False
+    # storage/serving dtype; auto: the model's own (config.json torch_dtype/dtype) when it is float16 or
+    # bfloat16, else float16 (a float32 checkpoint is served at half precision); resolved by quantize
+    # from the prepared source and carried in its record as storage_dtype (domain/compute.model_dtype)
+    dtype: Literal["auto", "float16", "bfloat16"] = "auto"
+
+
+@dataclass(frozen=True)
+class Tier:
+    method: str
+    label: str = ""
+    recipe: str | None = None
+    weight_bits: int | None = None
+    group_size: int | Literal["auto"] | None = None
+    symmetric: bool = True
+    ignore: list[str] = field(default_factory=lambda: ["lm_head"])
+    group_size_candidates: list[int] = field(default_factory=lambda: [128, 64, 32])
+    hardware: str | None = None      # kind in pipeline/data/vllm_hardware.yaml; baseline: model dtype
+    bnb_options: dict[str, str | int | float | bool] = field(default_factory=dict)
+
+    # keys no longer read, each rejected with its reason (pipeline/schema/builder.py)
+    RETIRED = {"activations": "removed: a tier's activation quantization is implied by its recipe "
+                              "(its input_activations)"}
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise FieldError("method", f"unknown method {self.method!r}{near(self.method, METHODS)}; "
+                                       f"known: {', '.join(METHODS)}")
+        if self.method in RECIPE_METHODS:
+            if not self.recipe:
+                raise FieldError("recipe", f"method {self.method!r} needs a recipe file")
+            if self.weight_bits not in (4, 8):
+                raise FieldError("weight_bits", f"expected 4 or 8, got {self.weight_bits!r}")
+        if self.method in BNB_METHODS and self.recipe:
+            raise FieldError("recipe", "bitsandbytes tiers quantize at load time and take no recipe")
+        if self.method != "baseline" and self.hardware is None:
+            raise FieldError("hardware", "required: which vLLM kernel family serves this tier "
+                                         "(a kind in pipeline/data/vllm_hardware.yaml)")
+        if isinstance(self.group_size, int) and self.group_size <= 0:
+            raise FieldError("group_size", f"must be positive, got {self.group_size}")
+
+
+@dataclass(frozen=True)
+class KvMode:
+    """A KV cache: vLLM's --kv-cache-dtype, and for fp8 the k/v scale: a number (vLLM's default 1.0,
+    uncalibrated) or `calibrated`: per-layer scales from llm-compressor's kv_cache_scheme on the
+    calibration set, carried in a checkpoint of their own (stage kvscales@<model>-<tier>)."""
+    cache_dtype: str
+    scale: float | Literal["calibrated"] = 1.0
+
+    @property
+    def calibrated(self) -> bool:
+        return self.scale == "calibrated"
+
+    def __post_init__(self) -> None:
+        if self.cache_dtype not in KV_DTYPES:
+            raise FieldError("cache_dtype", f"{self.cache_dtype!r} is not one of {KV_DTYPES}")
+        if self.calibrated:
+            if self.cache_dtype == "auto":
+                raise FieldError("scale", "calibrated scales need a quantized cache_dtype (fp8_e4m3), not auto")
+        elif self.scale <= 0:
+            raise FieldError("scale", f"must be positive or 'calibrated', got {self.scale}")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    path: str
+    text_field: str = "text"
+    num_samples: int = 32
+    max_seq_len: int = 256
+
+    def __post_init__(self) -> None:
+        if self.num_samples < 1:
+            raise FieldError("num_samples", f"must be >= 1, got {self.num_samples}")
+        if self.max_seq_len < 8:
+            raise FieldError("max_seq_len", f"must be >= 8, got {self.max_seq_len}")

