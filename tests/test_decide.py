@@ -233,3 +233,20 @@ def test_the_engine_kv_check_uses_the_planner_s_block_size_and_needs_the_engine_
     assert decide.engine_kv_check(HF, "auto", serving, 16).startswith("6,291,456 tokens")
     assert decide.engine_kv_check(HF, "auto", serving, 5000).startswith("6,290,000 tokens")
     assert decide.engine_kv_check(HF, "auto", {**serving, "engine": {}}, 16) is None
+
+
+@pytest.mark.parametrize("ratio, note", [(0.1, True), (0.01, False), (None, False)])
+def test_the_speed_floor_is_decide_s_param(project, ratio, note):
+    p = yaml.safe_load((project / "params.yaml").read_text())
+    p["decision"]["min_speed_vs_baseline"] = ratio
+    (project / "params.yaml").write_text(yaml.safe_dump(p))
+    for tier, speed in (("fp16", 100.0), ("int8", 5.0)):
+        f = paths.eval_result("m", tier, "auto")
+        res = io.read_json(f)
+        res["throughput"]["decode_probe_tokens_per_s"] = speed
+        io.atomic_write_json(f, res)
+    decide.main()
+    rows = {(r["tier"], r["kv"]): r for r in json.loads((project / "results/decision.json").read_text())["rows"]}
+    expected = ("too slow here: 5.0 tok/s vs 100.0 for the baseline (below 0.1x, decision.min_speed_vs_baseline)"
+                if note else None)
+    assert rows[("int8", "auto")]["load_note"] == expected and rows[("fp16", "auto")]["load_note"] is None

@@ -81,7 +81,7 @@ def test_hardware_table_lists_target_gpus():
 
 
 def vllm_rows():
-    budget = {"min_speed_vs_baseline": 0.5, "min_decode_tok_s": None, "max_wall_s": 1200}
+    budget = {"min_decode_tok_s": None, "max_wall_s": 1200}
     slo = {"slo": {"ttft_ms": 2000, "tpot_ms": 200, "percentile": 99}, "max_concurrency_meeting_slo": 6,
            "goodput_at_that_concurrency": 1.25, "stopped": "converged", "probes": [{"concurrency": 1}] * 5}
     found = [facts("fp16", "auto", backend="vllm", weight_bytes=10**9, tokens_per_s=40.0, serving={"budget": budget},
@@ -97,20 +97,25 @@ def vllm_rows():
 
 
 def test_serving_section_shows_slo_roofline_and_the_speed_floor():
-    m = model_report(vllm_rows())
+    m = dataclasses.replace(model_report(vllm_rows()), min_speed_vs_baseline=0.5)     # decision.min_speed_vs_baseline
     md = "\n".join(serving.serving_lines(m, BASE))
     assert "| fp16-auto | p99 TTFT <= 2000 ms, TPOT <= 200 ms | 6 | 1.25 | 5 (converged) | 25.0 | 25% of 100 tok/s |" \
         in md
     assert "| int4-auto | – | – | – | – | 5.0 | bandwidth unknown (serving.bandwidth_gbps) |" in md
     assert ("- int4-auto: too slow here: 5.0 tok/s vs 25.0 for the baseline (below 0.5x, "
-            "serving.vllm.budget.min_speed_vs_baseline)") in md
+            "decision.min_speed_vs_baseline)") in md
     # below both floors: the relative one (decide) and the absolute one that skipped its load test (evaluate)
-    assert ("- w8a8-auto: too slow here: 1.0 tok/s vs 25.0 for the baseline (below 0.5x, serving.vllm.budget."
+    assert ("- w8a8-auto: too slow here: 1.0 tok/s vs 25.0 for the baseline (below 0.5x, decision."
             "min_speed_vs_baseline); too slow here: 1.0 tok/s vs 2 (serving.vllm.budget.min_decode_tok_s)") in md
     assert "- fp16-auto:" not in md
     data = exports.decision_json({"m": m}, HEADER)
     assert data["rows"][0]["load"]["slo"]["max_concurrency_meeting_slo"] == 6 and data["rows"][0]["load_note"] is None
     assert data["rows"][1]["load_note"].startswith("too slow here: 5.0 tok/s vs 25.0 for the baseline")
+    # the floor is decide's param, not what evaluate recorded: a lower one, or none, lets int4 through
+    for ratio in (0.1, None):
+        lenient = dataclasses.replace(m, min_speed_vs_baseline=ratio)
+        assert exports.decision_json({"m": lenient}, HEADER)["rows"][1]["load_note"] is None
+    assert "- int4-auto:" not in "\n".join(serving.serving_lines(dataclasses.replace(m, min_speed_vs_baseline=None), BASE))
 
 
 def fid(support):

@@ -58,3 +58,4 @@ class ModelReport:
     gpu_recs: dict[str, Recommendation] = field(default_factory=dict)        # GPU name -> recommendation
     plot: PlotSpec | None = None
     kv_pairs: list[KvPair] = field(default_factory=list)
+    min_speed_vs_baseline: float | None = None   # decision.min_speed_vs_baseline: the load figures' speed floor

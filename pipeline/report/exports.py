@@ -42,7 +42,7 @@ def row_json(r: Row, m: ModelReport, base: Row | None) -> dict:
             "verdicts": {k: {"verdict": v.verdict, "why": v.why} for k, v in j.verdicts.items()},
             "task_verdicts": task_verdicts(j.verdicts), "overall": j.overall, "weight_bytes": f.weight_bytes,
             "kv_bytes_per_token": f.kv_bytes_per_token, "gen_tokens_per_s": f.tokens_per_s, "scheme": f.scheme,
-            "hardware": f.hardware, "serving": f.serving, "load": f.throughput, "load_note": load_note(r, base),
+            "hardware": f.hardware, "serving": f.serving, "load": f.throughput, "load_note": load_note(r, base, m.min_speed_vs_baseline),
             "flips": {t: dataclasses.asdict(x) for t, x in m.flips.get(r.variant, {}).items()},
             "plans": {g: dataclasses.asdict(p) for g, p in m.plans.get(r.variant, {}).items()},
             "power": {k: p.as_dict() for k, p in e.power.items()}, "fidelity": f.fidelity,

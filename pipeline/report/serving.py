@@ -14,17 +14,17 @@ def decode_speed(r: Row) -> float | None:
     return (tp.get("roofline") or {}).get("decode_tokens_per_s") or tp.get("decode_probe_tokens_per_s")
 
 
-def load_note(r: Row, base: Row | None) -> str | None:
+def load_note(r: Row, base: Row | None, ratio: float | None) -> str | None:
     """Why a row's load figures do not count here: skipped at evaluate time (serving.vllm.budget.
-    min_decode_tok_s, or a decode probe out of time), or below min_speed_vs_baseline x the baseline's
-    decode speed - a ratio evaluate@<variant> cannot apply, as it does not depend on the baseline's run."""
+    min_decode_tok_s, or a decode probe out of time), or below `ratio` (decision.min_speed_vs_baseline;
+    None: no floor) x the baseline's decode speed - a ratio evaluate@<variant> cannot apply, as it does
+    not depend on the baseline's run."""
     tp = r.facts.throughput or {}
-    ratio = ((r.facts.serving or {}).get("budget") or {}).get("min_speed_vs_baseline")
     speed, base_speed = decode_speed(r), decode_speed(base) if base is not None and base is not r else None
     slow = None
     if ratio and speed is not None and base_speed and speed < ratio * base_speed:
         slow = (f"too slow here: {speed:.1f} tok/s vs {base_speed:.1f} for the baseline "
-                f"(below {ratio:g}x, serving.vllm.budget.min_speed_vs_baseline)")
+                f"(below {ratio:g}x, decision.min_speed_vs_baseline)")
     why = tp.get("skipped") or tp.get("cut")
     return "; ".join(x for x in (slow, why) if x) or None
 
@@ -91,6 +91,6 @@ def serving_lines(m: ModelReport, baseline: Baseline | None = None) -> list[str]
                   md_row(["Variant", "SLO", "Max concurrency meeting it", "Goodput (req/s)", "Probes",
                           "Decode tok/s (c=1)", "Share of roofline"]), "|---|---|---|---|---|---|---|"]
         lines += [md_row([r.variant, *slo_cells(r)]) for r in ok]
-        notes = [(r, load_note(r, base)) for r in ok]
+        notes = [(r, load_note(r, base, m.min_speed_vs_baseline)) for r in ok]
         lines += [""] + [f"- {r.variant}: {n}" for r, n in notes if n]
     return lines + [""]

@@ -168,7 +168,7 @@ def model_report(params: schema.Params, rows: list[Row], model: str, found: Comp
         regression_links=regression_links(model, found),
         kv_length=[k for k in found.kv_length if k.model == model], plans=planned.for_model(model),
         gpu_recs=gpu_recommendations(params, rows, model, planned), plot=plot_spec(params, model, mine),
-        kv_pairs=kv_scale_pairs(params.kv_modes))
+        kv_pairs=kv_scale_pairs(params.kv_modes), min_speed_vs_baseline=params.decision.min_speed_vs_baseline)
 
 
 def kv_scale_pairs(modes: dict[str, schema.KvMode]) -> list[KvPair]:
