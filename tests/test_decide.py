@@ -118,7 +118,7 @@ def test_decide_renders_every_section(project):
     metrics = json.loads((project / "results/metrics.json").read_text())
     assert metrics["m"]["int4-gptq-auto"]["delta_classification/acc"] == -25.0
     # where each result was measured comes from the results (the unsupported one did not record it)
-    assert "- **A**: Test CPU 9000 (avx2), 3 cores, no accelerator, torch threads 3 (7 of 8 results)" in md
+    assert "- **A**: Test CPU 9000 (avx2), 3 cores, no accelerator; torch threads 3 (7 of 8 results)" in md
     assert "- not recorded: 1 of 8 results were written before evaluate recorded `measured_on`" in md
     assert "engine reference 5.17.0." in md and data["rows"][0]["measured_on"] == MEASURED_ON
 

@@ -183,15 +183,15 @@ def test_each_row_and_the_header_say_where_the_result_was_measured_from_the_resu
     table = md.split("| Tier | KV cache | Verdict |", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
     cells = {line.split(" | ")[0][2:]: line.split(" | ")[-1][:-2] for line in table}
     assert cells == {"fp16": "A", "int4": "B", "int8": "not recorded", "nf4": "–"}
-    assert ("- **A**: AMD EPYC 9B14 (avx2, avx512f, avx512_bf16), 2 cores, no accelerator, torch threads 2 "
+    assert ("- **A**: AMD EPYC 9B14 (avx2, avx512f, avx512_bf16), 2 cores, no accelerator; torch threads 2 "
             "(1 of 3 results)") in md
-    assert "- **B**: Intel Xeon (avx2), 26 cores, H100 (compute capability 9.0), torch threads not recorded" in md
+    assert "- **B**: Intel Xeon (avx2), 26 cores, H100 (compute capability 9.0); torch threads not recorded" in md
     assert "- not recorded: 1 of 3 results were written before evaluate recorded `measured_on`" in md
     assert ("Versions (evaluate's environment, as recorded in the results): torch 2.13.0, engine reference 5.17.0, "
             "vllm 0.11.0, vllm 0.10.1.") in md
     data = exports.decision_json({"m": model_report(judged(found, [None] * 4))}, HEADER)
-    assert data["machines"] == {"A": md.split("- **A**: ")[1].split(" (1 of")[0],
-                                "B": md.split("- **B**: ")[1].split(" (1 of")[0]}
+    assert data["machines"] == {"A": "AMD EPYC 9B14 (avx2, avx512f, avx512_bf16), 2 cores, no accelerator",
+                                "B": "Intel Xeon (avx2), 26 cores, H100 (compute capability 9.0)"}
     assert data["rows"][1]["measured_on"] == H100 and data["rows"][2]["measured_on"] is None
     assert "hardware" not in data
 
@@ -212,3 +212,16 @@ def test_the_notes_name_the_run_s_confidence_and_kv_scales():
     md = markdown.render({"m": model_report(rows())}, head)
     assert "`score (delta [90% CI], verdict)`" in md and "95%" not in md
     assert "each KV mode's k/v scale (`fp8` 0.5, `fp8-cal` calibrated; 1.0 is vLLM's default" in md
+
+
+def test_one_machine_is_one_key_whatever_its_sessions_recorded():
+    """evaluate records an unsupported row's machine without a session (no threads, no engine version)."""
+    unsupported = {**EPYC, "torch_threads": None, "engine": {"name": "reference", "version": None}}
+    found = [facts("fp16", "auto", serving={}, measured_on=EPYC), facts("int4", "auto", "unsupported", serving={},
+                                                                       measured_on=unsupported)]
+    rows = judged(found, [None, None])
+    assert provenance.machines(rows) == {"AMD EPYC 9B14 (avx2, avx512f, avx512_bf16), 2 cores, no accelerator": "A"}
+    assert "; torch threads 2 (2 of 2 results)" in "\n".join(provenance.header_lines(rows, {}))
+    assert provenance.engine(rows[1]) == "reference (version not recorded)"
+    assert provenance.engines_of(rows) == ["reference 5.17.0"] and provenance.engines_of(rows[1:]) == [
+        "reference (version not recorded)"]

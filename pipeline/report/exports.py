@@ -66,7 +66,7 @@ def decision_json(models: dict[str, ModelReport], header: Header) -> dict:
     return {
         "generated": header.generated, "versions": header.versions,
         "machines": {key: desc for desc, key in provenance.machines(rows).items()},
-        "engines": list(dict.fromkeys(e for r in rows if (e := provenance.engine(r)))),
+        "engines": provenance.engines_of(rows),
         "baseline": dataclasses.asdict(header.baseline),
         "bootstrap": dataclasses.asdict(header.bootstrap), "budget": dataclasses.asdict(header.budget),
         "recommended": {n: recommended_json(m.recommendation) for n, m in models.items()},

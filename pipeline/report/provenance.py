@@ -7,19 +7,19 @@ from __future__ import annotations
 from pipeline.scoring.rows import Row
 
 NOT_RECORDED = "not recorded"
+UNVERSIONED = "(version not recorded)"
 
 
 def describe(on: dict | None) -> str:
-    """One machine as a reader needs it: CPU and ISA, cores, accelerator, torch threads."""
+    """One machine as a reader needs it: CPU and ISA, cores, accelerator. (Torch threads belong to a
+    session, not the machine: header_lines lists them per machine.)"""
     if not on:
         return NOT_RECORDED
     cpu = on.get("cpu") or {}
     isa = ", ".join(cpu.get("isa") or []) or "no AVX2"
     acc = on.get("accelerator")
     gpu = f"{acc.get('name')} (compute capability {acc.get('capability')})" if acc else "no accelerator"
-    threads = on.get("torch_threads")
-    return (f"{cpu.get('model', 'unknown CPU')} ({isa}), {cpu.get('cores', '?')} cores, {gpu}, torch threads "
-            + (str(threads) if threads is not None else NOT_RECORDED))
+    return f"{cpu.get('model', 'unknown CPU')} ({isa}), {cpu.get('cores', '?')} cores, {gpu}"
 
 
 def machines(rows: list[Row]) -> dict[str, str]:
@@ -63,9 +63,17 @@ def engine(r: Row) -> str | None:
     version in the engine's own startup line (serving.engine.vllm_version)."""
     on = (r.facts.measured_on or {}).get("engine")
     if on:
-        return f"{on.get('name')} {on.get('version') or '(version not recorded)'}"
+        return f"{on.get('name')} {on.get('version') or UNVERSIONED}"
     old = ((r.facts.serving or {}).get("engine") or {}).get("vllm_version")
     return f"vllm {old}" if old else None
+
+
+def engines_of(rows: list[Row]) -> list[str]:
+    """Each engine's recorded versions; `(version not recorded)` only for an engine no row has one of
+    (a row evaluate could not serve records its machine without an engine version)."""
+    found = list(dict.fromkeys(e for r in rows if (e := engine(r))))
+    versioned = {e.split(" ", 1)[0] for e in found if not e.endswith(UNVERSIONED)}
+    return [e for e in found if not (e.endswith(UNVERSIONED) and e.split(" ", 1)[0] in versioned)]
 
 
 def header_lines(rows: list[Row], versions: dict[str, str]) -> list[str]:
@@ -75,13 +83,15 @@ def header_lines(rows: list[Row], versions: dict[str, str]) -> list[str]:
     unrecorded = [r.variant for r in measured if describe(r.facts.measured_on) == NOT_RECORDED]
     lines = []
     for desc, key in keys.items():
-        n = sum(1 for r in measured if describe(r.facts.measured_on) == desc)
-        lines.append(f"- **{key}**: {desc} ({n} of {len(measured)} results)")
+        mine = [r.facts.measured_on for r in measured if describe(r.facts.measured_on) == desc]
+        threads = sorted({on["torch_threads"] for on in mine if on.get("torch_threads") is not None})
+        lines.append(f"- **{key}**: {desc}; torch threads {', '.join(map(str, threads)) or NOT_RECORDED} "
+                     f"({len(mine)} of {len(measured)} results)")
     if unrecorded:
         lines.append(f"- {NOT_RECORDED}: {len(unrecorded)} of {len(measured)} results were written before "
                      "evaluate recorded `measured_on`")
     out = ["Measured on (from each result.json):", ""] + lines + [""]
-    engines = list(dict.fromkeys(e for r in measured if (e := engine(r))))
+    engines = engines_of(measured)
     if versions or engines:
         parts = [f"{k} {v}" for k, v in versions.items()]
         parts.append("engine " + (", ".join(engines) if engines else NOT_RECORDED))
