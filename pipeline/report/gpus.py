@@ -38,11 +38,11 @@ def planner_table(m: ModelReport, gpus: dict[str, TargetGpu]) -> list[str]:
 
 
 def gpu_lines(m: ModelReport) -> list[str]:
-    out = []
+    """Per target GPU: the recommendation among what it can serve and fit, and its sized command."""
+    lines = [md_row(["Target GPU", "Recommended", "Command"]), "|---|---|---|"]
     for gpu, rec in m.gpu_recs.items():
         if rec.row is None:
-            out += [f"- **{gpu}**: nothing to recommend - {rec.why}."]
+            lines.append(md_row([gpu, f"nothing to recommend: {rec.why}", "–"]))
         else:
-            out += [f"- **{gpu}**: `{rec.row.facts.tier}` + KV `{rec.row.facts.kv}`", "", "  ```bash", f"  {rec.command}",
-                    "  ```"]
-    return out
+            lines.append(md_row([gpu, f"`{rec.row.facts.tier}` + KV `{rec.row.facts.kv}`", f"`{rec.command}`"]))
+    return lines
