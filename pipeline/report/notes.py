@@ -31,9 +31,10 @@ def notes(header: Header) -> list[str]:
         "Recommendation: the passing variant with the least memory (weights, then KV bytes per token); when no "
         "variant passes, the baseline itself, since only it is known to be as good as the baseline. Per GPU, "
         "only variants that GPU can run and that fit its memory are candidates.",
-        "Quality comes from the engine in the Backend column, computing at the activation dtype in the Compute "
-        "column: every variant of a model on one backend runs at one dtype, baseline included (vLLM on CPU: "
-        "bfloat16; on a GPU: the model's dtype), and a row is compared only with the baseline of the same "
+        "Quality comes from the engine in the Backend column of *How each variant ran*, computing at the "
+        "activation dtype in its Compute column: every variant of a model on one backend runs at one dtype, "
+        "baseline included (vLLM on CPU: bfloat16; on a GPU: the model's dtype), and a row is compared only "
+        "with the baseline of the same "
         "backend and compute dtype. On the reference backend (transformers) every tier computes "
         "in one dtype (Compute: on a CPU bfloat16 where the CPU has native bfloat16, else float32; on a GPU the "
         "model's dtype): quantized weights are decompressed into it, W8A8 activations are "

@@ -68,4 +68,5 @@ def verdict_table(m: ModelReport, base: Baseline | None, speed_header: str, mach
     return lines + ["", "Task cells: the task's verdict and the deltas (variant - baseline, metric points) of the "
                     f"metrics that decided it; *{NOT_CAPABLE_CELL}*: the baseline scores below "
                     "`decision.min_baseline` on every gated metric of the task, so it judges no variant. "
-                    "The reasons are under *Why each verdict*; *Measured on* names a machine listed under *The run*.", ""]
+                    "The reasons are under *Why each verdict*; *Measured on* names a machine listed under "
+                    "*The run*.", ""]

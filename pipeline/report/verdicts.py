@@ -68,7 +68,8 @@ def why_lines(m: ModelReport, base: Baseline | None, confidence: float) -> list[
         limit_n = one_value([(v.limit, v.n) for v in ivs])
         shared[mid] = limit_n is not None
         head.append(f"{label(mid)}: CI vs -{limit_n[0]:.2f} (n={limit_n[1]})" if limit_n else label(mid))
-    lines += [f"Each cell: the verdict and the {confidence:.0%} CI of the drop (variant - baseline, turned so that a drop is "
+    lines += [f"Each cell: the verdict and the {confidence:.0%} CI of the drop (variant - baseline, turned so "
+              "that a drop is "
               "negative), against minus the allowed drop; an inconclusive one says how many samples would "
               "settle it if the effect held.", "", md_row(head + ["Largest regressions"]),
               "|" + "---|" * (len(head) + 1)]

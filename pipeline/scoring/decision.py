@@ -200,7 +200,8 @@ def recommend(rows: list[Row], model: str, allowed: set[tuple[str, str]] | None 
                                     "metric or has an interval too wide to show non-inferiority (see the verdicts "
                                     "below the table)" + closest(others))
     if not any(r.facts.status == "ok" for r in mine):
-        return Recommendation(None, "no variant ran successfully" + ("" if allowed is None else " among those that fit"))
+        return Recommendation(None, "no variant ran successfully"
+                              + ("" if allowed is None else " among those that fit"))
     return Recommendation(None, "the baseline is not among the candidates (it does not fit or cannot run there) and "
                                 "no smaller variant passes")
 

@@ -25,6 +25,7 @@ from pipeline.scoring.rows import Measured, Row
 
 MODEL_DTYPE_CACHE = "auto"     # kv_modes.<mode>.cache_dtype of a cache kept in the model's dtype (vLLM's name)
 
+
 def tier_kind(params: schema.Params, model: str, tier: str) -> str:
     t = params.tiers[tier]
     return t.hardware or ("bf16" if sources.storage_dtype(params, model) == "bfloat16" else "fp16")
