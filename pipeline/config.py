@@ -24,7 +24,7 @@ __all__ = ["ConfigError", "Params", "check", "load", "load_or_exit"]
 
 def check(p: Params, root: Path) -> None:
     """Every check that needs something besides params.yaml itself."""
-    kinds = list(hardware.table()[1])
+    kinds = list(hardware.table().kinds)
     for name, m in p.models.items():
         sources.check_source(f"models.{name}.source", m.source, root)
     for name, t in p.tiers.items():

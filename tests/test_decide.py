@@ -1,6 +1,8 @@
 """decide.main on synthetic per-sample results: every section rendered, nothing needs a model."""
 import json
 import shutil
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -10,6 +12,10 @@ from pipeline.stages import decide
 
 HF = {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
       "hidden_size": 64, "intermediate_size": 128}
+
+
+MEASURED_ON = {"cpu": {"model": "Test CPU 9000", "isa": ["avx2"], "cores": 3}, "accelerator": None,
+               "torch_threads": 3, "engine": {"name": "reference", "version": "5.17.0"}}
 
 
 def samples(task, n, quality):
@@ -58,6 +64,7 @@ def project(tmp_path, monkeypatch, root):
                 continue
             q = quality[tier]
             res = {"status": "ok", "backend": "reference", "num_samples": {"translation": 40, "classification": 200},
+                   "measured_on": MEASURED_ON,
                    "serving": {"weight_bytes_serving": 1500} if tier == "nf4-bnb" else {},
                    "throughput": {"gen_tokens_per_s": 50.0}, "metrics": {}}
             for task, n in (("translation", 40), ("classification", 200)):
@@ -87,9 +94,15 @@ def test_decide_renders_every_section(project):
     assert data["recommended"]["m"]["tier"] == "nf4-bnb" and data["recommended"]["m"]["kv"] == "fp8"
     assert "--quantization bitsandbytes" in data["recommended"]["m"]["command"]
     assert data["per_gpu"]["m"]["A100-80G"]["tier"] == "nf4-bnb"
+    assert f"| A100-80G | `nf4-bnb` + KV `fp8` | `{data['per_gpu']['m']['A100-80G']['command']}` |" in md
     for section in ("### Per target GPU", "### Which GPUs can serve each tier", "### Memory bill",
-                    "### KV-cache quantization by input length", "Why each verdict", "[regressions](regressions/"):
+                    "### KV-cache quantization by input length", "### Why each verdict", "### Power",
+                    "[int4-gptq-auto](regressions/m-int4-gptq-auto.md)"):
         assert section in md
+    # read top-down: the recommendation, then the verdict table, before any detail
+    assert md.index("**Recommended: `nf4-bnb` with KV cache `fp8`**") < md.index("| Tier | KV cache | Verdict |") \
+        < md.index("## The run") < md.index("## m: details")
+    assert "| int4-gptq | auto | **FAIL** | **FAIL** BLEU +0.0, chrF +0.0 | **FAIL** Accuracy -25.0 | 0.0 | 256 |" in md
     reg = (project / "results/regressions/m-int4-gptq-auto.md").read_text()
     assert "## classification" in reg and "doc 0" in reg
     assert (project / "results/plots/m-quality_vs_memory.png").stat().st_size > 1000
@@ -100,9 +113,15 @@ def test_decide_renders_every_section(project):
     assert acc["n_for_80pct_power"] == 1644
     assert set(rows[("int8", "auto")]["power"]) == {"classification/acc", "translation/bleu", "translation/chrf"}       # gated metrics only
     assert rows[("fp16", "auto")]["power"] == {} and rows[("int8", "fp8")]["power"] == {}
-    assert "  - power: classification Accuracy SD 43.4, n=200, MDD 8.6, n80 1,644; translation BLEU SD 30.7, n=40, MDD 13.6" in md
+    power = md.split("### Power", 1)[1]
+    assert "| Variant | translation BLEU (n=40) | translation chrF (n=40) | classification Accuracy (n=200) |" in power
+    assert "| int4-gptq-auto | 30.7 / 13.6 / " in power and " | 43.4 / 8.6 / 1,644 |" in power
     metrics = json.loads((project / "results/metrics.json").read_text())
     assert metrics["m"]["int4-gptq-auto"]["delta_classification/acc"] == -25.0
+    # where each result was measured comes from the results (the unsupported one did not record it)
+    assert "- **A**: Test CPU 9000 (avx2), 3 cores, no accelerator; torch threads 3 (7 of 8 results)" in md
+    assert "- not recorded: 1 of 8 results were written before evaluate recorded `measured_on`" in md
+    assert "engine reference 5.17.0." in md and data["rows"][0]["measured_on"] == MEASURED_ON
 
 
 def test_missing_result_is_a_failed_row_and_exit_1(project):
@@ -114,6 +133,37 @@ def test_missing_result_is_a_failed_row_and_exit_1(project):
     failed = [r for r in data["rows"] if r["status"] == "failed"]
     assert len(failed) == 1 and "is missing" in failed[0]["reason"]
     assert (project / "results/decision.md").is_file()
+
+
+@pytest.mark.parametrize("calibrated", [False, True])
+def test_a_missing_serving_record_is_a_failed_row_naming_the_file(project, calibrated):
+    if calibrated:           # a calibrated KV mode is served from kvscales' checkpoint, with its own record
+        p = yaml.safe_load((project / "params.yaml").read_text())
+        p["kv_modes"]["fp8-cal"] = {"cache_dtype": "fp8_e4m3", "scale": "calibrated"}
+        (project / "params.yaml").write_text(yaml.safe_dump(p))
+        for tier in p["tiers"]:
+            for kv in ("auto", "fp8"):
+                src, dst = paths.eval_dir("m", tier, kv), paths.eval_dir("m", tier, "fp8-cal")
+                if tier != "int4-gptq" and kv == "fp8" and (src / "result.json").is_file():
+                    shutil.copytree(src, dst)
+                    io.atomic_write_json(paths.serving_record("m", tier, "fp8-cal", True),
+                                         io.read_json(paths.quantize_record("m", tier)))
+        io.atomic_write_json(paths.eval_dir("m", "int4-gptq", "fp8-cal") / "result.json",
+                             io.read_json(paths.eval_dir("m", "int4-gptq", "fp8") / "result.json"))
+        missing = paths.serving_record("m", "int4-gptq", "fp8-cal", True)
+    else:
+        missing = paths.quantize_record("m", "int4-gptq")
+        missing.unlink()
+    with pytest.raises(SystemExit) as e:
+        decide.main()
+    assert e.value.code == 1
+    rows = {(r["tier"], r["kv"]): r for r in json.loads((project / "results/decision.json").read_text())["rows"]}
+    failed = {k: r["reason"] for k, r in rows.items() if r["status"] == "failed"}
+    expected = [("int4-gptq", "fp8-cal")] if calibrated else [("int4-gptq", "auto"), ("int4-gptq", "fp8")]
+    assert sorted(failed) == sorted(expected)
+    assert all(reason == f"no serving record: {missing} is missing" for reason in failed.values())
+    md = (project / "results/decision.md").read_text()
+    assert f"failed: no serving record: {missing} is missing" in md
 
 
 def test_compute_dtype_from_the_result_or_older_serving_records():
@@ -163,3 +213,41 @@ def test_fidelity_is_summarized_with_intervals_and_shown(project):
     assert "| int4-gptq-auto | 0.2000 [" in md and "| int8-auto | unavailable: another backend |" in md
     metrics = json.loads((project / "results/metrics.json").read_text())
     assert metrics["m"]["int4-gptq-auto"]["fidelity_kl_mean"] == pytest.approx(0.2)
+
+
+def test_decide_and_the_report_import_no_torch_and_no_backend(root):
+    """decide turns JSON into a report: importing it must not pay for torch or load a serving backend."""
+    code = ("import sys\n"
+            "import pipeline.stages.decide, pipeline.report.markdown, pipeline.report.exports, pipeline.report.plots\n"
+            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith(('torch.', 'pipeline.backends'))))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_the_engine_kv_check_uses_the_planner_s_block_size_and_needs_the_engine_s_dtype():
+    serving = {"kv_cache_gib": 1.0, "kv_cache_tokens": 16000, "engine": {"dtype": "torch.bfloat16"}}
+    # 2 layers x 2 KV heads x 16 dims x 2 (K, V) x 2 bytes = 256 B/token: 2^30 / 256 = 4,194,304 tokens
+    assert decide.engine_kv_check(HF, "auto", serving, 16).startswith("4,194,304 tokens (")
+    assert decide.engine_kv_check(HF, "auto", serving, 16).endswith("x 256 B/token in blocks of 16")
+    # 1.5 GiB at 256 B/token: 6,291,456 tokens, a whole number of 16-token blocks but not of 5,000-token ones
+    serving["kv_cache_gib"] = 1.5
+    assert decide.engine_kv_check(HF, "auto", serving, 16).startswith("6,291,456 tokens")
+    assert decide.engine_kv_check(HF, "auto", serving, 5000).startswith("6,290,000 tokens")
+    assert decide.engine_kv_check(HF, "auto", {**serving, "engine": {}}, 16) is None
+
+
+@pytest.mark.parametrize("ratio, note", [(0.1, True), (0.01, False), (None, False)])
+def test_the_speed_floor_is_decide_s_param(project, ratio, note):
+    p = yaml.safe_load((project / "params.yaml").read_text())
+    p["decision"]["min_speed_vs_baseline"] = ratio
+    (project / "params.yaml").write_text(yaml.safe_dump(p))
+    for tier, speed in (("fp16", 100.0), ("int8", 5.0)):
+        f = paths.eval_result("m", tier, "auto")
+        res = io.read_json(f)
+        res["throughput"]["decode_probe_tokens_per_s"] = speed
+        io.atomic_write_json(f, res)
+    decide.main()
+    rows = {(r["tier"], r["kv"]): r for r in json.loads((project / "results/decision.json").read_text())["rows"]}
+    expected = ("too slow here: 5.0 tok/s vs 100.0 for the baseline (below 0.1x, decision.min_speed_vs_baseline)"
+                if note else None)
+    assert rows[("int8", "auto")]["load_note"] == expected and rows[("fp16", "auto")]["load_note"] is None

@@ -1,8 +1,11 @@
+import dataclasses
+
 import pytest
 
 from pipeline.schema import Baseline, Decision, FieldError, Gate, Task, Tolerance, gate
 from pipeline.scoring import decision
-from pipeline.scoring.decision import FAIL, INCONCLUSIVE, PASS, Row
+from pipeline.scoring.decision import FAIL, INCONCLUSIVE, PASS
+from pipeline.scoring.rows import Evidence, Measured
 from pipeline.scoring.stats import Interval
 
 RULE = Decision(baseline=Baseline("fp16", "auto"),
@@ -14,25 +17,47 @@ def iv(delta, half=0.5):
     return Interval(delta, delta - half, delta + half, 100)
 
 
-def row(tier, kv="auto", backend="reference", w=100, kvb=10, compute="float32", **metrics):
-    r = Row("m", tier, kv, "ok", backend=backend, compute_dtype=compute, metrics=metrics, weight_bytes=w,
-            kv_bytes_per_token=kvb)
-    return r
+def row(tier, kv="auto", backend="reference", w=100, kvb=10, compute="float32", reason=None, **metrics):
+    return Measured("m", tier, kv, "ok", backend=backend, compute_dtype=compute, metrics=metrics, weight_bytes=w,
+                    kv_bytes_per_token=kvb, reason=reason)
+
+
+def judged(facts, intervals=None, rule=RULE, tasks=None):
+    """decision.judge with each row's intervals (variant -> metric -> Interval)."""
+    ev = {f.key: Evidence(intervals=(intervals or {}).get(f.variant, {})) for f in facts}
+    return decision.judge(facts, ev, rule, tasks)
+
+
+def verdicts(r):
+    return {k: v.verdict for k, v in r.judgement.verdicts.items()}
 
 
 def test_judge_metric_rule():
-    assert decision.judge_metric("acc", 90.0, iv(-2.0), Tolerance(abs=3.0), 60.0)[0] == PASS
-    assert decision.judge_metric("acc", 90.0, iv(-4.0), Tolerance(abs=3.0), 60.0)[0] == FAIL
-    assert decision.judge_metric("acc", 90.0, iv(-3.0), Tolerance(abs=3.0), 60.0)[0] == INCONCLUSIVE
-    v, why = decision.judge_metric("bleu", 0.3, iv(-0.2), Tolerance(abs=1.0), 5.0)
-    assert v == INCONCLUSIVE and why.startswith(decision.NOT_CAPABLE)
-    assert decision.judge_metric("acc", None, iv(0), Tolerance(abs=3.0), None)[0] == INCONCLUSIVE
-    assert decision.judge_metric("acc", 90.0, None, Tolerance(abs=3.0), None)[0] == INCONCLUSIVE
+    assert decision.judge_metric("acc", 90.0, iv(-2.0), Tolerance(abs=3.0), 60.0).verdict == PASS
+    assert decision.judge_metric("acc", 90.0, iv(-4.0), Tolerance(abs=3.0), 60.0).verdict == FAIL
+    assert decision.judge_metric("acc", 90.0, iv(-3.0), Tolerance(abs=3.0), 60.0).verdict == INCONCLUSIVE
+    v = decision.judge_metric("bleu", 0.3, iv(-0.2), Tolerance(abs=1.0), 5.0)
+    assert v.verdict == INCONCLUSIVE and v.why.startswith(decision.NOT_CAPABLE) and decision.not_capable(v)
+    assert decision.judge_metric("acc", None, iv(0), Tolerance(abs=3.0), None).verdict == INCONCLUSIVE
+    assert decision.judge_metric("acc", 90.0, None, Tolerance(abs=3.0), None).verdict == INCONCLUSIVE
+
+
+def test_a_verdict_keeps_its_interval_limit_and_n_and_says_why_in_one_line():
+    v = decision.judge_metric("acc", 90.0, Interval(-1.0, -2.5, 0.5, 320), Tolerance(abs=3.0), 60.0)
+    assert (v.verdict, v.lo, v.hi, v.n, v.limit, v.settle) == (PASS, -2.5, 0.5, 320, 3.0, None)
+    assert v.why == "95% CI [-2.50, +0.50] (n=320) lies above -3.00"
+    v = decision.judge_metric("acc", 90.0, Interval(-2.0, -4.0, 0.0, 100), Tolerance(abs=3.0), 60.0)
+    assert v.settle == decision.Settle(400, PASS)
+    assert v.why == ("95% CI [-4.00, +0.00] (n=100) straddles -3.00; at this effect size about 400 samples "
+                     "would be needed to pass")
+    # lower is better: the interval is turned so that a drop is negative
+    v = decision.judge_metric("loss", 2.0, Interval(0.5, 0.4, 0.6, 10), Tolerance(abs=0.2), None, False)
+    assert (v.verdict, v.lo, v.hi) == (FAIL, -0.6, -0.4)
 
 
 def test_relative_tolerance_scales_with_baseline():
-    assert decision.judge_metric("rougeL", 30.0, iv(-2.0, 0.5), Tolerance(rel=0.1), None)[0] == PASS
-    assert decision.judge_metric("rougeL", 30.0, iv(-4.0, 0.5), Tolerance(rel=0.1), None)[0] == FAIL
+    assert decision.judge_metric("rougeL", 30.0, iv(-2.0, 0.5), Tolerance(rel=0.1), None).verdict == PASS
+    assert decision.judge_metric("rougeL", 30.0, iv(-4.0, 0.5), Tolerance(rel=0.1), None).verdict == FAIL
 
 
 def test_judge_rows_and_recommend_smallest_passing():
@@ -40,55 +65,50 @@ def test_judge_rows_and_recommend_smallest_passing():
             row("int8", w=500, acc=89.0, bleu=0.5, rougeL=29.0),
             row("int4", w=250, acc=80.0, bleu=0.9, rougeL=30.0),
             row("int8", kv="fp8", w=500, kvb=5, acc=88.5, bleu=0.2, rougeL=28.0)]
-    for r in rows[1:]:
-        r.intervals = {"acc": iv(r.metrics["acc"] - 90.0), "bleu": iv(0.0), "rougeL": iv(r.metrics["rougeL"] - 30)}
-    decision.judge(rows, RULE)
-    assert rows[2].overall == FAIL and rows[2].verdicts["acc"][0] == FAIL
-    assert rows[1].verdicts["bleu"][0] == INCONCLUSIVE and rows[1].overall == PASS   # BLEU: not capable
-    best, why = decision.recommend(rows, "m")
-    assert (best.tier, best.kv) == ("int8", "fp8")          # same weights, fewer KV bytes
-    assert "acc" in why
-    best, _ = decision.recommend(rows, "m", allowed={("int8", "auto"), ("fp16", "auto")})
-    assert (best.tier, best.kv) == ("int8", "auto")
+    rows = judged(rows, {r.variant: {"acc": iv(r.metrics["acc"] - 90.0), "bleu": iv(0.0),
+                                     "rougeL": iv(r.metrics["rougeL"] - 30)} for r in rows[1:]})
+    assert rows[2].judgement.overall == FAIL and verdicts(rows[2])["acc"] == FAIL
+    assert verdicts(rows[1])["bleu"] == INCONCLUSIVE and rows[1].judgement.overall == PASS   # BLEU: not capable
+    rec = decision.recommend(rows, "m")
+    assert rec.row.key == ("m", "int8", "fp8")          # same weights, fewer KV bytes
+    assert "acc" in rec.why
+    rec = decision.recommend(rows, "m", allowed={("int8", "auto"), ("fp16", "auto")})
+    assert rec.row.key == ("m", "int8", "auto")
 
 
 def test_a_variant_cut_short_cannot_pass_on_the_tasks_it_finished():
-    rows = [row("fp16", acc=90.0, rougeL=30.0), row("fp8", acc=90.0)]
-    rows[1].reason = "too slow here: lm-eval stopped after 240 s; not measured: summarization"
-    rows[1].intervals = {"acc": iv(0.0)}
-    decision.judge(rows, RULE)
-    assert rows[1].verdicts["acc"][0] == PASS
-    v, why = rows[1].verdicts["rougeL"]
-    assert v == INCONCLUSIVE and why.startswith(decision.NOT_MEASURED) and "too slow here" in why
-    assert rows[1].overall == INCONCLUSIVE
-    assert decision.recommend(rows, "m")[0] is rows[0]
+    rows = [row("fp16", acc=90.0, rougeL=30.0),
+            row("fp8", acc=90.0, reason="too slow here: lm-eval stopped after 240 s; not measured: summarization")]
+    rows = judged(rows, {"fp8-auto": {"acc": iv(0.0)}})
+    assert verdicts(rows[1])["acc"] == PASS
+    v = rows[1].judgement.verdicts["rougeL"]
+    assert v.verdict == INCONCLUSIVE and v.why.startswith(decision.NOT_MEASURED) and "too slow here" in v.why
+    assert rows[1].judgement.overall == INCONCLUSIVE
+    assert decision.recommend(rows, "m").row is rows[0]
 
 
 def test_wide_interval_blocks_a_pass():
-    rows = [row("fp16", acc=90.0), row("int4", acc=90.0)]
-    rows[1].intervals = {"acc": Interval(0.0, -8.0, 8.0, 10)}
-    decision.judge(rows, RULE)
-    assert rows[1].overall == INCONCLUSIVE
-    best, why = decision.recommend(rows, "m")
-    assert best is rows[0] and "baseline itself" in why and "closest: `int4-auto`, inconclusive on acc" in why
-    assert decision.recommend(rows, "m", allowed={("int4", "auto")})[0] is None
+    rows = judged([row("fp16", acc=90.0), row("int4", acc=90.0)], {"int4-auto": {"acc": Interval(0.0, -8.0, 8.0, 10)}})
+    assert rows[1].judgement.overall == INCONCLUSIVE
+    rec = decision.recommend(rows, "m")
+    assert rec.row is rows[0] and "baseline itself" in rec.why and "closest: `int4-auto`, inconclusive on acc" in rec.why
+    assert decision.recommend(rows, "m", allowed={("int4", "auto")}).row is None
 
 
 def test_inconclusive_says_how_many_samples_would_settle_it():
     # delta -2, half-width 2 at n=100, tolerance 3: the half-width must shrink to 1 -> n x (2/1)^2
-    v, why = decision.judge_metric("acc", 90.0, Interval(-2.0, -4.0, 0.0, 100), Tolerance(abs=3.0), None)
-    assert v == INCONCLUSIVE and "about 400 samples would be needed to pass" in why
-    v, why = decision.judge_metric("acc", 90.0, Interval(-4.0, -6.0, -2.0, 50), Tolerance(abs=3.0), None)
-    assert v == INCONCLUSIVE and "about 200 samples would be needed to fail" in why
-    assert "no sample size" in decision.samples_to_settle(-3.0, -5.0, -1.0, 3.0, 10)
+    v = decision.judge_metric("acc", 90.0, Interval(-2.0, -4.0, 0.0, 100), Tolerance(abs=3.0), None)
+    assert v.verdict == INCONCLUSIVE and "about 400 samples would be needed to pass" in v.why
+    v = decision.judge_metric("acc", 90.0, Interval(-4.0, -6.0, -2.0, 50), Tolerance(abs=3.0), None)
+    assert v.verdict == INCONCLUSIVE and "about 200 samples would be needed to fail" in v.why
+    settle = decision.samples_to_settle(-3.0, -5.0, -1.0, 3.0, 10)
+    assert settle.samples is None and "no sample size" in settle.text()
 
 
 def test_rows_from_other_backend_are_not_compared():
-    rows = [row("fp16", acc=90.0), row("int8", backend="vllm", acc=90.0)]
-    rows[1].intervals = {"acc": iv(0.0)}
-    decision.judge(rows, RULE)
-    assert rows[1].verdicts["acc"] == (INCONCLUSIVE, "no comparable baseline")
-    assert rows[1].overall == INCONCLUSIVE
+    rows = judged([row("fp16", acc=90.0), row("int8", backend="vllm", acc=90.0)], {"int8-auto": {"acc": iv(0.0)}})
+    assert rows[1].judgement.verdicts["acc"] == decision.Verdict(INCONCLUSIVE, "no comparable baseline")
+    assert rows[1].judgement.overall == INCONCLUSIVE
 
 
 def test_rows_of_different_compute_dtypes_are_never_compared():
@@ -96,15 +116,14 @@ def test_rows_of_different_compute_dtypes_are_never_compared():
     rows = [row("fp16", backend="vllm", compute="float32", acc=90.0),
             row("int8", backend="vllm", compute="bfloat16", acc=90.0),
             row("int4", backend="vllm", compute="float32", acc=89.9)]
-    for r in rows[1:]:
-        r.intervals = {"acc": iv(0.0)}
-    decision.judge(rows, RULE)
-    verdict, why = rows[1].verdicts["acc"]
-    assert verdict == INCONCLUSIVE and why.startswith("no baseline at this compute dtype (bfloat16")
-    assert "float32" in why and rows[1].deltas == {} and rows[1].overall == INCONCLUSIVE
-    assert rows[2].verdicts["acc"][0] == PASS                     # same dtype: compared as before
-    keys = decision.baselines(rows, RULE)
-    assert list(keys) == [("m", "vllm", "float32")]
+    facts = rows
+    rows = judged(facts, {r.variant: {"acc": iv(0.0)} for r in facts[1:]})
+    v = rows[1].judgement.verdicts["acc"]
+    assert v.verdict == INCONCLUSIVE and v.why.startswith("no baseline at this compute dtype (bfloat16")
+    assert "float32" in v.why and rows[1].judgement.overall == INCONCLUSIVE
+    assert verdicts(rows[2])["acc"] == PASS                     # same dtype: compared as before
+    keys = decision.baselines(facts, RULE)
+    assert list(keys) == [decision.Pairing("m", "vllm", "float32")]
 
 
 def test_each_compute_dtype_pairs_with_its_own_baseline():
@@ -112,62 +131,57 @@ def test_each_compute_dtype_pairs_with_its_own_baseline():
             row("fp16", kv="fp8", compute="bfloat16", acc=70.0),
             row("int8", kv="fp8", compute="bfloat16", acc=69.0)]
     rule = Decision(baseline=Baseline("fp16", "auto"), tolerances=RULE.tolerances)
-    decision.judge(rows, rule)
-    assert rows[1].deltas["acc"] == pytest.approx(-1.0)
+    bases = decision.baselines(rows, rule)
+    assert bases[decision.comparable(rows[1])] is rows[0]
+    assert decision.deltas(rows[1], rows[0])["acc"] == pytest.approx(-1.0)
     # the bfloat16 rows have no bfloat16 baseline (fp16+auto ran in float32): never paired with it
-    assert rows[3].deltas == {} and rows[3].verdicts["acc"][1].startswith("no baseline at this compute dtype")
+    assert decision.comparable(rows[3]) not in bases
+    judgedrows = judged(rows, rule=rule)
+    assert judgedrows[3].judgement.verdicts["acc"].why.startswith("no baseline at this compute dtype")
 
 
 def test_failed_rows_keep_status_and_nothing_passes():
-    rows = [row("fp16", acc=50.0), Row("m", "int4", "auto", "failed", reason="boom")]
-    decision.judge(rows, RULE)
-    assert rows[1].overall == "failed"
-    best, why = decision.recommend(rows, "m")
-    assert best is rows[0] and "only variant that ran" in why
-    rows = [Row("m", "fp16", "auto", "failed", reason="boom"), Row("m", "int4", "auto", "failed", reason="boom")]
-    decision.judge(rows, RULE)
-    assert decision.recommend(rows, "m") == (None, "no variant ran successfully")
+    rows = judged([row("fp16", acc=50.0), Measured("m", "int4", "auto", "failed", reason="boom")])
+    assert rows[1].judgement.overall == "failed"
+    rec = decision.recommend(rows, "m")
+    assert rec.row is rows[0] and "only variant that ran" in rec.why
+    rows = judged([Measured("m", "fp16", "auto", "failed", reason="boom"),
+                   Measured("m", "int4", "auto", "failed", reason="boom")])
+    assert decision.recommend(rows, "m") == decision.Recommendation(None, "no variant ran successfully")
 
 
 def test_two_tasks_reporting_acc_are_judged_apart_and_a_task_tolerance_moves_only_its_own_verdict():
-    def rows():
-        base = Row("m", "fp16", "auto", "ok", backend="reference",
-                   metrics={"sentiment/acc": 90.0, "topic/acc": 70.0})
-        tier = Row("m", "int4", "auto", "ok", backend="reference",
-                   metrics={"sentiment/acc": 86.0, "topic/acc": 69.0})
-        tier.intervals = {"sentiment/acc": iv(-4.0), "topic/acc": iv(-1.0)}
-        return [base, tier]
+    def rows(tasks):
+        base = Measured("m", "fp16", "auto", "ok", backend="reference",
+                        metrics={"sentiment/acc": 90.0, "topic/acc": 70.0})
+        tier = Measured("m", "int4", "auto", "ok", backend="reference",
+                        metrics={"sentiment/acc": 86.0, "topic/acc": 69.0})
+        assert decision.deltas(tier, base) == {"sentiment/acc": -4.0, "topic/acc": -1.0}   # nothing overwritten
+        return judged([base, tier], {"int4-auto": {"sentiment/acc": iv(-4.0), "topic/acc": iv(-1.0)}}, tasks=tasks)
 
     cls = {"config": "c.yaml", "data": "d.jsonl", "kind": "classify", "labels": ["a", "b"]}
     plain = {"sentiment": Task(**cls), "topic": Task(**cls)}
-    r = rows()
-    decision.judge(r, RULE, plain)
-    assert r[1].deltas == {"sentiment/acc": -4.0, "topic/acc": -1.0}           # nothing overwritten
-    assert {k: v[0] for k, v in r[1].verdicts.items()} == {"sentiment/acc": FAIL, "topic/acc": PASS}
-    assert decision.task_verdicts(r[1].verdicts) == {"sentiment": FAIL, "topic": PASS}
+    r = rows(plain)
+    assert verdicts(r[1]) == {"sentiment/acc": FAIL, "topic/acc": PASS}
+    assert decision.task_verdicts(r[1].judgement.verdicts) == {"sentiment": FAIL, "topic": PASS}
 
     lenient = {"sentiment": Task(**cls, tolerances={"acc": Tolerance(abs=5.0)}), "topic": Task(**cls)}
-    r = rows()
-    decision.judge(r, RULE, lenient)
-    assert {k: v[0] for k, v in r[1].verdicts.items()} == {"sentiment/acc": PASS, "topic/acc": PASS}
+    assert verdicts(rows(lenient)[1]) == {"sentiment/acc": PASS, "topic/acc": PASS}
 
     floor = {"sentiment": Task(**cls), "topic": Task(**cls, min_baseline={"acc": 75.0})}
-    r = rows()
-    decision.judge(r, RULE, floor)
-    assert r[1].verdicts["topic/acc"][1].startswith(decision.NOT_CAPABLE)
-    assert r[1].verdicts["sentiment/acc"][0] == FAIL
+    r = rows(floor)
+    assert r[1].judgement.verdicts["topic/acc"].why.startswith(decision.NOT_CAPABLE)
+    assert verdicts(r[1])["sentiment/acc"] == FAIL
 
 
 def test_direction_comes_from_the_row():
-    base = Row("m", "fp16", "auto", "ok", metrics={"lm/loss": 2.0}, higher_is_better={"lm/loss": False})
-    tier = Row("m", "int4", "auto", "ok", metrics={"lm/loss": 2.5}, higher_is_better={"lm/loss": False})
-    tier.intervals = {"lm/loss": iv(0.5, 0.1)}
+    base = Measured("m", "fp16", "auto", "ok", metrics={"lm/loss": 2.0}, higher_is_better={"lm/loss": False})
+    tier = Measured("m", "int4", "auto", "ok", metrics={"lm/loss": 2.5}, higher_is_better={"lm/loss": False})
     rule = Decision(baseline=Baseline("fp16", "auto"), tolerances={"loss": Tolerance(abs=0.2)})
-    decision.judge([base, tier], rule)
-    assert tier.verdicts["lm/loss"][0] == FAIL               # a rise in a lower-is-better metric is a drop
-    tier.higher_is_better = {"lm/loss": True}
-    decision.judge([base, tier], rule)
-    assert tier.verdicts["lm/loss"][0] == PASS
+    ivs = {"int4-auto": {"lm/loss": iv(0.5, 0.1)}}
+    assert verdicts(judged([base, tier], ivs, rule)[1])["lm/loss"] == FAIL   # a rise in lower-is-better is a drop
+    tier = dataclasses.replace(tier, higher_is_better={"lm/loss": True})
+    assert verdicts(judged([base, tier], ivs, rule)[1])["lm/loss"] == PASS
 
 
 def test_gate_prefers_the_task_entry_then_the_metric_default():

@@ -1,7 +1,7 @@
 from pipeline.domain import hardware
 from pipeline.schema import Baseline, Decision, TargetGpu, Tolerance
 from pipeline.scoring import decision, planner
-from pipeline.scoring.decision import Row, RowInfo
+from pipeline.scoring.rows import Evidence, Measured, Row
 from pipeline.scoring.stats import Interval
 
 GPUS = {"A100-80G": 8.0, "H100-80G": 9.0, "L4-24G": 8.9, "T4-16G": 7.5}
@@ -10,7 +10,8 @@ H100 = ("H100-80G", TargetGpu(80, 3350, 9.0))
 
 
 def test_table_cites_vllm_docs_and_has_every_kind():
-    version, kinds = hardware.table()
+    found = hardware.table()
+    version, kinds = found.vllm_docs_version, found.kinds
     assert version
     assert {"fp16", "bf16", "int8-w8a8", "int4-w4a16", "fp8-w8a8", "bitsandbytes"} <= set(kinds)
     assert all(k.source for k in kinds.values())
@@ -28,13 +29,11 @@ def test_lookup():
 def gpu_rows() -> list[Row]:
     rule = Decision(Baseline("fp16", "auto"), {"acc": Tolerance(abs=3.0)})
     kinds = {"fp16": "fp16", "int8": "int8-w8a8", "fp8": "fp8-w8a8"}
-    rows = [Row("m", tier, "auto", "ok", backend="r", metrics={"acc": 90.0}, weight_bytes=size,
-                kv_bytes_per_token=1000, info=RowInfo(hardware=kinds[tier]))
-            for tier, size in (("fp16", 1000), ("int8", 500), ("fp8", 499))]
-    for r in rows[1:]:
-        r.intervals = {"acc": Interval(0.0, -0.5, 0.5, 100)}
-    decision.judge(rows, rule)
-    return rows
+    facts = [Measured("m", tier, "auto", "ok", backend="r", metrics={"acc": 90.0}, weight_bytes=size,
+                      kv_bytes_per_token=1000, hardware=kinds[tier])
+             for tier, size in (("fp16", 1000), ("int8", 500), ("fp8", 499))]
+    evidence = {f.key: Evidence(intervals={"acc": Interval(0.0, -0.5, 0.5, 100)}) for f in facts[1:]}
+    return decision.judge(facts, evidence, rule)
 
 
 def plans_for(rows: list[Row], gpu: tuple[str, TargetGpu], fits: dict[str, bool] | None = None) -> dict:
@@ -49,8 +48,8 @@ def test_recommendation_skips_tiers_the_gpu_cannot_run():
     for gpu, expected in ((A100, {"fp16", "int8"}), (H100, {"fp16", "int8", "fp8"})):
         allowed = decision.gpu_candidates(rows, "m", *gpu, plans_for(rows, gpu))
         assert {tier for tier, _ in allowed} == expected
-        best, _ = decision.recommend(rows, "m", allowed)
-        assert best.tier == ("int8" if gpu is A100 else "fp8")
+        best = decision.recommend(rows, "m", allowed).row
+        assert best.facts.tier == ("int8" if gpu is A100 else "fp8")
 
 
 def test_gpu_candidates_drop_what_does_not_fit_or_has_no_plan():

@@ -1,99 +1,121 @@
-from pipeline.report import render as report
+import dataclasses
+
+from pipeline.report import exports, fidelity, gpus, markdown, provenance, serving
+from pipeline.report.document import Header, KvPair, ModelReport
 from pipeline.schema import Baseline, Bootstrap, Decision, Memory, TargetGpu, Tolerance
 from pipeline.scoring import decision
-from pipeline.scoring.decision import Row, RowInfo
+from pipeline.scoring.decision import Recommendation
+from pipeline.scoring.rows import Evidence, Measured
 from pipeline.scoring.power import Power
 from pipeline.scoring.stats import Interval
 
-HEADER = report.Header(generated="now", hardware="cpu", baseline=("fp16", "auto"), bootstrap=Bootstrap(),
-                       budget=Memory({"A100-80G": TargetGpu(80, 2039, 8.0)}),
-                       gpus={"A100-80G": TargetGpu(80, 2039, 8.0)},
-                       hardware_docs="0.15.1")
+BASE = Baseline("fp16", "auto")
+HEADER = Header(generated="now", kv_scales={"fp8": "1.0"}, baseline=BASE, bootstrap=Bootstrap(),
+                budget=Memory({"A100-80G": TargetGpu(80, 2039, 8.0)}), gpus={"A100-80G": TargetGpu(80, 2039, 8.0)},
+                hardware_docs="0.15.1")
+RULE = Decision(BASE, {"acc": Tolerance(abs=3.0), "bleu": Tolerance(abs=1.0)}, {"bleu": 5.0})
+
+
+def facts(tier, kv, status="ok", **kw):
+    return Measured("m", tier, kv, status, scheme=tier, hardware="fp16" if tier == "fp16" else "int4-w4a16", **kw)
+
+
+def judged(found, evidence, rule=RULE):
+    return decision.judge(found, {f.key: e for f, e in zip(found, evidence) if e is not None}, rule)
 
 
 def rows():
-    r = [Row("m", "fp16", "auto", "ok", backend="reference", compute_dtype="float32", metrics={"acc": 90.0, "bleu": 0.3},
-             weight_bytes=2**20 * 258, kv_bytes_per_token=23040, tokens_per_s=50.0),
-         Row("m", "int4", "fp8", "ok", backend="reference", compute_dtype="float32", metrics={"acc": 89.0, "bleu": 0.2},
-             weight_bytes=2**20 * 100, kv_bytes_per_token=11520, tokens_per_s=48.0),
-         Row("m", "int8", "fp8", "unsupported", reason="FP8 KV cache on CPU requires AVX-512")]
-    r[1].intervals = {"acc": Interval(-1.0, -2.0, 0.0, 160), "bleu": Interval(-0.1, -0.3, 0.1, 40)}
-    r[1].power = {"acc": Power(10.0, 160, 2.2, 88)}
-    for x in r:
-        x.info = RowInfo(scheme=x.tier, hardware="fp16" if x.tier == "fp16" else "int4-w4a16")
-    decision.judge(r, Decision(Baseline("fp16", "auto"), {"acc": Tolerance(abs=3.0), "bleu": Tolerance(abs=1.0)},
-                               {"bleu": 5.0}))
-    return r
+    found = [facts("fp16", "auto", backend="reference", compute_dtype="float32", metrics={"classification/acc": 90.0, "translation/bleu": 0.3},
+                   weight_bytes=2**20 * 258, kv_bytes_per_token=23040, tokens_per_s=50.0),
+             facts("int4", "fp8", backend="reference", compute_dtype="float32", metrics={"classification/acc": 89.0, "translation/bleu": 0.2},
+                   weight_bytes=2**20 * 100, kv_bytes_per_token=11520, tokens_per_s=48.0),
+             facts("int8", "fp8", "unsupported", reason="FP8 KV cache on CPU requires AVX-512")]
+    ev = Evidence({"classification/acc": -1.0, "translation/bleu": -0.1},
+                  {"classification/acc": Interval(-1.0, -2.0, 0.0, 160), "translation/bleu": Interval(-0.1, -0.3, 0.1, 40)},
+                  {"classification/acc": Power(10.0, 160, 2.2, 88)})
+    return judged(found, [None, ev, None])
 
 
 def model_report(rs, rec=None, why="", command=None):
-    return report.ModelReport(name="m", source="embedded:x", rows=rs, recommended=rec, why=why, command=command,
-                              num_samples={"classification": 160})
+    return ModelReport(name="m", source="embedded:x", rows=rs, recommendation=Recommendation(rec, why, command),
+                       num_samples={"classification": 160})
 
 
 def test_render_has_every_row_reason_and_command():
     rs = rows()
-    best, why = decision.recommend(rs, "m")
-    md = report.render({"m": model_report(rs, best, why, "vllm serve x")}, HEADER)
+    best = decision.recommend(rs, "m")
+    md = markdown.render({"m": model_report(rs, best.row, best.why, "vllm serve x")}, HEADER)
     prefixes = ("| fp16 | auto |", "| int4 | fp8 |", "| int8 | fp8 |")
     assert [next(p for p in prefixes if line.startswith(p)) for line in md.splitlines()
             if line.startswith(prefixes)] == list(prefixes)
-    assert "**Recommended: `int4` with KV cache `fp8`**" in md
-    assert "```bash\nvllm serve x\n```" in md
-    assert "unsupported here: FP8 KV cache on CPU requires AVX-512" in md
+    # it opens with the recommendation, why and the command in three lines, then the verdict table
+    top = md.split("\n\n")
+    assert top[1].splitlines() == ["**Recommended: `int4` with KV cache `fp8`** for m.  ",
+                                   f"Why: {best.why}.  ",
+                                   "Serve: `vllm serve x` (sized per target GPU under *Per target GPU*)."]
+    assert top[2].startswith("| Tier | KV cache | Verdict | classification | translation | Weights (MiB) |")
+    assert "| int4 | fp8 | pass | pass Accuracy -1.0 | not capable | 100.0 | 11,520 | 48.0 |" in md
+    assert "| int8 | fp8 | unsupported here: FP8 KV cache on CPU requires AVX-512 | – | – |" in md
     assert "0.2 (-0.1 [-0.3, +0.1], inconclusive)" in md and "89.0 (-1.0 [-2.0, +0.0], pass)" in md
     assert "90.0 (baseline)" in md
-    head = next(line for line in md.splitlines() if line.startswith("| Tier |")).split(" | ")
-    first = next(line for line in md.splitlines() if line.startswith("| fp16 | auto |")).split(" | ")
-    assert head[-3:-1] == ["Backend", "Compute"] and first[-3:-1] == ["reference", "float32"]
-    assert "- **int4-fp8** → pass" in md and "\n  - power: Accuracy SD 10.0, n=160, MDD 2.2, n80 88\n" in md
-    data = report.decision_json({"m": model_report(rs, best, why, "vllm serve x")}, HEADER)
-    assert data["rows"][1]["power"] == {"acc": {"sd": 10.0, "n": 160, "mdd": 2.2, "n_for_80pct_power": 88}}
+    assert "| Variant | Scheme | Backend | Compute |\n|---|---|---|---|\n| fp16-auto | fp16 | reference | float32 |" in md
+    # why: bleu is not capable on every variant, said once; acc's limit and n once, in its column head
+    assert ("- translation BLEU: inconclusive on every variant: the baseline cannot do this task (baseline 0.3 < "
+            "min_baseline 5).") in md
+    assert "| Variant | Verdict | classification Accuracy: CI vs -3.00 (n=160) | Largest regressions |" in md
+    assert "| int4-fp8 | pass | pass [-2.00, +0.00] | – |" in md
+    assert "| Variant | classification Accuracy (n=160) |\n|---|---|\n| int4-fp8 | 10.0 / 2.2 / 88 |" in md
+    data = exports.decision_json({"m": model_report(rs, best.row, best.why, "vllm serve x")}, HEADER)
+    assert data["rows"][1]["power"] == {"classification/acc": {"sd": 10.0, "n": 160, "mdd": 2.2, "n_for_80pct_power": 88}}
     assert data["rows"][0]["power"] == {} and data["rows"][0]["compute_dtype"] == "float32"
 
 
 def test_render_without_recommendation_says_why():
-    md = report.render({"m": model_report(rows()[:1], None, "no variant passes")}, HEADER)
-    assert "**No tier can be recommended**: no variant passes." in md
+    md = markdown.render({"m": model_report(rows()[:1], None, "no variant passes")}, HEADER)
+    assert "**m: no tier can be recommended**: no variant passes." in md
 
 
 def test_hardware_table_lists_target_gpus():
-    lines = report.hardware_table(model_report(rows()), HEADER.gpus)
+    lines = gpus.hardware_table(model_report(rows()), HEADER.gpus)
     assert any("int4" in x and "A100-80G (SM >= 8)" in x for x in lines)
 
 
 def vllm_rows():
-    budget = {"min_speed_vs_baseline": 0.5, "min_decode_tok_s": None, "max_wall_s": 1200}
+    budget = {"min_decode_tok_s": None, "max_wall_s": 1200}
     slo = {"slo": {"ttft_ms": 2000, "tpot_ms": 200, "percentile": 99}, "max_concurrency_meeting_slo": 6,
            "goodput_at_that_concurrency": 1.25, "stopped": "converged", "probes": [{"concurrency": 1}] * 5}
-    rs = [Row("m", "fp16", "auto", "ok", backend="vllm", weight_bytes=10**9, tokens_per_s=40.0),
-          Row("m", "int4", "auto", "ok", backend="vllm", weight_bytes=3 * 10**8, tokens_per_s=5.0),
-          Row("m", "w8a8", "auto", "ok", backend="vllm", tokens_per_s=1.0)]
-    rs[0].info = RowInfo(serving={"budget": budget}, throughput={
-        "slo": slo, "roofline": {"decode_tokens_per_s": 25.0, "fraction": 0.25, "roofline_tokens_per_s": 100.0}})
-    rs[1].info = RowInfo(serving={"budget": budget}, throughput={
-        "roofline": {"decode_tokens_per_s": 5.0, "unknown": "bandwidth unknown (serving.bandwidth_gbps)"}})
-    rs[2].info = RowInfo(serving={"budget": budget}, throughput={
-        "skipped": "too slow here: 1.0 tok/s vs 2 (serving.vllm.budget.min_decode_tok_s)",
-        "decode_probe_tokens_per_s": 1.0})
-    return rs
+    found = [facts("fp16", "auto", backend="vllm", weight_bytes=10**9, tokens_per_s=40.0, serving={"budget": budget},
+                   throughput={"slo": slo, "roofline": {"decode_tokens_per_s": 25.0, "fraction": 0.25,
+                                                        "roofline_tokens_per_s": 100.0}}),
+             facts("int4", "auto", backend="vllm", weight_bytes=3 * 10**8, tokens_per_s=5.0, serving={"budget": budget},
+                   throughput={"roofline": {"decode_tokens_per_s": 5.0,
+                                            "unknown": "bandwidth unknown (serving.bandwidth_gbps)"}}),
+             facts("w8a8", "auto", backend="vllm", tokens_per_s=1.0, serving={"budget": budget}, throughput={
+                 "skipped": "too slow here: 1.0 tok/s vs 2 (serving.vllm.budget.min_decode_tok_s)",
+                 "decode_probe_tokens_per_s": 1.0})]
+    return judged(found, [None, None, None])
 
 
 def test_serving_section_shows_slo_roofline_and_the_speed_floor():
-    m = model_report(vllm_rows())
-    md = "\n".join(report.serving_lines(m, ("fp16", "auto")))
+    m = dataclasses.replace(model_report(vllm_rows()), min_speed_vs_baseline=0.5)     # decision.min_speed_vs_baseline
+    md = "\n".join(serving.serving_lines(m, BASE))
     assert "| fp16-auto | p99 TTFT <= 2000 ms, TPOT <= 200 ms | 6 | 1.25 | 5 (converged) | 25.0 | 25% of 100 tok/s |" \
         in md
     assert "| int4-auto | – | – | – | – | 5.0 | bandwidth unknown (serving.bandwidth_gbps) |" in md
     assert ("- int4-auto: too slow here: 5.0 tok/s vs 25.0 for the baseline (below 0.5x, "
-            "serving.vllm.budget.min_speed_vs_baseline)") in md
+            "decision.min_speed_vs_baseline)") in md
     # below both floors: the relative one (decide) and the absolute one that skipped its load test (evaluate)
-    assert ("- w8a8-auto: too slow here: 1.0 tok/s vs 25.0 for the baseline (below 0.5x, serving.vllm.budget."
+    assert ("- w8a8-auto: too slow here: 1.0 tok/s vs 25.0 for the baseline (below 0.5x, decision."
             "min_speed_vs_baseline); too slow here: 1.0 tok/s vs 2 (serving.vllm.budget.min_decode_tok_s)") in md
     assert "- fp16-auto:" not in md
-    data = report.decision_json({"m": m}, HEADER)
+    data = exports.decision_json({"m": m}, HEADER)
     assert data["rows"][0]["load"]["slo"]["max_concurrency_meeting_slo"] == 6 and data["rows"][0]["load_note"] is None
     assert data["rows"][1]["load_note"].startswith("too slow here: 5.0 tok/s vs 25.0 for the baseline")
+    # the floor is decide's param, not what evaluate recorded: a lower one, or none, lets int4 through
+    for ratio in (0.1, None):
+        lenient = dataclasses.replace(m, min_speed_vs_baseline=ratio)
+        assert exports.decision_json({"m": lenient}, HEADER)["rows"][1]["load_note"] is None
+    assert "- int4-auto:" not in "\n".join(serving.serving_lines(dataclasses.replace(m, min_speed_vs_baseline=None), BASE))
 
 
 def fid(support):
@@ -104,21 +126,27 @@ def fid(support):
 
 def test_calibrated_kv_rows_sit_beside_the_uncalibrated_ones():
     rs = rows()[:2]
-    cal = Row("m", "int4", "fp8-cal", "ok", backend="reference", compute_dtype="float32",
-              metrics={"acc": 89.5, "bleu": 0.2}, weight_bytes=2**20 * 100, kv_bytes_per_token=11520)
-    cal.intervals = {"acc": Interval(-0.5, -1.5, 0.5, 160), "bleu": Interval(-0.1, -0.3, 0.1, 40)}
-    cal.info = RowInfo(scheme="int4", fidelity={**fid("exact"), "kl_mean": 0.0123, "kl_mean_ci": [0.011, 0.014]})
-    rs.append(cal)
-    decision.judge(rs, Decision(Baseline("fp16", "auto"), {"acc": Tolerance(abs=3.0)}, {}))
+    cal = facts("int4", "fp8-cal", backend="reference", compute_dtype="float32", metrics={"classification/acc": 89.5, "translation/bleu": 0.2},
+                weight_bytes=2**20 * 100, kv_bytes_per_token=11520,
+                fidelity={**fid("exact"), "kl_mean": 0.0123, "kl_mean_ci": [0.011, 0.014]})
+    ev = [None, rs[1].evidence,
+          Evidence({"classification/acc": -0.5}, {"classification/acc": Interval(-0.5, -1.5, 0.5, 160),
+                                                  "translation/bleu": Interval(-0.1, -0.3, 0.1, 40)})]
+    rs = judged([r.facts for r in rs] + [cal], ev, Decision(BASE, {"acc": Tolerance(abs=3.0)}, {}))
     m = model_report(rs)
-    assert report.kv_scale_lines(m, ("fp16", "auto")) == []          # no calibrated mode in params
-    m.kv_pairs = [("fp8", "fp8-cal")]
-    lines = report.kv_scale_lines(m, ("fp16", "auto"))
+    assert fidelity.kv_scale_lines(m, BASE) == []          # no calibrated mode in params
+    m.kv_pairs = [KvPair("fp8", 1.0, "fp8-cal")]
+    lines = fidelity.kv_scale_lines(m, BASE)
     body = [line for line in lines if line.startswith("| int4 |")]
     assert body[0].startswith("| int4 | fp8 | 1.0 (uncalibrated) | 89.0 (-1.0 [-2.0, +0.0], pass) |")
     assert body[1].startswith("| int4 | fp8-cal | calibrated | 89.5 (-0.5 [-1.5, +0.5], pass) |")
     assert "0.0123 [0.0110, 0.0140]" in body[1] and body[0].split(" | ")[-2] == "–"
-    assert "### fp8 KV cache: calibrated scales beside uncalibrated" in report.render({"m": m}, HEADER)
+    assert "### fp8 KV cache: calibrated scales beside uncalibrated" in markdown.render({"m": m}, HEADER)
+    # the uncalibrated mode's own scale, not vLLM's default
+    m.kv_pairs = [KvPair("fp8", 0.5, "fp8-cal")]
+    lines = fidelity.kv_scale_lines(m, BASE)
+    assert "uses its `kv_modes.<mode>.scale` (`fp8`: 0.5; vLLM's default is 1.0)" in lines[2]
+    assert [line for line in lines if line.startswith("| int4 | fp8 |")][0].startswith("| int4 | fp8 | 0.5 (uncalibrated) |")
 
 
 def test_kv_scale_pairs_match_cache_dtypes():
@@ -126,12 +154,74 @@ def test_kv_scale_pairs_match_cache_dtypes():
     from pipeline.stages.decide import kv_scale_pairs
 
     modes = {"auto": KvMode("auto"), "fp8": KvMode("fp8_e4m3"), "fp8-cal": KvMode("fp8_e4m3", "calibrated")}
-    assert kv_scale_pairs(modes) == [("fp8", "fp8-cal")]
+    assert kv_scale_pairs(modes) == [KvPair("fp8", 1.0, "fp8-cal")]
+    assert kv_scale_pairs({**modes, "fp8": KvMode("fp8_e4m3", 0.5)}) == [KvPair("fp8", 0.5, "fp8-cal")]
     assert kv_scale_pairs({k: modes[k] for k in ("auto", "fp8")}) == []
 
 
 def test_each_fidelity_support_note_names_only_the_backends_it_describes():
-    ref, srv = rows()[1], Row("m", "int4", "fp8", "ok", backend="vllm", compute_dtype="bfloat16")
-    ref.info.fidelity, srv.info = fid("exact"), RowInfo(scheme="int4", fidelity=fid("top-20"))
-    lines = report.fidelity_lines(model_report([ref, srv]))
+    ref = dataclasses.replace(rows()[1].facts, fidelity=fid("exact"))
+    srv = facts("int4", "fp8", backend="vllm", compute_dtype="bfloat16", fidelity=fid("top-20"))
+    lines = fidelity.fidelity_lines(model_report(judged([ref, srv], [None, None])))
     assert "KL support (reference): exact." in lines and "KL support (vllm): top-20." in lines
+
+
+EPYC = {"cpu": {"model": "AMD EPYC 9B14", "isa": ["avx2", "avx512f", "avx512_bf16"], "cores": 2}, "accelerator": None,
+        "torch_threads": 2, "engine": {"name": "reference", "version": "5.17.0"}}
+H100 = {"cpu": {"model": "Intel Xeon", "isa": ["avx2"], "cores": 26}, "accelerator": {"name": "H100", "capability": "9.0"},
+        "torch_threads": None, "engine": {"name": "vllm", "version": "0.11.0"}}
+
+
+def test_each_row_and_the_header_say_where_the_result_was_measured_from_the_result():
+    found = [facts("fp16", "auto", backend="reference", metrics={"classification/acc": 90.0}, serving={}, measured_on=EPYC),
+             facts("int4", "auto", backend="vllm", metrics={"classification/acc": 89.0}, serving={}, measured_on=H100),
+             facts("int8", "auto", backend="vllm", metrics={"classification/acc": 89.0},
+                   serving={"engine": {"vllm_version": "0.10.1"}}),                   # written before measured_on
+             facts("nf4", "auto", "failed", reason="no result: x is missing")]         # no result: measured nothing
+    md = markdown.render({"m": model_report(judged(found, [None] * 4), None, "none")},
+                         dataclasses.replace(HEADER, versions={"torch": "2.13.0"}))
+    table = md.split("| Tier | KV cache | Verdict |", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
+    cells = {line.split(" | ")[0][2:]: line.split(" | ")[-1][:-2] for line in table}
+    assert cells == {"fp16": "A", "int4": "B", "int8": "not recorded", "nf4": "–"}
+    assert ("- **A**: AMD EPYC 9B14 (avx2, avx512f, avx512_bf16), 2 cores, no accelerator; torch threads 2 "
+            "(1 of 3 results)") in md
+    assert "- **B**: Intel Xeon (avx2), 26 cores, H100 (compute capability 9.0); torch threads not recorded" in md
+    assert "- not recorded: 1 of 3 results were written before evaluate recorded `measured_on`" in md
+    assert ("Versions (evaluate's environment, as recorded in the results): torch 2.13.0, engine reference 5.17.0, "
+            "vllm 0.11.0, vllm 0.10.1.") in md
+    data = exports.decision_json({"m": model_report(judged(found, [None] * 4))}, HEADER)
+    assert data["machines"] == {"A": "AMD EPYC 9B14 (avx2, avx512f, avx512_bf16), 2 cores, no accelerator",
+                                "B": "Intel Xeon (avx2), 26 cores, H100 (compute capability 9.0)"}
+    assert data["rows"][1]["measured_on"] == H100 and data["rows"][2]["measured_on"] is None
+    assert "hardware" not in data
+
+
+def test_the_speed_column_names_the_device_the_results_record():
+    cpu = facts("fp16", "auto", tokens_per_s=10.0, serving={}, measured_on=EPYC)
+    gpu = facts("int4", "auto", tokens_per_s=90.0, serving={}, measured_on=H100)
+    old = facts("int8", "auto", tokens_per_s=5.0, serving={"device": "cpu"})
+    head = lambda *fs: provenance.speed_header(judged(list(fs), [None] * len(fs)))
+    assert head(cpu) == "Gen tok/s (CPU)" and head(gpu) == "Gen tok/s (H100)" and head(old) == "Gen tok/s (cpu)"
+    assert head(cpu, gpu) == "Gen tok/s"                       # mixed: Measured on says which
+    md = markdown.render({"m": model_report(judged([gpu], [None]))}, HEADER)
+    assert "| Weights (MiB) | KV bytes/token | Gen tok/s (H100) | Measured on |" in md and "this CPU" not in md
+
+
+def test_the_notes_name_the_run_s_confidence_and_kv_scales():
+    head = dataclasses.replace(HEADER, bootstrap=Bootstrap(confidence=0.9), kv_scales={"fp8": "0.5", "fp8-cal": "calibrated"})
+    md = markdown.render({"m": model_report(rows())}, head)
+    assert "`score (delta [90% CI], verdict)`" in md and "95%" not in md
+    assert "each KV mode's k/v scale (`fp8` 0.5, `fp8-cal` calibrated; 1.0 is vLLM's default" in md
+
+
+def test_one_machine_is_one_key_whatever_its_sessions_recorded():
+    """evaluate records an unsupported row's machine without a session (no threads, no engine version)."""
+    unsupported = {**EPYC, "torch_threads": None, "engine": {"name": "reference", "version": None}}
+    found = [facts("fp16", "auto", serving={}, measured_on=EPYC), facts("int4", "auto", "unsupported", serving={},
+                                                                       measured_on=unsupported)]
+    rows = judged(found, [None, None])
+    assert provenance.machines(rows) == {"AMD EPYC 9B14 (avx2, avx512f, avx512_bf16), 2 cores, no accelerator": "A"}
+    assert "; torch threads 2 (2 of 2 results)" in "\n".join(provenance.header_lines(rows, {}))
+    assert provenance.engine(rows[1]) == "reference (version not recorded)"
+    assert provenance.engines_of(rows) == ["reference 5.17.0"] and provenance.engines_of(rows[1:]) == [
+        "reference (version not recorded)"]

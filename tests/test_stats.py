@@ -11,7 +11,7 @@ def test_identical_outputs_pass_with_zero_width_interval():
     scores = [100.0, 0.0, 100.0, 100.0, 0.0] * 10
     iv = stats.paired_mean(scores, scores, resamples=500, seed=1)
     assert (iv.delta, iv.lo, iv.hi) == (0.0, 0.0, 0.0)
-    assert judge_metric("acc", 60.0, iv, TOL, None)[0] == PASS
+    assert judge_metric("acc", 60.0, iv, TOL, None).verdict == PASS
     refs = ["Der Hund schläft.", "Es regnet heute."] * 5
     civ = stats.paired_corpus("chrf", refs, refs, refs, resamples=200, seed=1)
     assert (civ.delta, civ.lo, civ.hi) == (0.0, 0.0, 0.0)
@@ -22,8 +22,8 @@ def test_truly_worse_by_twice_the_tolerance_fails():
     tier = [100.0] * 564 + [0.0] * 36          # 6 points worse = 2 x tolerance 3
     iv = stats.paired_mean(base, tier, resamples=1000, seed=7)
     assert iv.delta == pytest.approx(-6.0)
-    verdict, why = judge_metric("acc", 100.0, iv, TOL, None)
-    assert verdict == FAIL and "below -3.00" in why
+    v = judge_metric("acc", 100.0, iv, TOL, None)
+    assert v.verdict == FAIL and "below -3.00" in v.why
 
 
 def test_ten_samples_small_drop_is_inconclusive():
@@ -31,7 +31,7 @@ def test_ten_samples_small_drop_is_inconclusive():
     tier = [100.0] * 9 + [0.0]                  # -10 points on n=10: interval far too wide
     iv = stats.paired_mean(base, tier, resamples=1000, seed=3)
     assert iv.lo < -3.0 <= iv.hi
-    assert judge_metric("acc", 100.0, iv, TOL, None)[0] == INCONCLUSIVE
+    assert judge_metric("acc", 100.0, iv, TOL, None).verdict == INCONCLUSIVE
 
 
 def test_bootstrap_reproducible_with_seed_and_differs_otherwise():
@@ -70,8 +70,8 @@ def test_flips_counted_exactly():
 
 def test_near_zero_baseline_is_inconclusive_even_with_a_tight_interval():
     iv = stats.Interval(0.0, 0.0, 0.0, 100)
-    verdict, why = judge_metric("bleu", 0.3, iv, Tolerance(abs=1.0), 5.0)
-    assert verdict == INCONCLUSIVE and "cannot do this task" in why
+    v = judge_metric("bleu", 0.3, iv, Tolerance(abs=1.0), 5.0)
+    assert v.verdict == INCONCLUSIVE and "cannot do this task" in v.why
 
 
 def test_mismatched_lengths_rejected():

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from pipeline.backends.base import Variant
-from pipeline.backends.launch import vllm_serve_args
+from pipeline.domain.serve_line import vllm_serve_args
 from pipeline.domain import compute
 from pipeline.schema import Slo, Vllm
 from pipeline.scoring import slo as slo_search

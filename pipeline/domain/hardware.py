@@ -19,15 +19,20 @@ class Kind:
     source: str
 
 
+@dataclass(frozen=True)
+class Table:
+    vllm_docs_version: str           # the vLLM docs release the table cites
+    kinds: dict[str, Kind]           # kind name -> kind
+
+
 @lru_cache(maxsize=None)
-def table(path: str = str(DATA)) -> tuple[str, dict[str, Kind]]:
+def table(path: str = str(DATA)) -> Table:
     raw = yaml.safe_load(Path(path).read_text())
-    kinds = {name: Kind(name=name, **entry) for name, entry in raw["kinds"].items()}
-    return raw["vllm_docs_version"], kinds
+    return Table(raw["vllm_docs_version"], {name: Kind(name=name, **entry) for name, entry in raw["kinds"].items()})
 
 
 def kind(name: str) -> Kind:
-    _, kinds = table()
+    kinds = table().kinds
     if name not in kinds:
         raise KeyError(f"unknown hardware kind {name!r}; known: {', '.join(kinds)}")
     return kinds[name]

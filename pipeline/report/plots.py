@@ -1,29 +1,30 @@
-"""Quality delta (with 95% intervals) against weight memory, one panel per metric. Writes a PNG."""
+"""Quality delta (with its bootstrap intervals) against weight memory, one panel per metric. Writes a PNG."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from pipeline.domain.memory import mib
-from pipeline.scoring.decision import Row
+from pipeline.scoring.rows import Row
 
 
 def quality_vs_memory(rows: list[Row], metrics: list[str], out: Path, title: str,
-                      limits: dict[str, float] | None = None) -> None:
-    """limits: metric -> allowed drop (drawn as a dashed line at -limit)."""
+                      limits: dict[str, float] | None = None, round_kv: list[str] | None = None) -> None:
+    """limits: metric -> allowed drop (drawn as a dashed line at -limit); round_kv: the KV modes drawn
+    as circles (the cache in the model's dtype), every other mode as squares."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    shown = [m for m in metrics if any(m in r.intervals for r in rows)]
+    shown = [m for m in metrics if any(m in r.evidence.intervals for r in rows)]
     fig, axes = plt.subplots(1, max(len(shown), 1), figsize=(4.2 * max(len(shown), 1), 3.6), squeeze=False)
     for ax, metric in zip(axes[0], shown):
         for r in rows:
-            iv = r.intervals.get(metric)
-            if iv is None or not r.weight_bytes:
+            iv = r.evidence.intervals.get(metric)
+            if iv is None or not r.facts.weight_bytes:
                 continue
-            x = mib(r.weight_bytes)
-            marker = "o" if r.kv == "auto" else "s"
+            x = mib(r.facts.weight_bytes)
+            marker = "o" if r.facts.kv in (round_kv or []) else "s"
             ax.errorbar(x, iv.delta, yerr=[[iv.delta - iv.lo], [iv.hi - iv.delta]], fmt=marker, capsize=3)
             ax.annotate(r.variant, (x, iv.delta), fontsize=7, xytext=(3, 3), textcoords="offset points")
         ax.axhline(0, color="grey", lw=0.8)

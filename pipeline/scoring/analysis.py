@@ -5,7 +5,7 @@ Sample rows are the JSONL records written by pipeline/stages/evaluate.py (see ta
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pipeline.domain import metrics
 from pipeline.schema import Bootstrap
@@ -149,11 +149,3 @@ class KvLength:
     reference: str           # the same tier's variant with the baseline KV cache
     task: str
     buckets: list[Bucket]
-
-
-@dataclass
-class Comparison:
-    """Everything the per-sample comparison finds besides each row's intervals and power."""
-    flips: dict[str, dict[str, dict[str, stats.Flips]]] = field(default_factory=dict)  # model -> variant -> task
-    regressions: dict[str, dict[str, dict[str, list[Regression]]]] = field(default_factory=dict)  # same keys
-    kv_length: list[KvLength] = field(default_factory=list)

@@ -79,7 +79,7 @@ class LastRun:
 
 
 def last_run(decision: dict) -> LastRun:
-    """Read a decision.json (pipeline/report/render.py: decision_json). Runs older than the power
+    """Read a decision.json (pipeline/report/exports.py: decision_json). Runs older than the power
     figures give no SDs. The median SD over variants: a badly damaged tier has a large SD and fails
     at any n; the verdicts that need samples are those of tiers close to the baseline."""
     seen: dict[str, list[float]] = {}

@@ -7,6 +7,7 @@ Exits 1 (after writing everything) when any variant failed, so `dvc repro` repor
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import sys
 from pathlib import Path
@@ -14,20 +15,16 @@ from pathlib import Path
 import numpy as np
 
 from pipeline import io, paths, schema
-from pipeline.backends import launch
-from pipeline.domain import hardware, machine, memory, sources, tasks
-from pipeline.domain.metrics import split_id
-from pipeline.report import plots
-from pipeline.report import render as report
-from pipeline.scoring import analysis, decision, fidelity, planner
-from pipeline.scoring.decision import GpuRec, Row, RowInfo
+from pipeline.domain import hardware, memory, sources, tasks
+from pipeline.report import commands, exports, markdown, plots, regressions
+from pipeline.report.document import Header, KvPair, ModelReport, PlotSpec
+from pipeline.scoring import comparison, decision, fidelity, planner
+from pipeline.scoring.comparison import Comparison
+from pipeline.scoring.decision import Recommendation
+from pipeline.scoring.rows import Measured, Row
 from pipeline.stages import runner
 
-MAX_NUM_SEQS_CAP = 256   # vLLM's default --max-num-seqs; the planner never suggests more
-
-
-def hardware_desc() -> str:
-    return machine.describe(machine.cpu_info(), machine.accelerator_available())
+MODEL_DTYPE_CACHE = "auto"     # kv_modes.<mode>.cache_dtype of a cache kept in the model's dtype (vLLM's name)
 
 
 def tier_kind(params: schema.Params, model: str, tier: str) -> str:
@@ -35,36 +32,40 @@ def tier_kind(params: schema.Params, model: str, tier: str) -> str:
     return t.hardware or ("bf16" if sources.storage_dtype(params, model) == "bfloat16" else "fp16")
 
 
-def load_samples(model: str, tier: str, kv: str) -> dict[str, list[dict]]:
-    return tasks.read_samples(paths.eval_dir(model, tier, kv))
-
-
-def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Row:
-    """One variant's row from its declared results: evaluate's result.json and quantize's record."""
+def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured:
+    """One variant's row from its declared results: evaluate's result.json and the serving record
+    (quantize's, or kvscales' for calibrated k/v scales). Either missing: a failed row saying which."""
+    out = paths.eval_dir(model, tier, kv)
     result_file = paths.eval_result(model, tier, kv)
     scheme, kind = params.tiers[tier].label or params.tiers[tier].method, tier_kind(params, model, tier)
     if not result_file.is_file():
-        return Row(model, tier, kv, status="failed", reason=f"no result: {result_file} is missing",
-                   info=RowInfo(scheme, kind))
-    res = io.read_json(result_file)
+        return Measured(model, tier, kv, "failed", reason=f"no result: {result_file} is missing", scheme=scheme,
+                        hardware=kind)
     record_file = paths.serving_record(model, tier, kv, params.kv_modes[kv].calibrated)
-    record = io.read_json(record_file) if record_file.is_file() else {}
+    if not record_file.is_file():
+        # evaluate read this record to serve the variant: without it neither the weights nor the
+        # serve path are known, and the result cannot be trusted to be of this checkpoint
+        return Measured(model, tier, kv, "failed", reason=f"no serving record: {record_file} is missing",
+                        scheme=scheme, hardware=kind)
+    res = io.read_json(result_file)
+    record = io.read_json(record_file)
     serving = res.get("serving", {})
-    info = RowInfo(scheme, kind, serve_path=record.get("serve_path"), num_samples=res.get("num_samples", {}),
-                   versions=res.get("versions", {}), serving=serving, throughput=res.get("throughput", {}))
-    # metrics are `<task>/<metric>` in result.json, with each one's direction from its task's YAML
-    row = Row(model, tier, kv, status=res["status"], backend=res.get("backend"), compute_dtype=compute_dtype_of(res),
-              reason=res.get("reason") or res.get("cut"), info=info, metrics=dict(res.get("metrics", {})),
-              higher_is_better=dict(res.get("higher_is_better", {})))
-    info.fidelity = fidelity_summary(res.get("fidelity"), paths.eval_dir(model, tier, kv), params.decision.bootstrap)
-    row.tokens_per_s = info.throughput.get("gen_tokens_per_s")
-    row.weight_bytes = record.get("weight_bytes") or serving.get("weight_bytes_serving")
     hf = record.get("geometry")
-    if hf:
-        nbytes = memory.kv_dtype_bytes(params.kv_modes[kv].cache_dtype, sources.storage_dtype(params, model))
-        row.kv_bytes_per_token = memory.kv_bytes_per_token(hf, nbytes)
-        info.kv_formula = engine_kv_check(hf, params.kv_modes[kv].cache_dtype, serving)
-    return row
+    nbytes = memory.kv_dtype_bytes(params.kv_modes[kv].cache_dtype, sources.storage_dtype(params, model))
+    # metrics are `<task>/<metric>` in result.json, with each one's direction from its task's YAML
+    return Measured(
+        model, tier, kv, res["status"], reason=res.get("reason") or res.get("cut"), backend=res.get("backend"),
+        compute_dtype=compute_dtype_of(res), scheme=scheme, hardware=kind, metrics=dict(res.get("metrics", {})),
+        higher_is_better=dict(res.get("higher_is_better", {})),
+        weight_bytes=record.get("weight_bytes") or serving.get("weight_bytes_serving"),
+        kv_bytes_per_token=memory.kv_bytes_per_token(hf, nbytes) if hf else None,
+        tokens_per_s=res.get("throughput", {}).get("gen_tokens_per_s"), serve_path=record.get("serve_path"),
+        num_samples=res.get("num_samples", {}), versions=res.get("versions", {}), measured_on=res.get("measured_on"),
+        serving=serving,
+        throughput=res.get("throughput", {}),
+        kv_formula=engine_kv_check(hf, params.kv_modes[kv].cache_dtype, serving, params.memory.block_size)
+        if hf else None,
+        fidelity=fidelity_summary(res.get("fidelity"), out, params.decision.bootstrap))
 
 
 def fidelity_summary(recorded: dict | None, eval_dir: Path, boot: schema.Bootstrap) -> dict | None:
@@ -87,170 +88,143 @@ def compute_dtype_of(res: dict) -> str | None:
     return str(found).replace("torch.", "") if found else None
 
 
-def engine_kv_check(hf: dict, cache_dtype: str, serving: dict) -> str | None:
-    """The planner's formula applied to the KV memory vLLM reported, beside the tokens it logged."""
+def engine_kv_check(hf: dict, cache_dtype: str, serving: dict, block_size: int) -> str | None:
+    """The planner's formula applied to the KV memory vLLM reported, beside the tokens it logged, in
+    blocks of `block_size` tokens (memory.block_size, what the planner assumes). None when the engine
+    logged no KV memory, tokens or dtype."""
     gib, tokens = serving.get("kv_cache_gib"), serving.get("kv_cache_tokens")
-    if not gib or not tokens:
+    served = (serving.get("engine") or {}).get("dtype")
+    if not gib or not tokens or not served:
         return None
-    served = str(serving.get("engine", {}).get("dtype", "float16")).replace("torch.", "")
-    per_token = memory.kv_bytes_per_token(hf, memory.kv_dtype_bytes(cache_dtype, served))
-    formula = planner.kv_capacity_tokens(gib * planner.GIB, per_token, 16)
-    return f"{formula:,} tokens ({(formula - tokens) / tokens:+.2%}) from {gib} GiB x {per_token:,} B/token"
+    per_token = memory.kv_bytes_per_token(hf, memory.kv_dtype_bytes(cache_dtype, str(served).replace("torch.", "")))
+    formula = planner.kv_capacity_tokens(gib * planner.GIB, per_token, block_size)
+    return (f"{formula:,} tokens ({(formula - tokens) / tokens:+.2%}) from {gib} GiB x {per_token:,} B/token "
+            f"in blocks of {block_size}")
 
 
-def task_metrics(r: Row, task: str) -> dict[str, str]:
-    """The task's own metric name -> its id `<task>/<metric>`, for the metrics the row reports."""
-    return {split_id(mid)[1]: mid for mid in r.metrics if split_id(mid)[0] == task}
-
-
-def compare(params: schema.Params, rows: list[Row]) -> analysis.Comparison:
-    """Intervals and power (set on each ok row), flips, regressions and KV length sensitivity, every
-    ok row against its baseline."""
-    rule = params.decision
-    bases = decision.baselines(rows, rule)
-    samples = {(r.model, r.tier, r.kv): load_samples(r.model, r.tier, r.kv) for r in rows if r.status == "ok"}
-    by_key = {(r.model, r.tier, r.kv, r.backend): r for r in rows}
-    found = analysis.Comparison()
-    for r in rows:
-        base = bases.get(decision.comparable(r))
-        if r.status != "ok" or base is None or base is r:
-            continue
-        mine, theirs = samples[(r.model, r.tier, r.kv)], samples[(base.model, base.tier, base.kv)]
-        regress: dict[str, list] = {}
-        for task, task_rows in mine.items():
-            if task not in theirs:
-                continue
-            pairs = analysis.align(theirs[task], task_rows)
-            reported = task_metrics(r, task)
-            limits = {m: decision.allowed_drop(tol, base.metrics[mid]) for m, mid in reported.items()
-                      if (tol := params.gate(mid).tolerance) is not None and mid in base.metrics}
-            hib = {m: r.higher_is_better.get(mid, True) for m, mid in reported.items()}
-            ivs = analysis.intervals(list(reported), pairs, rule.bootstrap)
-            r.intervals.update({reported[m]: iv for m, iv in ivs.items()})
-            pws = analysis.powers(list(reported), pairs, limits, rule.bootstrap.confidence, hib)
-            r.power.update({reported[m]: p for m, p in pws.items()})
-            if "logliks" in task_rows[0]:
-                found.flips.setdefault(r.model, {}).setdefault(r.variant, {})[task] = analysis.flips(pairs)
-            regress[task] = analysis.largest_regressions(pairs, rule.regressions_per_task)
-        found.regressions.setdefault(r.model, {})[r.variant] = regress
-        ref = by_key.get((r.model, r.tier, rule.baseline.kv, r.backend))
-        if (r.kv != rule.baseline.kv and ref is not None and ref.status == "ok"
-                and ref.compute_dtype == r.compute_dtype):
-            ref_samples = samples[(ref.model, ref.tier, ref.kv)]
-            for task, task_rows in mine.items():
-                if task in ref_samples:
-                    buckets = analysis.by_length(analysis.align(ref_samples[task], task_rows), rule.length_buckets)
-                    found.kv_length.append(analysis.KvLength(r.model, r.variant, ref.variant, task, buckets))
-    return found
+def compare(params: schema.Params, rows: list[Measured]) -> Comparison:
+    """Every ok row against its baseline, from the per-sample logs evaluate wrote."""
+    samples = {r.key: tasks.read_samples(paths.eval_dir(*r.key)) for r in rows if r.status == "ok"}
+    return comparison.compare(rows, samples, params.decision, lambda mid: params.gate(mid).tolerance)
 
 
 def plan_rows(params: schema.Params, rows: list[Row]) -> planner.Planned:
     mem = params.memory
-    plans = {(r.model, r.variant): {n: planner.plan(n, g, mem, r.weight_bytes, r.kv_bytes_per_token)
-                                    for n, g in mem.target_gpus.items()}
-             for r in rows if r.weight_bytes and r.kv_bytes_per_token}
+    plans = {(r.facts.model, r.variant): {n: planner.plan(n, g, mem, r.facts.weight_bytes, r.facts.kv_bytes_per_token)
+                                          for n, g in mem.target_gpus.items()}
+             for r in rows if r.facts.weight_bytes and r.facts.kv_bytes_per_token}
     return planner.Planned(mem, plans)
 
 
 def gpu_recommendations(params: schema.Params, rows: list[Row], model: str, planned: planner.Planned
-                        ) -> dict[str, GpuRec]:
+                        ) -> dict[str, Recommendation]:
     """Per target GPU: the recommendation among the variants that GPU can serve, with its command."""
     plans = planned.for_model(model)
     recs = {}
     for name, gpu in planned.gpus.items():
-        best, why = decision.recommend(rows, model, decision.gpu_candidates(rows, model, name, gpu, plans))
-        command = None if best is None else serve_command(params, model, best, planned.budget,
-                                                           plans[best.variant][name])
-        recs[name] = GpuRec(best, why, command)
+        rec = decision.recommend(rows, model, decision.gpu_candidates(rows, model, name, gpu, plans))
+        if rec.row is not None:
+            rec = dataclasses.replace(rec, command=serve_command(params, model, rec.row, planned.budget,
+                                                                 plans[rec.row.variant][name]))
+        recs[name] = rec
     return recs
 
 
 def serve_command(params: schema.Params, model: str, row: Row, budget: schema.Memory | None = None,
                   plan: planner.Plan | None = None) -> str:
-    kind = hardware.kind(row.info.hardware)
-    extra: dict[str, object] = {"quantization": kind.vllm_quantization_flag}
-    if budget is not None and plan is not None:
-        extra.update(max_model_len=budget.max_model_len, gpu_memory_utilization=budget.gpu_memory_utilization,
-                     max_num_seqs=max(1, min(MAX_NUM_SEQS_CAP, int(plan.max_concurrency))))
-    return launch.as_shell(launch.vllm_serve_args(row.info.serve_path, sources.storage_dtype(params, model),
-                                                  params.kv_modes[row.kv].cache_dtype, extra))
+    return commands.serve_command(row, sources.storage_dtype(params, model), params.kv_modes[row.facts.kv].cache_dtype,
+                                  budget, plan)
 
 
-def write_regressions(model: str, baseline: tuple[str, str], found: analysis.Comparison) -> dict[str, str]:
-    """results/regressions/<model>-<variant>.md for each compared variant; variant -> link."""
-    links = {}
-    for variant, per_task in found.regressions.get(model, {}).items():
-        link = paths.regressions_page(model, variant)
-        io.atomic_write_text(paths.RESULTS / link, report.regressions_md(model, variant, baseline, per_task))
-        links[variant] = link
-    return links
+def regression_links(model: str, found: Comparison) -> dict[str, str]:
+    """variant -> its regressions page under results/, for each compared variant."""
+    return {variant: paths.regressions_page(model, variant) for variant in found.regressions.get(model, {})}
 
 
-def write_plot(params: schema.Params, model: str, mine: list[Row], baseline: tuple[str, str]) -> str:
+def plot_spec(params: schema.Params, model: str, mine: list[Row]) -> PlotSpec:
     """results/plots/<model>-quality_vs_memory.png, tolerance lines at the baseline's allowed drop."""
-    plot = paths.plot_file(model)
-    base_row = next((r for r in mine if (r.tier, r.kv) == baseline and r.status == "ok"), None)
-    gated = [mid for mid in dict.fromkeys(m for r in mine for m in r.metrics) if params.gate(mid).tolerance is not None]
-    limits = {mid: decision.allowed_drop(params.gate(mid).tolerance, base_row.metrics.get(mid, 0.0))
-              for mid in gated if base_row is not None}
-    plots.quality_vs_memory(mine, gated, paths.RESULTS / plot,
-                            f"{model}: quality delta (95% CI) vs weight memory", limits)
-    return plot
+    b = params.decision.baseline
+    base = next((r.facts for r in mine if (r.facts.tier, r.facts.kv) == (b.tier, b.kv) and r.facts.status == "ok"),
+                None)
+    gated = [mid for mid in dict.fromkeys(m for r in mine for m in r.facts.metrics)
+             if params.gate(mid).tolerance is not None]
+    limits = {mid: decision.allowed_drop(params.gate(mid).tolerance, base.metrics.get(mid, 0.0))
+              for mid in gated if base is not None}
+    confidence = params.decision.bootstrap.confidence
+    return PlotSpec(paths.plot_file(model),
+                    f"{model}: quality delta ({confidence:.0%} CI) vs weight memory", gated, limits,
+                    [k for k, mode in params.kv_modes.items() if mode.cache_dtype == MODEL_DTYPE_CACHE])
 
 
-def model_report(params: schema.Params, rows: list[Row], model: str, found: analysis.Comparison,
-                 planned: planner.Planned) -> report.ModelReport:
-    """One model's section of the report; writes its regressions and plot on the way."""
-    baseline = (params.decision.baseline.tier, params.decision.baseline.kv)
-    mine = [r for r in rows if r.model == model]
-    rec, why = decision.recommend(rows, model)
-    return report.ModelReport(
-        name=model, source=params.models[model].source, rows=mine, recommended=rec, why=why,
-        command=serve_command(params, model, rec) if rec else None,
-        num_samples=next((r.info.num_samples for r in mine if r.info.num_samples), {}),
-        flips=found.flips.get(model, {}), regression_links=write_regressions(model, baseline, found),
+def model_report(params: schema.Params, rows: list[Row], model: str, found: Comparison,
+                 planned: planner.Planned) -> ModelReport:
+    """One model's section of the report. Pure: write() writes it."""
+    mine = [r for r in rows if r.facts.model == model]
+    rec = decision.recommend(rows, model)
+    if rec.row is not None:
+        rec = dataclasses.replace(rec, command=serve_command(params, model, rec.row))
+    return ModelReport(
+        name=model, source=params.models[model].source, rows=mine, recommendation=rec,
+        num_samples=next((r.facts.num_samples for r in mine if r.facts.num_samples), {}),
+        flips=found.flips.get(model, {}), regressions=found.regressions.get(model, {}),
+        regression_links=regression_links(model, found),
         kv_length=[k for k in found.kv_length if k.model == model], plans=planned.for_model(model),
-        gpu_recs=gpu_recommendations(params, rows, model, planned), plot=write_plot(params, model, mine, baseline),
-        kv_pairs=kv_scale_pairs(params.kv_modes))
+        gpu_recs=gpu_recommendations(params, rows, model, planned), plot=plot_spec(params, model, mine),
+        kv_pairs=kv_scale_pairs(params.kv_modes), min_speed_vs_baseline=params.decision.min_speed_vs_baseline)
 
 
-def kv_scale_pairs(modes: dict[str, schema.KvMode]) -> list[tuple[str, str]]:
-    """(uncalibrated, calibrated) KV modes of one cache dtype, for the side-by-side table. Pure."""
-    return [(u, c) for c, cm in modes.items() if cm.calibrated
+def kv_scale_pairs(modes: dict[str, schema.KvMode]) -> list[KvPair]:
+    """Uncalibrated and calibrated KV modes of one cache dtype, for the side-by-side table. Pure."""
+    return [KvPair(u, float(um.scale), c) for c, cm in modes.items() if cm.calibrated
             for u, um in modes.items() if not um.calibrated and um.cache_dtype == cm.cache_dtype]
 
 
-def header(params: schema.Params, rows: list[Row], planned: planner.Planned) -> report.Header:
-    return report.Header(
-        generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), hardware=hardware_desc(),
-        baseline=(params.decision.baseline.tier, params.decision.baseline.kv), bootstrap=params.decision.bootstrap,
-        budget=planned.budget, gpus=planned.gpus, hardware_docs=hardware.table()[0],
-        versions=next((r.info.versions for r in rows if r.info.versions), {}))
+def kv_scales(modes: dict[str, schema.KvMode]) -> dict[str, str]:
+    """Each KV mode with a quantized cache -> its k/v scale, as the report names it."""
+    return {name: "calibrated" if mode.calibrated else str(float(mode.scale))
+            for name, mode in modes.items() if mode.cache_dtype != MODEL_DTYPE_CACHE}
 
 
-def write(models: dict[str, report.ModelReport], head: report.Header) -> None:
-    """decision.md, decision.json and the DVC metrics file."""
-    io.atomic_write_text(paths.DECISION_MD, report.render(models, head))
-    io.atomic_write_json(paths.DECISION_JSON, report.decision_json(models, head))
-    io.atomic_write_json(paths.DVC_METRICS, {n: report.dvc_metrics(m.rows) for n, m in models.items()})
+def header(params: schema.Params, rows: list[Row], planned: planner.Planned) -> Header:
+    return Header(
+        generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), kv_scales=kv_scales(params.kv_modes),
+        baseline=params.decision.baseline, bootstrap=params.decision.bootstrap,
+        budget=planned.budget, gpus=planned.gpus, hardware_docs=hardware.table().vllm_docs_version,
+        versions=next((r.facts.versions for r in rows if r.facts.versions), {}))
 
 
-def summary(models: dict[str, report.ModelReport]) -> list[str]:
+def write(models: dict[str, ModelReport], head: Header) -> None:
+    """decision.md, decision.json, the DVC metrics file, and each model's regressions pages and plot."""
+    for m in models.values():
+        for variant, link in m.regression_links.items():
+            io.atomic_write_text(paths.RESULTS / link,
+                                 regressions.regressions_md(m.name, variant, head.baseline, m.regressions[variant]))
+        if m.plot is not None:
+            plots.quality_vs_memory(m.rows, m.plot.metrics, paths.RESULTS / m.plot.path, m.plot.title, m.plot.limits,
+                                    m.plot.model_dtype_kv)
+    io.atomic_write_text(paths.DECISION_MD, markdown.render(models, head))
+    io.atomic_write_json(paths.DECISION_JSON, exports.decision_json(models, head))
+    io.atomic_write_json(paths.DVC_METRICS, {n: exports.dvc_metrics(m.rows) for n, m in models.items()})
+
+
+def summary(models: dict[str, ModelReport]) -> list[str]:
     """The console summary: each model's recommendation, verdict counts and per-GPU picks."""
     lines = ["", f"qtier: decision written to {paths.DECISION_MD} (details: {paths.DECISION_JSON})"]
     for name, m in models.items():
-        rec = m.recommended
-        counts = {k: sum(1 for r in m.rows if (r.overall if r.status == "ok" else r.status) == k)
+        rec = m.recommendation
+        counts = {k: sum(1 for r in m.rows if r.judgement.overall == k)
                   for k in ("pass", "fail", "inconclusive", "unsupported", "failed")}
-        lines.append(f"  {name}: recommended " + (f"{rec.tier} + KV {rec.kv}" if rec else f"none ({m.why})"))
+        lines.append(f"  {name}: recommended " + (f"{rec.row.facts.tier} + KV {rec.row.facts.kv}" if rec.row
+                                                  else f"none ({rec.why})"))
         lines.append("    variants: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v))
         for gpu, g in m.gpu_recs.items():
-            lines.append(f"    {gpu}: " + (f"{g.row.tier} + KV {g.row.kv}" if g.row else "nothing passes and fits"))
+            lines.append(f"    {gpu}: " + (f"{g.row.facts.tier} + KV {g.row.facts.kv}" if g.row
+                                           else "nothing passes and fits"))
     return lines
 
 
 def exit_if_failed(rows: list[Row]) -> None:
-    failed = [r for r in rows if r.status == "failed"]
+    failed = [r.facts for r in rows if r.facts.status == "failed"]
     if failed:
         print(f"qtier: {len(failed)} variant(s) failed: "
               + ", ".join(f"{r.model}/{r.variant} ({r.reason})" for r in failed), file=sys.stderr)
@@ -260,9 +234,9 @@ def exit_if_failed(rows: list[Row]) -> None:
 @runner.stage_main("decide")
 def main(st: runner.Stage) -> None:
     params = st.params
-    rows = [build_row(params, *v) for v in params.variants()]
-    found = compare(params, rows)
-    decision.judge(rows, params.decision, params.eval.tasks)
+    measured = [build_row(params, *v) for v in params.variants()]
+    found = compare(params, measured)
+    rows = decision.judge(measured, found.evidence, params.decision, params.eval.tasks)
     planned = plan_rows(params, rows)
     models = {name: model_report(params, rows, name, found, planned) for name in params.models}
     write(models, header(params, rows, planned))

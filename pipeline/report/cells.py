@@ -1,0 +1,85 @@
+"""Table cells and labels shared by the report's sections. Pure."""
+from __future__ import annotations
+
+from pipeline.domain.metrics import split_id
+from pipeline.schema import Baseline
+from pipeline.scoring.decision import task_verdicts
+from pipeline.scoring.rows import Row
+
+
+METRIC_LABELS = {"bleu": "BLEU", "chrf": "chrF", "rouge1": "ROUGE-1", "rouge2": "ROUGE-2",
+                 "rougeL": "ROUGE-L", "acc": "Accuracy", "macro_f1": "Macro-F1"}
+MARK = {"pass": "pass", "fail": "**FAIL**", "inconclusive": "inconclusive"}
+
+
+def label(mid: str, with_task: bool = True) -> str:
+    """`translation BLEU` for `translation/bleu` (just `BLEU` without the task)."""
+    task, metric = split_id(mid)
+    name = METRIC_LABELS.get(metric, metric)
+    return f"{task} {name}" if with_task and task else name
+
+
+def task_of(mid: str) -> str:
+    task, _ = split_id(mid)
+    return task
+
+
+def tasks_of(rows: list[Row]) -> list[str]:
+    """Task names in the order the rows report their metrics."""
+    return list(dict.fromkeys(task_of(mid) for r in rows for mid in r.facts.metrics))
+
+
+def shown_metrics(rows: list[Row], task: str) -> list[str]:
+    """A task's metric ids for its table: the gated ones (with a verdict somewhere), else all."""
+    mids = list(dict.fromkeys(mid for r in rows for mid in r.facts.metrics if task_of(mid) == task))
+    gated = [mid for mid in mids if any(mid in r.judgement.verdicts for r in rows)]
+    return gated or mids
+
+
+def is_baseline(r: Row, baseline: Baseline | None) -> bool:
+    return baseline is not None and (r.facts.tier, r.facts.kv) == (baseline.tier, baseline.kv)
+
+
+def task_cell(r: Row, task: str, is_base: bool) -> str:
+    if r.facts.status != "ok":
+        return "–"
+    if not any(task_of(mid) == task for mid in r.facts.metrics):
+        return "not measured"
+    if is_base:
+        return "baseline"
+    verdict = task_verdicts(r.judgement.verdicts).get(task)
+    return MARK.get(verdict, verdict) if verdict else "not gated"
+
+
+def metric_cell(r: Row, metric: str, is_base: bool) -> str:
+    f = r.facts
+    if f.status != "ok":
+        return "–"
+    if metric not in f.metrics:
+        return "not measured"
+    value = f"{f.metrics[metric]:.1f}"
+    if is_base:
+        return f"{value} (baseline)"
+    iv = r.evidence.intervals.get(metric)
+    delta = r.evidence.deltas.get(metric)
+    d = "n/a" if delta is None else f"{delta:+.1f}"
+    if iv is not None:
+        d += f" [{iv.lo:+.1f}, {iv.hi:+.1f}]"
+    verdict = r.judgement.verdicts.get(metric)
+    return f"{value} ({d}, {MARK[verdict.verdict]})" if verdict else f"{value} ({d})"
+
+
+def status_cell(r: Row) -> str:
+    f = r.facts
+    if f.status == "ok":
+        return MARK.get(r.judgement.overall, r.judgement.overall)
+    name = "unsupported here" if f.status == "unsupported" else f.status
+    return f"{name}: {f.reason}" if f.reason else name
+
+
+def md_row(cells: list[str]) -> str:
+    return "| " + " | ".join(str(c).replace("|", "/").replace("\n", " ") for c in cells) + " |"
+
+
+def ci(lo_hi: list[float], fmt: str) -> str:
+    return f"[{format(lo_hi[0], fmt)}, {format(lo_hi[1], fmt)}]"

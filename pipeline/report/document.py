@@ -1,0 +1,61 @@
+"""What the report is made of: the run's header and one model's section. Built by
+pipeline/stages/decide.py, rendered by pipeline/report/markdown.py and exports.py."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pipeline.schema import Baseline, Bootstrap, Memory, TargetGpu
+from pipeline.scoring.analysis import KvLength, Regression
+from pipeline.scoring.decision import Recommendation
+from pipeline.scoring.rows import Row
+from pipeline.scoring.planner import Plan
+from pipeline.scoring.stats import Flips
+
+
+@dataclass(frozen=True)
+class Header:
+    """What the report says about the run as a whole."""
+    generated: str                   # UTC time stamp
+    kv_scales: dict[str, str]        # KV mode with a quantized cache -> its k/v scale ("1.0", "calibrated")
+    baseline: Baseline
+    bootstrap: Bootstrap
+    budget: Memory                   # params memory.*: the planner's budget
+    gpus: dict[str, TargetGpu]
+    hardware_docs: str               # vLLM docs version of the hardware table
+    versions: dict[str, str] = field(default_factory=dict)   # evaluate's packages, as a result recorded them
+
+
+@dataclass(frozen=True)
+class KvPair:
+    """An fp8 KV mode with calibrated k/v scales and the uncalibrated mode of the same cache dtype."""
+    uncalibrated: str
+    scale: float                     # the uncalibrated mode's k/v scale (kv_modes.<mode>.scale)
+    calibrated: str
+
+
+@dataclass(frozen=True)
+class PlotSpec:
+    """results/<path>: quality delta against weight memory, a dashed line at each gated metric's allowed drop."""
+    path: str
+    title: str
+    metrics: list[str]
+    limits: dict[str, float]
+    model_dtype_kv: list[str]        # KV modes that store the cache in the model's dtype (round markers)
+
+
+@dataclass
+class ModelReport:
+    name: str
+    source: str
+    rows: list[Row]
+    recommendation: Recommendation
+    num_samples: dict[str, int]
+    flips: dict[str, dict[str, Flips]] = field(default_factory=dict)          # variant -> task -> flips
+    regressions: dict[str, dict[str, list[Regression]]] = field(default_factory=dict)  # variant -> task -> worst
+    regression_links: dict[str, str] = field(default_factory=dict)           # variant -> link
+    kv_length: list[KvLength] = field(default_factory=list)
+    plans: dict[str, dict[str, Plan]] = field(default_factory=dict)          # variant -> GPU name -> plan
+    gpu_recs: dict[str, Recommendation] = field(default_factory=dict)        # GPU name -> recommendation
+    plot: PlotSpec | None = None
+    kv_pairs: list[KvPair] = field(default_factory=list)
+    min_speed_vs_baseline: float | None = None   # decision.min_speed_vs_baseline: the load figures' speed floor

@@ -1,0 +1,77 @@
+"""The decision as data: results/decision.json and the DVC metrics file. Pure."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from pipeline.domain.memory import mib
+from pipeline.report import provenance
+from pipeline.report.cells import is_baseline
+from pipeline.report.document import Header, ModelReport
+from pipeline.report.serving import load_note
+from pipeline.scoring.decision import Recommendation, task_verdicts
+from pipeline.scoring.rows import Row
+
+
+def dvc_metrics(rows: list[Row]) -> dict:
+    out = {}
+    for r in rows:
+        f, overall = r.facts, r.judgement.overall
+        if f.status != "ok":
+            continue
+        entry: dict[str, Any] = {k: round(v, 3) for k, v in f.metrics.items()}
+        entry.update({f"delta_{k}": round(v, 3) for k, v in r.evidence.deltas.items()})
+        entry["weight_mib"] = round(mib(f.weight_bytes), 2) if f.weight_bytes else None
+        entry["gen_tokens_per_s"] = f.tokens_per_s
+        fid = f.fidelity or {}
+        if fid.get("status") == "ok":
+            entry.update(fidelity_kl_mean=fid["kl_mean"], fidelity_kl_p99=fid["kl_p99"],
+                         fidelity_top1_agreement=fid["top1_agreement"])
+        if overall != "baseline":
+            entry["passes"] = int(overall == "pass")     # numeric, so `dvc exp show` can sort on it
+        out[r.variant] = entry
+    return out
+
+
+def row_json(r: Row, m: ModelReport, base: Row | None) -> dict:
+    f, e, j = r.facts, r.evidence, r.judgement
+    return {"model": f.model, "tier": f.tier, "kv": f.kv, "status": f.status, "reason": f.reason,
+            "backend": f.backend, "compute_dtype": f.compute_dtype, "metrics": f.metrics,
+            "higher_is_better": f.higher_is_better, "deltas": e.deltas,
+            "intervals": {k: v.as_dict() for k, v in e.intervals.items()},
+            "verdicts": {k: {"verdict": v.verdict, "why": v.why} for k, v in j.verdicts.items()},
+            "task_verdicts": task_verdicts(j.verdicts), "overall": j.overall, "weight_bytes": f.weight_bytes,
+            "kv_bytes_per_token": f.kv_bytes_per_token, "gen_tokens_per_s": f.tokens_per_s, "scheme": f.scheme,
+            "hardware": f.hardware, "serving": f.serving, "load": f.throughput,
+            "load_note": load_note(r, base, m.min_speed_vs_baseline),
+            "flips": {t: dataclasses.asdict(x) for t, x in m.flips.get(r.variant, {}).items()},
+            "plans": {g: dataclasses.asdict(p) for g, p in m.plans.get(r.variant, {}).items()},
+            "power": {k: p.as_dict() for k, p in e.power.items()}, "fidelity": f.fidelity,
+            "measured_on": f.measured_on}
+
+
+def recommended_json(rec: Recommendation, with_why: bool = True) -> dict | None:
+    if rec.row is None:
+        return None
+    found = {"tier": rec.row.facts.tier, "kv": rec.row.facts.kv, "why": rec.why, "command": rec.command}
+    if not with_why:
+        del found["why"]
+    return found
+
+
+def decision_json(models: dict[str, ModelReport], header: Header) -> dict:
+    def base_of(m: ModelReport) -> Row | None:
+        return next((b for b in m.rows if is_baseline(b, header.baseline)), None)
+
+    rows = [r for m in models.values() for r in m.rows]
+    return {
+        "generated": header.generated, "versions": header.versions,
+        "machines": {key: desc for desc, key in provenance.machines(rows).items()},
+        "engines": provenance.engines_of(rows),
+        "baseline": dataclasses.asdict(header.baseline),
+        "bootstrap": dataclasses.asdict(header.bootstrap), "budget": dataclasses.asdict(header.budget),
+        "recommended": {n: recommended_json(m.recommendation) for n, m in models.items()},
+        "per_gpu": {n: {g: recommended_json(rec, with_why=False) for g, rec in m.gpu_recs.items()}
+                    for n, m in models.items()},
+        "rows": [row_json(r, m, base_of(m)) for m in models.values() for r in m.rows],
+    }

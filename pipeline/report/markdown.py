@@ -1,0 +1,65 @@
+"""The decision as markdown: results/decision.md, read top-down. Pure: a header and one section per
+model in, text out.
+
+  1. per model: the recommendation and why in three lines, and one compact row per variant
+  2. the run: baseline, intervals, where the results were measured, versions
+  3. per model, the details: how each variant ran, quality by task, why each verdict, power,
+     fidelity, KV scales, serving, per target GPU, memory bill, KV by input length
+  4. how to read it
+"""
+from __future__ import annotations
+
+from pipeline.report import fidelity, gpus, provenance, quality, serving, summary, verdicts
+from pipeline.report.document import Header, ModelReport
+from pipeline.report.notes import notes
+from pipeline.scoring.rows import Row
+
+
+def run_lines(header: Header, rows: list[Row]) -> list[str]:
+    base, b = header.baseline, header.bootstrap
+    return ["## The run", "",
+            f"Generated {header.generated} by stage decide. Baseline: tier `{base.tier}` with KV cache `{base.kv}`. "
+            f"Intervals: {b.confidence:.0%} paired bootstrap, {b.resamples} resamples, seed {b.seed}.", ""
+            ] + provenance.header_lines(rows, header.versions)
+
+
+def details(m: ModelReport, header: Header) -> list[str]:
+    base, budget = header.baseline, header.budget
+    lines = [f"## {m.name}: details", "", f"Source: `{m.source}`. Samples per task: "
+             + ", ".join(f"{t} {n}" for t, n in m.num_samples.items()) + ".", ""]
+    lines += ["### How each variant ran", ""] + quality.variants_table(m)
+    lines += ["### Quality by task", ""] + quality.task_tables(m, base)
+    lines += verdicts.why_lines(m, base, header.bootstrap.confidence) + verdicts.power_lines(m, base)
+    lines += fidelity.fidelity_lines(m)
+    lines += fidelity.kv_scale_lines(m, base)
+    lines += serving.serving_lines(m, base)
+    if m.plot:
+        lines += [f"![quality delta vs weight memory]({m.plot.path})", ""]
+    lines += [f"### Per target GPU (max_model_len {budget.max_model_len}, gpu_memory_utilization "
+              f"{budget.gpu_memory_utilization}, block size {budget.block_size})", ""]
+    lines += gpus.gpu_lines(m) + [""]
+    lines += ["### Which GPUs can serve each tier (vLLM docs v" + header.hardware_docs + ")", ""]
+    lines += gpus.hardware_table(m, header.gpus) + [""]
+    lines += ["### Memory bill", "",
+              f"available KV = memory x utilization - weights - {budget.activation_peak_gib} GiB activations "
+              f"- {budget.non_torch_overhead_gib} GiB non-torch; roofline at context "
+              f"{budget.max_model_len // 2} for one sequence.", ""]
+    lines += gpus.planner_table(m, header.gpus) + [""]
+    lines += ["### KV-cache quantization by input length", ""] + fidelity.kv_length_lines(m) + [""]
+    return lines
+
+
+def render(models: dict[str, ModelReport], header: Header) -> str:
+    rows = [r for m in models.values() for r in m.rows]
+    machines = provenance.machines(rows)
+    lines = ["# qtier decision", ""]
+    for m in models.values():
+        if len(models) > 1:
+            lines += [f"## {m.name}", ""]
+        lines += summary.recommendation_lines(m)
+        lines += summary.verdict_table(m, header.baseline, provenance.speed_header(rows), machines)
+    lines += run_lines(header, rows)
+    for m in models.values():
+        lines += details(m, header)
+    lines += ["## How to read this", ""] + [f"- {n}" for n in notes(header)] + [""]
+    return "\n".join(lines)

@@ -1,0 +1,50 @@
+"""How to read the report: the notes at its end, worded from the run's own settings. Pure."""
+from __future__ import annotations
+
+from pipeline.report.document import Header
+
+
+def notes(header: Header) -> list[str]:
+    conf = f"{header.bootstrap.confidence:.0%}"
+    scales = ", ".join(f"`{mode}` {scale}" for mode, scale in header.kv_scales.items()) or "no quantized KV mode"
+    return [
+        "Metrics are named `<task>/<metric>` (a task is an entry of `eval.tasks`): each task is scored, "
+        "compared and judged on its own. The first table gives each task's verdict and the deltas that decided it; "
+        "*Quality by task* gives each task's gated metrics (those with a tolerance; every metric is in "
+        "`decision.json`), *Why each verdict* the interval each verdict rests on.",
+        f"Metric cells read `score (delta [{conf} CI], verdict)`, all on a 0-100 scale. BLEU/chrF: sacrebleu corpus "
+        "scores, intervals by sacrebleu-style paired bootstrap; ROUGE-L: rouge-score F-measure with stemming, mean "
+        "over samples; Accuracy: log-likelihood choice over the label set; ROUGE/accuracy intervals resample "
+        "per-sample scores. Same samples, same seed for every variant.",
+        "Non-inferiority: a metric *passes* when the interval's lower bound is at or above -tolerance, *fails* "
+        "when its upper bound is below -tolerance, and is *inconclusive* otherwise - or when the baseline scores "
+        "below `decision.min_baseline` (the model cannot do the task, so differences mean nothing). A variant "
+        "passes when every metric the model can do passes. An inconclusive metric says how many samples would "
+        "settle it if the observed effect held (the interval narrows as 1/sqrt(n)).",
+        "Power (its table): for each metric with a tolerance, SD is the standard deviation of "
+        "the paired per-sample differences (BLEU/chrF: sentence chrF stands in, so for BLEU a rough guide), n the "
+        "samples compared, MDD = "
+        "(z(1-a) + z(0.8)) x SD / sqrt(n) the smallest tolerance this n shows non-inferiority for with 80% power "
+        "when the tier is truly unchanged, and n80 = ceil(((z(1-a) + z(0.8)) x SD / tolerance)^2) the samples "
+        "that give 80% power at the configured tolerance; a = (1 - confidence) / 2, one side of the verdict's "
+        "interval. `python -m pipeline.config` prints the same figures for the next run's sample sizes.",
+        "Recommendation: the passing variant with the least memory (weights, then KV bytes per token); when no "
+        "variant passes, the baseline itself, since only it is known to be as good as the baseline. Per GPU, "
+        "only variants that GPU can run and that fit its memory are candidates.",
+        "Quality comes from the engine in the Backend column of *How each variant ran*, computing at the "
+        "activation dtype in its Compute column: every variant of a model on one backend runs at one dtype, "
+        "baseline included (vLLM on CPU: bfloat16; on a GPU: the model's dtype), and a row is compared only "
+        "with the baseline of the same "
+        "backend and compute dtype. On the reference backend (transformers) every tier computes "
+        "in one dtype (Compute: on a CPU bfloat16 where the CPU has native bfloat16, else float32; on a GPU the "
+        "model's dtype): quantized weights are decompressed into it, W8A8 activations are "
+        "fake-quantized per token, bitsandbytes tiers run bitsandbytes' own kernels, and the fp8 KV cache is "
+        f"*simulated* by rounding K/V through float8_e4m3 with each KV mode's k/v scale ({scales}; 1.0 is vLLM's "
+        "default without calibrated scales).",
+        "Gen tok/s is batched greedy generation on the device each result was measured on (the column head "
+        "names it when every row shares one; *Measured on* names the machine): on a CPU it does not rank quantized "
+        "GPU kernels. "
+        "Weights are the checkpoint's weight files (bitsandbytes: the packed tensors after load-time "
+        "quantization, float tensors counted in the serving dtype). KV bytes/token = 2 x layers x KV heads x "
+        "head dim x bytes of the KV dtype as vLLM stores it (auto = model dtype).",
+    ]

@@ -1,0 +1,26 @@
+"""results/regressions/<model>-<variant>.md: the samples that got worse most. Pure."""
+from __future__ import annotations
+
+from pipeline.schema import Baseline
+from pipeline.scoring.analysis import Regression
+
+
+def regressions_md(model: str, variant: str, baseline: Baseline, per_task: dict[str, list[Regression]]) -> str:
+    lines = [f"# Largest regressions: {model} {variant} vs {baseline.tier}-{baseline.kv}", ""]
+    for task, regs in per_task.items():
+        lines += [f"## {task}", ""]
+        if not regs:
+            lines += ["No sample got worse.", ""]
+            continue
+        for g in regs:
+            inp = "; ".join(f"{k}: {v}" for k, v in g.base["input"].items() if k != "reference")
+            lines += [f"### doc {g.doc_id} (drop {g.drop:.2f})", "", f"- **input**: {inp}",
+                      f"- **reference**: {g.base.get('target')}"]
+            if "logliks" in g.base:
+                ch = g.base["choices"]
+                lines += [f"- **baseline**: {ch[g.base['pred']]} (log-likelihoods {g.base['logliks']})",
+                          f"- **{variant}**: {ch[g.tier['pred']]} (log-likelihoods {g.tier['logliks']})"]
+            else:
+                lines += [f"- **baseline**: {g.base['output']}", f"- **{variant}**: {g.tier['output']}"]
+            lines.append("")
+    return "\n".join(lines)

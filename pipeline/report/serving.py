@@ -1,0 +1,96 @@
+"""What the serving engine reported: engine facts, the load test, the service level and the speed floor. Pure."""
+from __future__ import annotations
+
+from pipeline import paths
+from pipeline.report.cells import is_baseline, md_row, status_cell
+from pipeline.report.document import ModelReport
+from pipeline.schema import Baseline
+from pipeline.scoring.rows import Row
+
+
+def decode_speed(r: Row) -> float | None:
+    """A row's single-stream decode tokens/s as evaluate recorded it (c=1 bench TPOT, else the probe)."""
+    tp = r.facts.throughput or {}
+    return (tp.get("roofline") or {}).get("decode_tokens_per_s") or tp.get("decode_probe_tokens_per_s")
+
+
+def load_note(r: Row, base: Row | None, ratio: float | None) -> str | None:
+    """Why a row's load figures do not count here: skipped at evaluate time (serving.vllm.budget.
+    min_decode_tok_s, or a decode probe out of time), or below `ratio` (decision.min_speed_vs_baseline;
+    None: no floor) x the baseline's decode speed - a ratio evaluate@<variant> cannot apply, as it does
+    not depend on the baseline's run."""
+    tp = r.facts.throughput or {}
+    speed, base_speed = decode_speed(r), decode_speed(base) if base is not None and base is not r else None
+    slow = None
+    if ratio and speed is not None and base_speed and speed < ratio * base_speed:
+        slow = (f"too slow here: {speed:.1f} tok/s vs {base_speed:.1f} for the baseline "
+                f"(below {ratio:g}x, decision.min_speed_vs_baseline)")
+    why = tp.get("skipped") or tp.get("cut")
+    return "; ".join(x for x in (slow, why) if x) or None
+
+
+def slo_cells(r: Row) -> list[str]:
+    """SLO, highest concurrency meeting it, goodput there, probes; decode tok/s and roofline share."""
+    tp = r.facts.throughput or {}
+    s = tp.get("slo")
+    if s:
+        slo = s["slo"]
+        best = s.get("max_concurrency_meeting_slo")
+        good = s.get("goodput_at_that_concurrency")
+        cells = [f"p{slo['percentile']:g} TTFT <= {slo['ttft_ms']:g} ms, TPOT <= {slo['tpot_ms']:g} ms",
+                 str(best) if best else "none (not even 1)", f"{good:.2f}" if good is not None else "–",
+                 f"{len(s.get('probes', []))} ({s.get('stopped', '')})"]
+    else:
+        cells = ["–", "–", "–", "–"]
+    roof = tp.get("roofline") or {}
+    speed = decode_speed(r)
+    cells.append(f"{speed:.1f}" if speed is not None else "–")
+    if "fraction" in roof:
+        cells.append(f"{roof['fraction']:.0%} of {roof['roofline_tokens_per_s']:,.0f} tok/s")
+    else:
+        cells.append(roof.get("unknown", "bandwidth unknown (serving.bandwidth_gbps)"))
+    return cells
+
+
+def serving_lines(m: ModelReport, baseline: Baseline | None = None) -> list[str]:
+    """Engine facts and load figures for rows served by vLLM."""
+    served = [r for r in m.rows if r.facts.backend == "vllm"]
+    if not served:
+        return []
+    lines = ["### Served by vLLM", "",
+             md_row(["Variant", "Status", "Startup (s)", "Engine quantization / KV dtype", "KV cache (engine)",
+                     "KV cache (formula)", "Max concurrency", "Server log"]), "|---|---|---|---|---|---|---|---|"]
+    for r in served:
+        s = r.facts.serving or {}
+        eng = s.get("engine", {})
+        formula = r.facts.kv_formula
+        lines.append(md_row([r.variant, status_cell(r) if r.facts.status != "ok" else "ok", s.get("startup_s", "–"),
+                             f"{eng.get('quantization', '–')} / {eng.get('kv_cache_dtype', '–')}",
+                             f"{s['kv_cache_tokens']:,} tokens" if s.get("kv_cache_tokens") else "–",
+                             formula or "–",
+                             f"{s['max_concurrency']:.2f}x at {s.get('max_model_len')}" if s.get("max_concurrency")
+                             else "–", paths.server_log(r.facts.model, r.variant)]))
+    bench = [(r, c, f) for r in served if r.facts.status == "ok"
+             for c, f in (r.facts.throughput.get("bench") or {}).items()]
+    if bench:
+        lines += ["", "Load (`vllm bench serve`, random prompts):", "",
+                  md_row(["Variant", "Concurrency", "TTFT p50/p99 (ms)", "TPOT p50/p99 (ms)", "ITL p50/p99 (ms)",
+                          "Output tok/s", "Requests/s"]), "|---|---|---|---|---|---|---|"]
+        for r, c, f in bench:
+            lines.append(md_row([r.variant, c,
+                                 f"{f.get('median_ttft_ms', 0):.0f} / {f.get('p99_ttft_ms', 0):.0f}",
+                                 f"{f.get('median_tpot_ms', 0):.1f} / {f.get('p99_tpot_ms', 0):.1f}",
+                                 f"{f.get('median_itl_ms', 0):.1f} / {f.get('p99_itl_ms', 0):.1f}",
+                                 f"{f.get('output_throughput', 0):.1f}", f"{f.get('request_throughput', 0):.2f}"]))
+    base = next((r for r in m.rows if baseline and is_baseline(r, baseline)), None)
+    ok = [r for r in served if r.facts.status == "ok"]
+    if ok:
+        lines += ["", "Service level (`serving.slo`: highest `--max-concurrency` meeting it, by bisection; goodput "
+                  "= requests/s meeting it, vLLM's `--goodput`) and decode speed at concurrency 1 against the "
+                  "bandwidth roofline (`serving.bandwidth_gbps` / weight bytes):", "",
+                  md_row(["Variant", "SLO", "Max concurrency meeting it", "Goodput (req/s)", "Probes",
+                          "Decode tok/s (c=1)", "Share of roofline"]), "|---|---|---|---|---|---|---|"]
+        lines += [md_row([r.variant, *slo_cells(r)]) for r in ok]
+        notes = [(r, load_note(r, base, m.min_speed_vs_baseline)) for r in ok]
+        lines += [""] + [f"- {r.variant}: {n}" for r, n in notes if n]
+    return lines + [""]

@@ -1,0 +1,72 @@
+"""The top of the report: each model's recommendation and why in three lines, then one compact row
+per variant (verdict per task with the deltas that decided it, memory, speed, where it was
+measured). Pure."""
+from __future__ import annotations
+
+from pipeline.domain.memory import mib
+from pipeline.report.cells import MARK, is_baseline, label, md_row, status_cell, task_of, tasks_of
+from pipeline.report import provenance
+from pipeline.report.document import ModelReport
+from pipeline.schema import Baseline
+from pipeline.scoring.decision import FAIL, PASS, not_capable, overall
+from pipeline.scoring.rows import Row
+
+NOT_CAPABLE_CELL = "not capable"
+
+
+def recommendation_lines(m: ModelReport) -> list[str]:
+    """Three lines: what to ship, why, and the command."""
+    rec = m.recommendation
+    if rec.row is None:
+        return [f"**{m.name}: no tier can be recommended**: {rec.why}.", ""]
+    f = rec.row.facts
+    return [f"**Recommended: `{f.tier}` with KV cache `{f.kv}`** for {m.name}.  ",
+            f"Why: {rec.why}.  ",
+            f"Serve: `{rec.command}` (sized per target GPU under *Per target GPU*).", ""]
+
+
+def decided_cell(r: Row, task: str, base: Baseline | None) -> str:
+    """A task's verdict and the deltas of the metrics that decided it (`not capable`: the baseline
+    cannot do the task, so no metric of it counts)."""
+    f = r.facts
+    if f.status != "ok":
+        return "–"
+    if not any(task_of(mid) == task for mid in f.metrics):
+        return "not measured"
+    if is_baseline(r, base):
+        return "baseline"
+    mine = {mid: v for mid, v in r.judgement.verdicts.items() if task_of(mid) == task}
+    if not mine:
+        return "not gated"
+    verdict = overall(mine)
+    counted = {mid: v for mid, v in mine.items() if not not_capable(v)}
+    if not counted:
+        return NOT_CAPABLE_CELL
+    wanted = {FAIL: (FAIL,), PASS: (PASS,)}.get(verdict, ("inconclusive",))
+    deciding = [mid for mid, v in counted.items() if v.verdict in wanted]
+    deltas = r.evidence.deltas
+    parts = [f"{label(mid, with_task=False)} {deltas[mid]:+.1f}" if mid in deltas
+             else f"{label(mid, with_task=False)} n/a" for mid in deciding]
+    return f"{MARK[verdict]} " + ", ".join(parts)
+
+
+def verdict_table(m: ModelReport, base: Baseline | None, speed_header: str, machines: dict[str, str]) -> list[str]:
+    """One row per variant. `machines`: provenance.machines of the run (the header lists them);
+    `speed_header`: the generation speed column's name, naming where it was measured."""
+    names = tasks_of(m.rows)
+    head = (["Tier", "KV cache", "Verdict"] + names
+            + ["Weights (MiB)", "KV bytes/token", speed_header, "Measured on"])
+    lines = [md_row(head), "|" + "---|" * len(head)]
+    for r in m.rows:
+        f = r.facts
+        verdict = "baseline" if is_baseline(r, base) and f.status == "ok" else status_cell(r)
+        lines.append(md_row([f.tier, f.kv, verdict] + [decided_cell(r, t, base) for t in names]
+                            + [f"{mib(f.weight_bytes):.1f}" if f.weight_bytes else "–",
+                               f"{f.kv_bytes_per_token:,}" if f.kv_bytes_per_token else "–",
+                               f"{f.tokens_per_s:.1f}" if f.tokens_per_s else "–",
+                               provenance.row_cell(r, machines)]))
+    return lines + ["", "Task cells: the task's verdict and the deltas (variant - baseline, metric points) of the "
+                    f"metrics that decided it; *{NOT_CAPABLE_CELL}*: the baseline scores below "
+                    "`decision.min_baseline` on every gated metric of the task, so it judges no variant. "
+                    "The reasons are under *Why each verdict*; *Measured on* names a machine listed under "
+                    "*The run*.", ""]

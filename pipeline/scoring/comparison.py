@@ -1,0 +1,79 @@
+"""Every ok row against its baseline, sample by sample: each row's Evidence (deltas, intervals,
+power), and the classification flips, largest regressions and KV sensitivity by input length that
+the report shows beside them. Pure: rows and their per-sample logs in, numbers out.
+
+Samples are the JSONL records evaluate writes per task (tasks.sample_row), keyed by the row's Key.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pipeline.domain.metrics import split_id
+from pipeline.schema import Decision, Tolerance
+from pipeline.scoring import analysis, decision
+from pipeline.scoring.analysis import KvLength, Regression
+from pipeline.scoring.rows import Evidence, Key, Measured
+from pipeline.scoring.stats import Flips
+
+Samples = dict[str, list[dict]]              # task -> sample rows
+
+
+@dataclass
+class Comparison:
+    evidence: dict[Key, Evidence] = field(default_factory=dict)
+    flips: dict[str, dict[str, dict[str, Flips]]] = field(default_factory=dict)        # model -> variant -> task
+    regressions: dict[str, dict[str, dict[str, list[Regression]]]] = field(default_factory=dict)  # same keys
+    kv_length: list[KvLength] = field(default_factory=list)
+
+
+def task_metrics(r: Measured, task: str) -> dict[str, str]:
+    """The task's own metric name -> its id `<task>/<metric>`, for the metrics the row reports."""
+    found = {}
+    for mid in r.metrics:
+        t, metric = split_id(mid)
+        if t == task:
+            found[metric] = mid
+    return found
+
+
+def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision,
+            tolerance: Callable[[str], Tolerance | None]) -> Comparison:
+    """`samples`: every ok row's; `tolerance`: a metric id's tolerance (params.gate), None if not gated."""
+    bases = decision.baselines(rows, rule)
+    by_backend = {(r.model, r.tier, r.kv, r.backend): r for r in rows}
+    found = Comparison()
+    for r in rows:
+        base = bases.get(decision.comparable(r))
+        if r.status != "ok" or base is None or base is r:
+            continue
+        mine, theirs = samples[r.key], samples[base.key]
+        intervals, power, regress = {}, {}, {}
+        for task, task_rows in mine.items():
+            if task not in theirs:
+                continue
+            pairs = analysis.align(theirs[task], task_rows)
+            reported = task_metrics(r, task)
+            limits = {m: decision.allowed_drop(tol, base.metrics[mid]) for m, mid in reported.items()
+                      if (tol := tolerance(mid)) is not None and mid in base.metrics}
+            hib = {m: r.higher_is_better.get(mid, True) for m, mid in reported.items()}
+            ivs = analysis.intervals(list(reported), pairs, rule.bootstrap)
+            intervals.update({reported[m]: iv for m, iv in ivs.items()})
+            pws = analysis.powers(list(reported), pairs, limits, rule.bootstrap.confidence, hib)
+            power.update({reported[m]: p for m, p in pws.items()})
+            if "logliks" in task_rows[0]:
+                found.flips.setdefault(r.model, {}).setdefault(r.variant, {})[task] = analysis.flips(pairs)
+            regress[task] = analysis.largest_regressions(pairs, rule.regressions_per_task)
+        found.evidence[r.key] = Evidence(decision.deltas(r, base), intervals, power)
+        found.regressions.setdefault(r.model, {})[r.variant] = regress
+        ref = by_backend.get((r.model, r.tier, rule.baseline.kv, r.backend))
+        if r.kv != rule.baseline.kv and ref is not None and ref.status == "ok" and ref.compute_dtype == r.compute_dtype:
+            found.kv_length += kv_length(r, ref, mine, samples[ref.key], rule.length_buckets)
+    return found
+
+
+def kv_length(r: Measured, ref: Measured, mine: Samples, ref_samples: Samples, edges: list[int]) -> list[KvLength]:
+    """Score delta by prompt length of a KV-quantized row against the same tier with the baseline's KV."""
+    return [KvLength(r.model, r.variant, ref.variant, task, analysis.by_length(analysis.align(ref_samples[task], rows),
+                                                                              edges))
+            for task, rows in mine.items() if task in ref_samples]

@@ -1,0 +1,118 @@
+"""One variant's row, in three hand-offs made by three steps of stage decide. Pure data.
+
+  Measured   what was measured: evaluate's result.json and the serving checkpoint's record, as
+             written (decide.build_row); nothing in it depends on another variant
+  Evidence   the paired comparison with the row's baseline: deltas, intervals, power (comparison.compare)
+  Judgement  the verdicts the decision rule gives that evidence (decision.judge)
+
+A Row holds the three; the report reads rows, the rule never reads what only the report shows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.scoring.power import Power
+from pipeline.scoring.stats import Interval
+
+Key = tuple[str, str, str]          # (model, tier, kv)
+
+
+@dataclass(frozen=True)
+class Measured:
+    model: str
+    tier: str
+    kv: str
+    status: str                                       # ok | failed | unsupported
+    reason: str | None = None
+    backend: str | None = None
+    compute_dtype: str | None = None                  # activation dtype the backend ran at
+    scheme: str = ""                                  # the tier's label, or its method
+    hardware: str = "fp16"                            # vLLM kernel family (pipeline/data/vllm_hardware.yaml)
+    metrics: dict[str, float] = field(default_factory=dict)            # `<task>/<metric>` -> score
+    higher_is_better: dict[str, bool] = field(default_factory=dict)    # same keys, from the task YAMLs
+    weight_bytes: int | None = None
+    kv_bytes_per_token: int | None = None
+    tokens_per_s: float | None = None                 # batched greedy generation where it was measured
+    serve_path: str | None = None                     # what `vllm serve` is pointed at (the serving record)
+    num_samples: dict[str, int] = field(default_factory=dict)          # task -> samples evaluated
+    versions: dict[str, str] = field(default_factory=dict)             # package -> version (evaluate's env)
+    measured_on: dict[str, Any] | None = None         # result.json "measured_on"; None: not recorded
+    # evaluate's records, passed through as written (their keys depend on the backend); serving is None
+    # when the variant left no result
+    serving: dict[str, Any] | None = None
+    throughput: dict[str, Any] = field(default_factory=dict)
+    kv_formula: str | None = None                     # the planner's KV formula beside the engine's figure
+    fidelity: dict[str, Any] | None = None            # next-token KL / top-1 agreement vs the baseline
+
+    @property
+    def key(self) -> Key:
+        return (self.model, self.tier, self.kv)
+
+    @property
+    def variant(self) -> str:
+        return f"{self.tier}-{self.kv}"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    deltas: dict[str, float] = field(default_factory=dict)         # metric -> tier - baseline
+    intervals: dict[str, Interval] = field(default_factory=dict)   # metric -> paired bootstrap interval
+    power: dict[str, Power] = field(default_factory=dict)          # gated metric -> power at this n
+
+
+@dataclass(frozen=True)
+class Settle:
+    """How many samples would settle an inconclusive verdict if the observed effect held."""
+    samples: int | None              # None: the estimate sits on the tolerance
+    outcome: str                     # pass | fail
+
+    def text(self) -> str:
+        if self.samples is None:
+            return "the estimate sits on the tolerance, so no sample size settles it"
+        return f"at this effect size about {self.samples:,} samples would be needed to {self.outcome}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One metric's verdict. With an interval: its bounds oriented so that a drop is negative, the
+    allowed drop and n; without one, `note` says why there is no verdict on the evidence."""
+    verdict: str                     # pass | fail | inconclusive
+    note: str | None = None
+    lo: float | None = None
+    hi: float | None = None
+    n: int | None = None
+    limit: float | None = None
+    settle: Settle | None = None
+    confidence: float = 0.95         # of the interval (decision.bootstrap.confidence)
+
+    @property
+    def why(self) -> str:
+        """The one-line reason, as decision.json records it."""
+        if self.note is not None:
+            return self.note
+        ci = f"{self.confidence:.0%} CI [{self.lo:+.2f}, {self.hi:+.2f}] (n={self.n})"
+        relation = {"pass": "lies above", "fail": "lies below"}.get(self.verdict, "straddles")
+        text = f"{ci} {relation} -{self.limit:.2f}"
+        return f"{text}; {self.settle.text()}" if self.settle is not None else text
+
+
+@dataclass(frozen=True)
+class Judgement:
+    overall: str                                      # pass | fail | inconclusive | baseline | failed | unsupported
+    verdicts: dict[str, Verdict] = field(default_factory=dict)     # gated metric -> verdict
+
+
+@dataclass(frozen=True)
+class Row:
+    facts: Measured
+    evidence: Evidence
+    judgement: Judgement
+
+    @property
+    def key(self) -> Key:
+        return self.facts.key
+
+    @property
+    def variant(self) -> str:
+        return self.facts.variant
