@@ -160,17 +160,23 @@ def test_calibration_file_too_short(project, capsys):
     rejects(project, capsys, set_in("calibration.num_samples", 10_000), "calibration.num_samples: 10000 requested")
 
 
+# model tier: indexes lm-eval's task registry (seconds of YAML parsing per index)
+@pytest.mark.model
 def test_unknown_lm_eval_task_names_the_key(project, capsys):
     rejects(project, capsys, set_in("eval.tasks.arc", {"lm_eval": "arc_eazy", "limit": 10}),
             "eval.tasks.arc.lm_eval: unknown lm-eval task 'arc_eazy' (did you mean 'arc_easy'?)")
 
 
+# model tier: indexes lm-eval's task registry (seconds of YAML parsing per index)
+@pytest.mark.model
 def test_registry_task_needing_the_hub_fails_fast_offline(project, capsys, monkeypatch):
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     rejects(project, capsys, set_in("eval.tasks.arc", {"lm_eval": "arc_easy", "limit": 10}),
             "eval.tasks.arc: task arc_easy needs its dataset from the Hub (allenai/ai2_arc); no network")
 
 
+# model tier: indexes lm-eval's task registry (seconds of YAML parsing per index)
+@pytest.mark.model
 def test_registry_task_with_local_data_passes_and_its_tolerances_are_checked(project, capsys):
     """An lm-eval task YAML of the user's own (include_path) reading a local JSONL needs no network."""
     folder = project / "my_tasks"

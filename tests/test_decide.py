@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from pipeline import io, paths
+from pipeline.domain import machine
 from pipeline.stages import decide
 
 HF = {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
@@ -42,6 +43,8 @@ def project(tmp_path, monkeypatch, root):
     p["decision"]["bootstrap"]["resamples"] = 200
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(p))
     monkeypatch.chdir(tmp_path)
+    # decision.md's header asks torch whether this machine has a GPU; the unit tier imports no torch
+    monkeypatch.setattr(machine, "accelerator_available", lambda: False)
     src = paths.source_dir("m")
     sizes = {"fp16": 4000, "int8": 2000, "int4-gptq": 1000}
     quality = {"fp16": lambda i: True, "int8": lambda i: True, "int4-gptq": lambda i: i % 4 != 0,

@@ -7,6 +7,8 @@ from pipeline.backends.base import TokenDists
 from pipeline.domain.fidelity_set import Baseline
 from pipeline.stages.evaluate import measure_fidelity
 
+pytestmark = pytest.mark.model
+
 LP = np.log(np.array([[0.7, 0.2], [0.5, 0.4]], np.float32))
 
 

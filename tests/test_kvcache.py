@@ -3,6 +3,8 @@ import torch
 
 from pipeline.backends import kvcache
 
+pytestmark = pytest.mark.model
+
 
 def test_fp8_round_is_idempotent_and_close():
     x = torch.randn(4, 3, 17, 64) * 3

@@ -1,4 +1,4 @@
-"""The whole DVC pipeline on a tiny random model made inside the test (slow: a few minutes)."""
+"""The whole DVC pipeline on a tiny random model made inside the test (e2e tier: a few minutes)."""
 from __future__ import annotations
 
 import json
@@ -15,7 +15,7 @@ import yaml
 
 from tests import tiny_model
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 COPY = ["dvc.yaml", "pipeline", "eval_sets", "recipes", "calibration"]
 
 

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from pipeline import errors, io, paths, schema
-from pipeline.backends import Unsupported, Variant, select
+from pipeline.backends import Unsupported, Variant
 from pipeline.backends.base import baseline_variant
+from pipeline.backends.selection import select
 from pipeline.domain import fidelity_set, tasks
 from pipeline.domain.metrics import metric_id
 from pipeline.scoring import fidelity

@@ -16,8 +16,9 @@ import sys
 import time
 
 from pipeline import errors, io, paths, schema
-from pipeline.backends import Unsupported, select
+from pipeline.backends import Unsupported
 from pipeline.backends.base import baseline_variant
+from pipeline.backends.selection import select
 from pipeline.domain import fidelity_set
 
 
