@@ -166,3 +166,35 @@ def test_fidelity_is_summarized_with_intervals_and_shown(project):
     assert "| int4-gptq-auto | 0.2000 [" in md and "| int8-auto | unavailable: another backend |" in md
     metrics = json.loads((project / "results/metrics.json").read_text())
     assert metrics["m"]["int4-gptq-auto"]["fidelity_kl_mean"] == pytest.approx(0.2)
+
+
+# SmolLM2-135M's attention: K and V per token = 2 x 30 layers x 3 KV heads x 64 dims = 11,520 elements
+SMOL_KV = {"num_hidden_layers": 30, "num_attention_heads": 9, "num_key_value_heads": 3, "head_dim": 64,
+           "hidden_size": 576}
+
+
+def test_engine_kv_check_applies_the_planners_formula_to_the_memory_vllm_reported():
+    # 0.5 GiB = 536,870,912 B; bf16: 23,040 B/token, a 16-token block 368,640 B -> 1,456 whole blocks
+    # (1,456 x 368,640 = 536,739,840) = 23,296 tokens, vs the 23,000 vLLM logged: +1.29%
+    serving = {"kv_cache_gib": 0.5, "kv_cache_tokens": 23_000, "engine": {"dtype": "torch.bfloat16"}}
+    assert decide.engine_kv_check(SMOL_KV, "auto", serving) == \
+        "23,296 tokens (+1.29%) from 0.5 GiB x 23,040 B/token"
+    # fp8: 11,520 B/token, 184,320 B a block -> 2,912 blocks = 46,592 tokens, exactly what was logged
+    serving["kv_cache_tokens"] = 46_592
+    assert decide.engine_kv_check(SMOL_KV, "fp8_e4m3", serving) == \
+        "46,592 tokens (+0.00%) from 0.5 GiB x 11,520 B/token"
+
+
+def test_engine_kv_check_needs_both_figures_from_the_engine_log():
+    assert decide.engine_kv_check(SMOL_KV, "auto", {}) is None
+    assert decide.engine_kv_check(SMOL_KV, "auto", {"kv_cache_gib": 0.5}) is None
+    assert decide.engine_kv_check(SMOL_KV, "auto", {"kv_cache_tokens": 100}) is None
+
+
+def test_engine_kv_check_reads_the_served_dtype_float16_when_unrecorded():
+    # float32 served: 46,080 B/token, 737,280 B a block -> 728 blocks (728 x 737,280 = 536,739,840) = 11,648
+    f32 = decide.engine_kv_check(SMOL_KV, "auto", {"kv_cache_gib": 0.5, "kv_cache_tokens": 11_648,
+                                                    "engine": {"dtype": "float32"}})
+    assert f32 == "11,648 tokens (+0.00%) from 0.5 GiB x 46,080 B/token"
+    unrecorded = decide.engine_kv_check(SMOL_KV, "auto", {"kv_cache_gib": 0.5, "kv_cache_tokens": 23_296})
+    assert unrecorded == "23,296 tokens (+0.00%) from 0.5 GiB x 23,040 B/token"

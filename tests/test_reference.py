@@ -51,3 +51,21 @@ def test_an_explicit_reference_dtype_wins_on_cpu(monkeypatch):
     monkeypatch.setattr(reference, "cpu_info", lambda: machine.cpu_info(AMD_BF16))
     place = reference.ReferenceBackend(Reference(dtype="float32"), Eval(tasks={})).placement(_Variant())
     assert place == compute.Placement("cpu", "float32")
+
+
+def test_serving_weight_bytes_counts_float_weights_at_the_serving_dtype_and_packed_ones_as_stored():
+    import torch
+
+    class Packed(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dense = torch.nn.Linear(4, 3)                      # 12 + 3 float32 parameters
+            self.packed = torch.nn.Parameter(torch.zeros(5, dtype=torch.int32), requires_grad=False)   # 20 B
+            self.zeros = torch.nn.Parameter(torch.zeros(7, dtype=torch.uint8), requires_grad=False)    # 7 B
+            self.tied = self.dense.weight                           # shared: counted once
+            self.register_buffer("scale", torch.ones(100))          # a buffer, not a weight
+
+    model = Packed()
+    assert reference.serving_weight_bytes(model, "bfloat16") == 15 * 2 + 20 + 7
+    assert reference.serving_weight_bytes(model, "float16") == 15 * 2 + 20 + 7
+    assert reference.serving_weight_bytes(model, "float32") == 15 * 4 + 20 + 7
