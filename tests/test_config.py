@@ -17,8 +17,10 @@ from pipeline import config, schema
 def test_shipped_params_parse(params_dict, root):
     p = schema.parse(params_dict)
     config.check(p, root)
-    assert list(p.models) == ["smollm2-135m"]
-    assert len(p.variants()) == len(p.tiers) * len(p.kv_modes) == 14
+    raw = params_dict
+    assert list(p.models) == list(raw["models"]) and list(p.tiers) == list(raw["tiers"])
+    # one variant per model x tier x KV mode of the file, in its order
+    assert p.variants() == [(m, t, k) for m in raw["models"] for t in raw["tiers"] for k in raw["kv_modes"]]
     assert p.tiers["int4-awq"].group_size == "auto"
 
 
