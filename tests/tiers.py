@@ -13,7 +13,6 @@ at module level, or the decorator on one test). `slow` is kept as the name of "m
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 HEAVY = ("model", "e2e")
 TIERS = ("unit", *HEAVY)
