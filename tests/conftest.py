@@ -1,3 +1,8 @@
+"""Shared fixtures, and the test tiers (tests/tiers.py): every test is `unit` unless marked `model` or
+`e2e`; `slow` is added to the latter so `-m "not slow"` still means the unit tier. A unit-only run
+(`pytest -m unit`) skips the heavy modules unread and makes `import torch` raise in this process and
+in every Python subprocess it starts, so a unit test that needs torch fails instead of passing."""
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -8,6 +13,38 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+from tests import tiers  # noqa: E402  (needs ROOT on sys.path)
+
+TORCHLESS = Path(__file__).resolve().parent / "torchless"
+
+
+def pytest_configure(config):
+    config.qtier_unit_only = tiers.unit_only(config.option.markexpr or "")
+    if not config.qtier_unit_only:
+        return
+    if "torch" in sys.modules:
+        raise pytest.UsageError("torch was imported before the unit tier started (a pytest plugin?): "
+                                "the unit tier cannot check that its tests import no torch")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TORCHLESS), os.environ.get("PYTHONPATH")]))
+    spec = importlib.util.spec_from_file_location("qtier_torchless", TORCHLESS / "sitecustomize.py")
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))     # installs the blocker here
+
+
+def pytest_ignore_collect(collection_path, config):
+    if getattr(config, "qtier_unit_only", False) and collection_path.suffix == ".py" \
+            and collection_path.name.startswith("test_"):
+        return bool(tiers.module_tiers(collection_path.read_text())) or None
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        heavy = {m.name for m in item.iter_markers() if m.name in tiers.HEAVY}
+        if any(m.name == "unit" for m in item.iter_markers()) and heavy:
+            raise pytest.UsageError(f"{item.nodeid}: marked unit and {', '.join(sorted(heavy))}")
+        item.add_marker("slow" if heavy else "unit")
 
 
 @pytest.fixture

@@ -1,49 +1,90 @@
 """Bad input costs seconds, not a GPU hour: every case is rejected by the check stage (which DVC runs
 before any other), with exit code 2 and one message naming the key / file / line, and nothing under
-results/ changes. tests/test_pipeline_e2e.py shows the same through `dvc repro` on a finished run."""
+results/ or artifacts/ changes: no check marker appears (the marker is what lets DVC run the stages
+after check), no earlier result is touched. A params error stops the stages that write results
+(decide, kvscales) the same way. tests/test_pipeline_e2e.py shows it through `dvc repro`."""
 import hashlib
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from pipeline.stages import check
+from pipeline import paths
+from pipeline.domain import machine
+from pipeline.stages import check, decide, kvscales
 
 SMOL = {"hidden_size": 576, "num_attention_heads": 9, "head_dim": 64, "intermediate_size": 1536,
         "num_hidden_layers": 30, "num_key_value_heads": 3}
 
 
-def tree_digest(folder: Path) -> dict:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+def tree_digest(project: Path) -> dict:
+    """Every file under results/ and artifacts/ with its bytes' digest."""
+    return {str(p.relative_to(project)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for folder in ("results", "artifacts") for p in sorted((project / folder).rglob("*")) if p.is_file()}
 
 
 @pytest.fixture
 def project(tmp_path, monkeypatch, root):
+    """The shipped params and files, and an earlier run's results and artifacts (no check marker: a
+    check that let bad params through would write one)."""
     for f in ("eval_sets", "recipes", "calibration"):
         shutil.copytree(root / f, tmp_path / f)
     shutil.copy(root / "params.yaml", tmp_path / "params.yaml")
     (tmp_path / "results" / "evals").mkdir(parents=True)
     (tmp_path / "results" / "decision.md").write_text("# an earlier decision\n")
     (tmp_path / "results" / "evals" / "r.json").write_text('{"kept": true}\n')
+    (tmp_path / "artifacts" / "smollm2-135m" / "source").mkdir(parents=True)
+    (tmp_path / "artifacts" / "smollm2-135m" / "source" / "config.json").write_text(json.dumps(SMOL))
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
 
-def rejects(project, capsys, mutate, expected: str):
+def write_params(project, mutate):
     params = yaml.safe_load((project / "params.yaml").read_text())
     mutate(params, project)
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    before = tree_digest(project / "results")
+
+
+def stopped(project, capsys, main, expected: str):
+    """main() exits 2 with the one line `expected`, and results/ and artifacts/ are byte-identical."""
+    before = tree_digest(project)
     with pytest.raises(SystemExit) as e:
-        check.main()
+        main()
     err = capsys.readouterr().err.strip()
     assert e.value.code == 2
     assert expected in err, err
     assert len(err.splitlines()) == 1
-    assert tree_digest(project / "results") == before
+    assert tree_digest(project) == before
+
+
+def rejects(project, capsys, mutate, expected: str):
+    write_params(project, mutate)
+    stopped(project, capsys, check.main, expected)
+
+
+def local_model(project):
+    """A local model folder (its config.json): check reads no GGUF, so a passing check takes no seconds."""
+    model = project / "models" / "smol"
+    model.mkdir(parents=True, exist_ok=True)
+    (model / "config.json").write_text(json.dumps(SMOL))
+
+    def mutate(p, _):
+        p["models"]["smollm2-135m"]["source"] = "local:models/smol"
+    return mutate
+
+
+def test_a_passing_check_writes_its_marker_and_nothing_else(project):
+    """The control of every case below: the same digest sees the one file a passing check writes."""
+    write_params(project, local_model(project))
+    before = tree_digest(project)
+    check.main()
+    after = tree_digest(project)
+    marker = str(paths.CHECKED)
+    assert set(after) - set(before) == {marker} and (project / marker).read_text() == check.MARKER_TEXT
+    assert {k: after[k] for k in before} == before
 
 
 def set_in(path: str, value):
@@ -100,6 +141,42 @@ def test_params_errors(project, capsys, case):
     rejects(project, capsys, mutate, expected)
 
 
+# Params errors that every stage's own schema check (schema.load_or_exit) rejects, not only check's
+SCHEMA_CASES = ["unknown key", "wrong type", "unknown method", "negative tolerance", "baseline not a tier"]
+WRITERS = {"decide": (["decide"], decide.main),
+           "kvscales": (["kvscales", "smollm2-135m", "int4-gptq"], kvscales.main)}
+
+
+@pytest.mark.parametrize("stage", list(WRITERS))
+@pytest.mark.parametrize("case", SCHEMA_CASES)
+def test_a_params_error_stops_a_stage_that_writes_before_it_writes(project, capsys, monkeypatch, stage, case):
+    argv, main = WRITERS[stage]
+    monkeypatch.setattr(sys, "argv", argv)
+    mutate, expected = CASES[case]
+    write_params(project, mutate)
+    stopped(project, capsys, main, expected)
+
+
+def test_with_good_params_decide_rewrites_the_earlier_decision(project, monkeypatch):
+    """The control of the decide cases: run, it writes (here: every row failed, no results yet)."""
+    monkeypatch.setattr(sys, "argv", ["decide"])
+    monkeypatch.setattr(machine, "accelerator_available", lambda: False)   # its header; the unit tier has no torch
+    before = tree_digest(project)
+    with pytest.raises(SystemExit) as e:
+        decide.main()
+    assert e.value.code == 1
+    assert (project / "results" / "decision.md").read_text() != "# an earlier decision\n"
+    assert tree_digest(project) != before
+
+
+def test_with_good_params_kvscales_writes_its_records(project, monkeypatch):
+    """The control of the kvscales cases."""
+    monkeypatch.setattr(sys, "argv", ["kvscales", "smollm2-135m", "int4-gptq"])
+    before = tree_digest(project)
+    kvscales.main()
+    assert set(tree_digest(project)) > set(before)
+
+
 def test_local_model_without_config(project, capsys):
     (project / "models" / "empty").mkdir(parents=True)
     rejects(project, capsys, set_in("models.smollm2-135m.source", "local:models/empty"), "models/empty has no config.json")
@@ -109,12 +186,7 @@ def test_duplicate_model_names(project, capsys):
     text = (project / "params.yaml").read_text()
     (project / "params.yaml").write_text(text.replace(
         "models:\n", "models:\n  smollm2-135m:\n    source: embedded:smollm2-135m-instruct\n", 1))
-    before = tree_digest(project / "results")
-    with pytest.raises(SystemExit) as e:
-        check.main()
-    assert e.value.code == 2
-    assert "smollm2-135m: duplicate key" in capsys.readouterr().err
-    assert tree_digest(project / "results") == before
+    stopped(project, capsys, check.main, "smollm2-135m: duplicate key")
 
 
 def _write(project, name, text):
@@ -184,17 +256,23 @@ def test_calibration_file_too_short(project, capsys):
     rejects(project, capsys, set_in("calibration.num_samples", 10_000), "calibration.num_samples: 10000 requested")
 
 
+# model tier: indexes lm-eval's task registry (seconds of YAML parsing per index)
+@pytest.mark.model
 def test_unknown_lm_eval_task_names_the_key(project, capsys):
     rejects(project, capsys, set_in("eval.tasks.arc", {"lm_eval": "arc_eazy", "limit": 10}),
             "eval.tasks.arc.lm_eval: unknown lm-eval task 'arc_eazy' (did you mean 'arc_easy'?)")
 
 
+# model tier: indexes lm-eval's task registry (seconds of YAML parsing per index)
+@pytest.mark.model
 def test_registry_task_needing_the_hub_fails_fast_offline(project, capsys, monkeypatch):
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     rejects(project, capsys, set_in("eval.tasks.arc", {"lm_eval": "arc_easy", "limit": 10}),
             "eval.tasks.arc: task arc_easy needs its dataset from the Hub (allenai/ai2_arc); no network")
 
 
+# model tier: indexes lm-eval's task registry (seconds of YAML parsing per index)
+@pytest.mark.model
 def test_registry_task_with_local_data_passes_and_its_tolerances_are_checked(project, capsys):
     """An lm-eval task YAML of the user's own (include_path) reading a local JSONL needs no network."""
     folder = project / "my_tasks"

@@ -4,6 +4,8 @@ import torch
 from pipeline.domain import machine
 from pipeline.quant import compat
 
+pytestmark = pytest.mark.model
+
 
 @pytest.fixture
 def cache_cls(monkeypatch):

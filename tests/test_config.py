@@ -12,14 +12,19 @@ import yaml
 from pipeline import config, schema
 
 
+# model tier: check reads the embedded model's GGUF header (seconds)
+@pytest.mark.model
 def test_shipped_params_parse(params_dict, root):
     p = schema.parse(params_dict)
     config.check(p, root)
-    assert list(p.models) == ["smollm2-135m"]
-    assert len(p.variants()) == len(p.tiers) * len(p.kv_modes) == 14
+    raw = params_dict
+    assert list(p.models) == list(raw["models"]) and list(p.tiers) == list(raw["tiers"])
+    # one variant per model x tier x KV mode of the file, in its order
+    assert p.variants() == [(m, t, k) for m in raw["models"] for t in raw["tiers"] for k in raw["kv_modes"]]
     assert p.tiers["int4-awq"].group_size == "auto"
 
 
+@pytest.mark.e2e
 def test_a_tier_differing_only_in_group_size_gets_its_own_stages(tmp_path, root):
     """Adding a tier is data: dvc.yaml's matrix gives it quantize/evaluate stages, no code change."""
     for f in ("dvc.yaml", "params.yaml"):
@@ -93,6 +98,8 @@ def test_planned_power_relative_tolerance_uses_the_last_baseline(project, params
     assert "    acc: tolerance 3.00, SD 10.0 -> MDD 1.6 at n=320; n for 80% power: 88" in config.planned_power(p, project)
 
 
+# model tier: check reads the embedded model's GGUF header (seconds)
+@pytest.mark.model
 def test_main_prints_variants_then_planned_power(project, monkeypatch, capsys):
     monkeypatch.setattr("sys.argv", ["pipeline.config", str(project / "params.yaml")])
     monkeypatch.chdir(project)

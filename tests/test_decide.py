@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from pipeline import io, paths
+from pipeline.domain import machine
 from pipeline.stages import decide
 
 HF = {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
@@ -48,6 +49,8 @@ def project(tmp_path, monkeypatch, root):
     p["decision"]["bootstrap"]["resamples"] = 200
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(p))
     monkeypatch.chdir(tmp_path)
+    # decision.md's header asks torch whether this machine has a GPU; the unit tier imports no torch
+    monkeypatch.setattr(machine, "accelerator_available", lambda: False)
     src = paths.source_dir("m")
     sizes = {"fp16": 4000, "int8": 2000, "int4-gptq": 1000}
     quality = {"fp16": lambda i: True, "int8": lambda i: True, "int4-gptq": lambda i: i % 4 != 0,
@@ -251,3 +254,35 @@ def test_the_speed_floor_is_decide_s_param(project, ratio, note):
     expected = ("too slow here: 5.0 tok/s vs 100.0 for the baseline (below 0.1x, decision.min_speed_vs_baseline)"
                 if note else None)
     assert rows[("int8", "auto")]["load_note"] == expected and rows[("fp16", "auto")]["load_note"] is None
+
+
+# SmolLM2-135M's attention: K and V per token = 2 x 30 layers x 3 KV heads x 64 dims = 11,520 elements
+SMOL_KV = {"num_hidden_layers": 30, "num_attention_heads": 9, "num_key_value_heads": 3, "head_dim": 64,
+           "hidden_size": 576}
+
+
+def test_engine_kv_check_applies_the_planners_formula_to_the_memory_vllm_reported():
+    # 0.5 GiB = 536,870,912 B; bf16: 23,040 B/token, a 16-token block 368,640 B -> 1,456 whole blocks
+    # (1,456 x 368,640 = 536,739,840) = 23,296 tokens, vs the 23,000 vLLM logged: +1.29%
+    serving = {"kv_cache_gib": 0.5, "kv_cache_tokens": 23_000, "engine": {"dtype": "torch.bfloat16"}}
+    assert decide.engine_kv_check(SMOL_KV, "auto", serving, 16) == \
+        "23,296 tokens (+1.29%) from 0.5 GiB x 23,040 B/token"
+    # fp8: 11,520 B/token, 184,320 B a block -> 2,912 blocks = 46,592 tokens, exactly what was logged
+    serving["kv_cache_tokens"] = 46_592
+    assert decide.engine_kv_check(SMOL_KV, "fp8_e4m3", serving, 16) == \
+        "46,592 tokens (+0.00%) from 0.5 GiB x 11,520 B/token"
+
+
+def test_engine_kv_check_needs_both_figures_from_the_engine_log():
+    assert decide.engine_kv_check(SMOL_KV, "auto", {}, 16) is None
+    assert decide.engine_kv_check(SMOL_KV, "auto", {"kv_cache_gib": 0.5}, 16) is None
+    assert decide.engine_kv_check(SMOL_KV, "auto", {"kv_cache_tokens": 100}, 16) is None
+
+
+def test_engine_kv_check_reads_the_served_dtype_float16_when_unrecorded():
+    # float32 served: 46,080 B/token, 737,280 B a block -> 728 blocks (728 x 737,280 = 536,739,840) = 11,648
+    f32 = decide.engine_kv_check(SMOL_KV, "auto", {"kv_cache_gib": 0.5, "kv_cache_tokens": 11_648,
+                                                    "engine": {"dtype": "float32"}}, 16)
+    assert f32 == "11,648 tokens (+0.00%) from 0.5 GiB x 46,080 B/token"
+    unrecorded = decide.engine_kv_check(SMOL_KV, "auto", {"kv_cache_gib": 0.5, "kv_cache_tokens": 23_296}, 16)
+    assert unrecorded == "23,296 tokens (+0.00%) from 0.5 GiB x 23,040 B/token"

@@ -1,5 +1,5 @@
 """Two runs give the same quality numbers: quantization and evaluation are deterministic on the
-reference backend (slow: loads a tiny model several times)."""
+reference backend (model tier: loads a tiny model several times)."""
 import hashlib
 import json
 import shutil
@@ -12,7 +12,7 @@ from pipeline import paths
 from pipeline.stages import evaluate, fidelity_base, prepare, quantize
 from tests import tiny_model
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.model
 
 
 def run(main, *args):

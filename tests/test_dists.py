@@ -9,6 +9,8 @@ from pipeline.scoring import fidelity
 from tests import tiny_model
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.model
+
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):

@@ -1,5 +1,6 @@
 """The evalsets stage: public sets are fetched once into artifacts/eval_data and checked like local
 JSONL; a wrong column or label fails in seconds naming the file and line."""
+import json
 import shutil
 import sys
 
@@ -10,6 +11,7 @@ import yaml
 from pipeline import paths
 from pipeline.domain import tasks
 from pipeline.stages import evalsets
+from tests.test_bad_inputs import SMOL
 from tests.test_public_sets import fake_hub
 
 SPEC = "hf:stanfordnlp/sst2?split=validation"
@@ -21,6 +23,10 @@ def project(tmp_path, monkeypatch, root):
         shutil.copytree(root / f, tmp_path / f)
     p = yaml.safe_load((root / "params.yaml").read_text())
     p["eval"]["tasks"]["classification"].update(data=SPEC, fields={"text": "sentence", "label": "label"})
+    # a local model's config.json: the check of the shipped embedded model reads its GGUF (seconds)
+    (tmp_path / "models" / "m").mkdir(parents=True)
+    (tmp_path / "models" / "m" / "config.json").write_text(json.dumps(SMOL))
+    p["models"] = {"m": {"source": "local:models/m", "dtype": "bfloat16"}}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", ["evalsets"])

@@ -1,5 +1,5 @@
 """One tier breaks during quantization: its row says why, the others and decision.md complete,
-and decide exits non-zero. Real stages on a tiny model (slow: ~1 minute)."""
+and decide exits non-zero. Real stages on a tiny model (model tier: ~1 minute)."""
 import json
 import shutil
 import sys
@@ -10,7 +10,7 @@ import yaml
 from pipeline.stages import decide, evaluate, prepare, quantize
 from tests import tiny_model
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.model
 
 
 def run(main, *args):

@@ -8,6 +8,8 @@ from pipeline.backends.reference import reference_lm_class
 from tests import tiny_model
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.model
+
 PROMPTS = ["The cat sat on", "Translate: hello world", "A", "Summarize the following text in one sentence. "
            "The committee met on Tuesday to plan the spring fair and chose the park.", "Review: great food",
            "x y z", "Numbers 1 2 3"]

@@ -3,6 +3,8 @@ import torch
 
 from pipeline.backends import kvcache
 
+pytestmark = pytest.mark.model
+
 
 def test_fp8_round_is_idempotent_and_close():
     x = torch.randn(4, 3, 17, 64) * 3
@@ -90,3 +92,101 @@ def test_calibrated_scales_go_to_their_own_layer_and_none_may_be_missing(models)
     assert [(a.qtier_k_scale, a.qtier_v_scale) for a in attn] == [(0.5, 2.0), (0.25, 4.0)]
     with pytest.raises(ValueError, match="model.layers.1.self_attn"):
         kvcache.set_layer_scales(models["fp8"], {"model.layers.0.self_attn": (1.0, 1.0)})
+
+
+# --- grouped_sdpa's folded path (a GQA layer with a padding mask: every padded batch) against an oracle ----------
+
+def attention_oracle(query, key, value, allowed, scale):
+    """softmax(q.k * scale) . v over the keys allowed[b][t] lets query row t see, one batch row, query head
+    and query position at a time in float64: query head h reads KV head h // (heads / kv_heads). Rows
+    that may see no key stay NaN."""
+    batch, heads, q_len, dim = query.shape
+    per_kv = heads // key.shape[1]
+    out = torch.full((batch, q_len, heads, dim), float("nan"), dtype=torch.float64)
+    for b in range(batch):
+        for h in range(heads):
+            k, v = key[b, h // per_kv].double(), value[b, h // per_kv].double()
+            for t in range(q_len):
+                seen = [j for j in range(key.shape[2]) if allowed[b][t][j]]
+                if not seen:
+                    continue
+                scores = torch.stack([query[b, h, t].double() @ k[j] for j in seen]) * scale
+                weights = torch.exp(scores - scores.max())
+                weights = weights / weights.sum()
+                out[b, t, h] = sum(w * v[j] for w, j in zip(weights, seen, strict=True))
+    return out
+
+
+def padded(pads, q_len, k_len, causal=True):
+    """allowed[b][t][j]: left padding of pads[b] keys, and causal with the queries the last q_len keys."""
+    return [[[j >= pad and (not causal or j <= t + k_len - q_len) for j in range(k_len)] for t in range(q_len)]
+            for pad in pads]
+
+
+def gqa_inputs(batch, heads, kv_heads, q_len, k_len, dim=16, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(batch, heads, q_len, dim, generator=g), torch.randn(batch, kv_heads, k_len, dim, generator=g),
+            torch.randn(batch, kv_heads, k_len, dim, generator=g))
+
+
+class GqaLayer:
+    """What grouped_sdpa reads of an attention module."""
+    def __init__(self, groups):
+        self.num_key_value_groups, self.is_causal, self.training = groups, True, False
+
+
+def as_mask(allowed, additive: bool, rows: int | None = None):
+    m = torch.tensor(allowed)[:, None]                      # [batch, 1, q, k], True: may attend
+    if rows == 1:
+        m = m[:, :, -1:]                                     # one row, broadcast over the queries
+    if additive:
+        return torch.where(m, 0.0, torch.finfo(torch.float32).min)
+    return m
+
+
+def compare(got, expected, allowed):
+    checked = 0
+    for b, rows in enumerate(allowed):
+        for t, row in enumerate(rows):
+            if any(row):
+                assert torch.allclose(got[b, t].double(), expected[b, t], atol=1e-5), (b, t)
+                checked += 1
+    assert checked >= len(allowed)
+
+
+@pytest.mark.parametrize("case, pads, q_len, k_len, causal, additive, rows, scale", [
+    ("prefill, left padded", [0, 2, 5], 7, 7, True, False, None, None),
+    ("prefill, additive mask", [0, 2, 5], 7, 7, True, True, None, 0.2),
+    ("decode one token against the cache", [0, 3, 4], 1, 9, True, False, None, None),
+    ("a chunk after the cache", [1, 0, 6], 3, 8, True, False, None, 0.3),
+    ("a padding-only mask broadcast over the queries", [0, 2, 3], 4, 6, False, False, 1, None),
+])
+def test_folded_grouped_sdpa_equals_per_head_attention_with_a_padded_mask(monkeypatch, case, pads, q_len, k_len,
+                                                                          causal, additive, rows, scale):
+    import transformers.integrations.sdpa_attention as hf_sdpa
+
+    def fallback(*args, **kwargs):
+        raise AssertionError("grouped_sdpa took transformers' repeat-K/V path, not its folded one")
+
+    monkeypatch.setattr(hf_sdpa, "sdpa_attention_forward", fallback)
+    heads, kv_heads = 6, 2
+    query, key, value = gqa_inputs(len(pads), heads, kv_heads, q_len, k_len)
+    allowed = padded(pads, q_len, k_len, causal)
+    if rows == 1:
+        allowed = [[b[-1]] * q_len for b in allowed]
+    mask = as_mask(padded(pads, q_len, k_len, causal), additive, rows)
+    got, weights = kvcache.grouped_sdpa(GqaLayer(heads // kv_heads), query, key, value, mask, scaling=scale)
+    assert weights is None and got.shape == (len(pads), q_len, heads, 16)
+    expected = attention_oracle(query, key, value, allowed, scale if scale is not None else 16 ** -0.5)
+    compare(got, expected, allowed)
+
+
+def test_the_oracle_agrees_with_transformers_sdpa_on_the_same_padded_inputs():
+    """The oracle itself checked against the path grouped_sdpa replaces (K/V repeated per query head)."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    pads, heads, kv_heads = [0, 2, 5], 6, 2
+    query, key, value = gqa_inputs(3, heads, kv_heads, 7, 7, seed=1)
+    allowed = padded(pads, 7, 7)
+    got, _ = sdpa_attention_forward(GqaLayer(heads // kv_heads), query, key, value, as_mask(allowed, False))
+    compare(got, attention_oracle(query, key, value, allowed, 16 ** -0.5), allowed)

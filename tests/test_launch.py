@@ -7,7 +7,3 @@ def test_vllm_serve_args_for_fp8_kv():
     assert args == ["vllm", "serve", "artifacts/m/tiers/int4-gptq", "--dtype", "float16",
                     "--kv-cache-dtype", "fp8", "--max-model-len", "4096", "--enforce-eager"]
     assert "--quantization" not in args
-
-
-def test_as_shell_quotes():
-    assert launch.as_shell(["vllm", "serve", "my model"]) == "vllm serve 'my model'"

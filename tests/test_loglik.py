@@ -10,6 +10,8 @@ from pipeline.backends import loglik
 from tests import tiny_model
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.model
+
 
 @pytest.fixture(scope="module")
 def hflm(tmp_path_factory):

@@ -1,6 +1,4 @@
 import pytest
-import torch
-from safetensors.torch import save_file
 
 from pipeline.quant import scales
 
@@ -14,7 +12,11 @@ def test_scales_pair_up_by_attention_module():
         scales.scales_by_module({"model.layers.3.self_attn.k_scale": 0.1})
 
 
+@pytest.mark.model
 def test_checkpoint_scales_read_from_safetensors(tmp_path):
+    import torch
+    from safetensors.torch import save_file
+
     save_file({"model.layers.0.self_attn.k_scale": torch.tensor([0.25]),
                "model.layers.0.self_attn.v_scale": torch.tensor([0.125], dtype=torch.bfloat16),
                "model.layers.0.self_attn.k_proj.weight": torch.ones(4, 4)}, tmp_path / "model.safetensors")

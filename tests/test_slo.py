@@ -1,7 +1,5 @@
 """The service-level search (pipeline/scoring/slo.py) with fake load tests, the decode roofline and the
-evaluate stage's wall limit. Fast: no server, no model."""
-import time
-
+serving params. No server, no model; the evaluate stage's wall limit is in tests/test_evaluate.py."""
 import pytest
 
 from pipeline.schema import ConfigError, parse

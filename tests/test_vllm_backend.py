@@ -1,5 +1,6 @@
 """The vLLM backend's command lines, its server lifecycle and its unsupported path, with fake
-servers (the real one runs in test_vllm_integration.py)."""
+servers (the real one runs in test_vllm_integration.py). The tests that start a fake server process
+are e2e (seconds of waiting each); the command lines and parsers are unit."""
 import dataclasses
 import json
 import sys
@@ -17,6 +18,13 @@ from pipeline.backends.server import NoTokenCount, Server, completion_tokens, fi
 from pipeline.schema import Eval, KvMode, Model, Tier, Vllm, VllmBench
 
 GPTQ = Tier(method="gptq", recipe="recipes/gptq_w4a16.yaml", weight_bits=4, hardware="int4-w4a16")
+
+
+@pytest.fixture(autouse=True)
+def cpu_engine(monkeypatch):
+    """The fake engines serve on the CPU whatever this machine has (asking torch would also import it);
+    the tests of the GPU branch set it themselves."""
+    monkeypatch.setattr(vllm_backend, "accelerator_available", lambda: False)
 
 
 def variant(tmp_path, kv="auto", bnb=False, dtype="bfloat16"):
@@ -118,6 +126,7 @@ FAILING_SERVER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.e2e
 def test_server_that_dies_at_startup_is_unsupported_with_its_reason(tmp_path, monkeypatch):
     fake = tmp_path / "fake_launch.py"
     fake.write_text(FAILING_SERVER)
@@ -148,6 +157,7 @@ HEALTHY_SERVER_WITH_CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.e2e
 def test_stop_ends_the_whole_process_group(tmp_path):
     script = tmp_path / "srv.py"
     script.write_text(HEALTHY_SERVER_WITH_CHILD)
@@ -181,6 +191,7 @@ SLOW_SERVER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.e2e
 def test_engine_too_slow_for_one_token_is_unsupported_and_stopped(tmp_path, monkeypatch):
     fake = tmp_path / "fake_launch.py"
     fake.write_text(SLOW_SERVER)
@@ -291,6 +302,7 @@ def fake_vllm(tmp_path, monkeypatch, delay: float):
     monkeypatch.setenv("FAKE_DELAY", str(delay))
 
 
+@pytest.mark.e2e
 def test_load_test_and_slo_search_against_a_fake_engine(tmp_path, monkeypatch):
     from pipeline.schema import Slo
 
@@ -311,6 +323,7 @@ def test_load_test_and_slo_search_against_a_fake_engine(tmp_path, monkeypatch):
     assert s["slo"] == {"ttft_ms": 450, "tpot_ms": 100, "percentile": 99}
 
 
+@pytest.mark.e2e
 def test_engine_below_the_speed_floor_skips_its_load_test(tmp_path, monkeypatch):
     from pipeline.schema import VllmBudget
 
@@ -324,6 +337,7 @@ def test_engine_below_the_speed_floor_skips_its_load_test(tmp_path, monkeypatch)
     assert not list((tmp_path / "out").glob("bench-*.json"))
 
 
+@pytest.mark.e2e
 def test_decode_probe_that_outlasts_the_wall_budget_is_too_slow(tmp_path, monkeypatch):
     from pipeline.schema import VllmBudget
 
@@ -348,6 +362,7 @@ def test_a_probe_answer_without_usage_is_no_speed_and_skips_the_load_test(tmp_pa
     assert tp["gen_tokens_per_s"] is None and "bench" not in tp
 
 
+@pytest.mark.e2e
 def test_a_bench_run_past_the_wall_budget_ends_the_load_test(tmp_path, monkeypatch):
     from pipeline.schema import VllmBudget
 
@@ -381,6 +396,7 @@ HEALTHY_ENGINE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("gpu, dtype, concurrent", [(False, "bfloat16", 4), (True, "float16", 64)])
 def test_session_records_the_served_compute_dtype_and_load(tmp_path, monkeypatch, gpu, dtype, concurrent):
     fake = tmp_path / "fake_launch.py"

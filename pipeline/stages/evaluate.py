@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import errors, io, paths, schema
-from pipeline.backends import Unsupported, Variant, select
+from pipeline.backends import Unsupported, Variant
 from pipeline.backends.base import baseline_variant
 from pipeline.backends.fidelity_compare import measure_fidelity
 from pipeline.backends.lm_eval_runner import flat, run_within
@@ -26,6 +26,7 @@ from pipeline.domain import fidelity_set, provenance, tasks
 from pipeline.domain.prompts import throughput_prompts
 from pipeline.scoring.planner import roofline
 from pipeline.stages import runner
+from pipeline.backends.selection import select
 
 
 def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Path) -> dict[str, Any]:

@@ -14,8 +14,10 @@ from __future__ import annotations
 import sys
 
 from pipeline import io, paths, schema
-from pipeline.backends import Unsupported, select
+from pipeline.backends import Unsupported
+from pipeline.backends.selection import select
 from pipeline.backends.base import baseline_variant
+from pipeline.backends.selection import select
 from pipeline.domain import fidelity_set
 from pipeline.stages import runner
 

@@ -66,6 +66,7 @@ def calibrate(params: schema.Params, model: str, tier: str, out: Path) -> dict:
     if params.tiers[tier].method in schema.BNB_METHODS:
         return {"status": "unsupported", "reason": "bitsandbytes quantizes at load time: no llm-compressor "
                                                    "checkpoint carries calibrated k/v scales for it"}
+    set_threads()          # only here: a tier that cannot be calibrated is recorded without importing torch
     t0 = time.perf_counter()
     try:
         info = quantize(params, model, tier, out, kv_scheme=recipes.FP8_KV_SCHEME)
@@ -86,8 +87,6 @@ def main(st: runner.Stage) -> None:
     calibrated = [kv for kv, mode in params.kv_modes.items() if mode.calibrated]
     outcomes: dict[str, dict] = {}
     t0 = time.perf_counter()
-    if params.calibrated_kv():
-        set_threads()
     # the folders hold only the current KV modes: a removed mode leaves no stale checkpoint behind
     try:
         with io.AtomicDir(paths.kvscales_dir(model, tier)) as ckpts, \

@@ -1,0 +1,28 @@
+"""Which backend serves the variants: `serving.backend` = reference | vllm | auto.
+
+Apart from the package's __init__ so that importing any backends module (launch, vllm_logs, base) does
+not load both engines and torch with them.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline.backends.base import Backend
+from pipeline.backends.reference import ReferenceBackend
+from pipeline.backends.vllm_backend import VllmBackend
+from pipeline.domain.machine import accelerator_available
+from pipeline.schema import Params
+
+
+def select(params: Params) -> Backend:
+    """`serving.backend`: reference | vllm | auto (vLLM when installed and a GPU is present)."""
+    choice = params.serving.backend
+    if choice == "auto":
+        choice = "vllm" if _vllm_usable(params) else "reference"
+    if choice == "reference":
+        return ReferenceBackend(params.serving.reference, params.eval)
+    return VllmBackend(params.serving.vllm, params.eval, params.serving.slo)
+
+
+def _vllm_usable(params: Params) -> bool:
+    return Path(params.serving.vllm.python).is_file() and accelerator_available()
