@@ -266,11 +266,11 @@ def test_engine_kv_check_applies_the_planners_formula_to_the_memory_vllm_reporte
     # (1,456 x 368,640 = 536,739,840) = 23,296 tokens, vs the 23,000 vLLM logged: +1.29%
     serving = {"kv_cache_gib": 0.5, "kv_cache_tokens": 23_000, "engine": {"dtype": "torch.bfloat16"}}
     assert decide.engine_kv_check(SMOL_KV, "auto", serving, 16) == \
-        "23,296 tokens (+1.29%) from 0.5 GiB x 23,040 B/token"
+        "23,296 tokens (+1.29%) from 0.5 GiB x 23,040 B/token in blocks of 16"
     # fp8: 11,520 B/token, 184,320 B a block -> 2,912 blocks = 46,592 tokens, exactly what was logged
     serving["kv_cache_tokens"] = 46_592
     assert decide.engine_kv_check(SMOL_KV, "fp8_e4m3", serving, 16) == \
-        "46,592 tokens (+0.00%) from 0.5 GiB x 11,520 B/token"
+        "46,592 tokens (+0.00%) from 0.5 GiB x 11,520 B/token in blocks of 16"
 
 
 def test_engine_kv_check_needs_both_figures_from_the_engine_log():
@@ -279,10 +279,10 @@ def test_engine_kv_check_needs_both_figures_from_the_engine_log():
     assert decide.engine_kv_check(SMOL_KV, "auto", {"kv_cache_tokens": 100}, 16) is None
 
 
-def test_engine_kv_check_reads_the_served_dtype_float16_when_unrecorded():
+def test_engine_kv_check_reads_the_served_dtype_and_assumes_none():
     # float32 served: 46,080 B/token, 737,280 B a block -> 728 blocks (728 x 737,280 = 536,739,840) = 11,648
     f32 = decide.engine_kv_check(SMOL_KV, "auto", {"kv_cache_gib": 0.5, "kv_cache_tokens": 11_648,
                                                     "engine": {"dtype": "float32"}}, 16)
-    assert f32 == "11,648 tokens (+0.00%) from 0.5 GiB x 46,080 B/token"
+    assert f32 == "11,648 tokens (+0.00%) from 0.5 GiB x 46,080 B/token in blocks of 16"
     unrecorded = decide.engine_kv_check(SMOL_KV, "auto", {"kv_cache_gib": 0.5, "kv_cache_tokens": 23_296}, 16)
-    assert unrecorded == "23,296 tokens (+0.00%) from 0.5 GiB x 23,040 B/token"
+    assert unrecorded is None     # no dtype logged: no figure, rather than one computed for a guessed dtype

@@ -1,7 +1,10 @@
-"""Every backend's session implements the whole base.Session Protocol (what evaluate calls)."""
+"""Every backend's session implements the whole base.Session Protocol (what evaluate calls). Model tier:
+the reference session's module imports torch."""
 import inspect
 
 import pytest
+
+pytestmark = pytest.mark.model
 
 from pipeline.backends import base
 from pipeline.backends.reference import ReferenceSession

@@ -1,5 +1,7 @@
 """The service-level search (pipeline/scoring/slo.py) with fake load tests, the decode roofline and the
 serving params. No server, no model; the evaluate stage's wall limit is in tests/test_evaluate.py."""
+import time
+
 import pytest
 
 from pipeline.schema import ConfigError, parse
