@@ -4,7 +4,15 @@ from pathlib import Path
 ARTIFACTS = Path("artifacts")
 RESULTS = Path("results")
 CHECKED = ARTIFACTS / "params.checked"   # the check stage's marker; every stage depends on it
+RECIPES = ARTIFACTS / "recipes"          # the check stage's copy of each tier's recipe (tier_recipe)
 LOAD_SPEC = "qtier_load.json"   # in a tier folder: "load <source> with this load-time quantization"
+
+
+def tier_recipe(tier: str) -> Path:
+    """The check stage's copy of a tier's recipe file, or a constant marker for a tier without one:
+    quantize@<model>-<tier> and kvscales depend on their own tier's copy, so editing one recipe re-runs
+    that tier alone (dvc.yaml cannot name the file params.yaml gives per tier)."""
+    return RECIPES / f"{tier}.yaml"
 
 
 def source_dir(model: str) -> Path:

@@ -18,7 +18,7 @@ ORDERING = {"artifacts/params.checked": "the check stage's constant marker",
             "artifacts/eval_data": "the evalsets stage's checked data (prepare waits for it)"}
 EVAL_FILES = "eval_sets"    # task YAMLs, data and fidelity texts named in params.yaml live here
 # function -> what it reads that no paths.py location names: files named in params.yaml (as dvc.yaml
-# deps), or why that needs no dep: "arg" reads the path its caller passes (the caller is then a
+# deps, or `paths.<name>` for the paths.py location that stands for them), or why that needs no dep: "arg" reads the path its caller passes (the caller is then a
 # reader too), "own" the stage's own outputs, "code" its module's own data file (a code dep),
 # "outside" no file of the repo
 READERS: dict[str, list[str] | str] = {
@@ -34,8 +34,9 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.domain.tasks:load_yaml": [EVAL_FILES],
     "pipeline.domain.registry:entry": [EVAL_FILES],                     # eval.tasks.*.include_path
     "pipeline.stages.evaluate:throughput_prompts": [EVAL_FILES, "artifacts/eval_data"],   # a task's data
-    # tiers.<tier>.recipe: its file is named in params, which dvc.yaml cannot index per tier
-    "pipeline.quant.oneshot:quantize": ["recipes"],
+    # tiers.<tier>.recipe, as the check stage copies it (dvc.yaml cannot name params' file per tier)
+    "pipeline.quant.oneshot:quantize": ["paths.tier_recipe"],
+    "pipeline.stages.check:write_recipes": ["recipes"],
     # a bitsandbytes tier's record serves the source folder (quantize's handoff)
     "pipeline.backends.base:Variant.of": ["artifacts/{model}/source"],
     "pipeline.domain.hardware:table": "code",

@@ -228,7 +228,11 @@ def stage_reads(dvc: dict, stage: str, module: str, params: dict, root: Path = R
 def read_templates(module: str, root: Path, _fingerprint: tuple) -> frozenset[str]:
     g = stage_graph(module, root)
     bodies = g.reachable(module)
-    return frozenset(path_reads(g, bodies, PathsModule(root)) | declared_reads(bodies))
+    locations = PathsModule(root)
+    named = {t for t in declared_reads(bodies) if not t.startswith("paths.")}
+    stand_ins = {t for r in declared_reads(bodies) if r.startswith("paths.")
+                 for t in locations.templates(r.removeprefix("paths."), {})}
+    return frozenset(path_reads(g, bodies, locations) | named | stand_ins)
 
 
 def data_problems(dvc: dict, stage: str, module: str, params: dict, root: Path = ROOT) -> list[str]:
