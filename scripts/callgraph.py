@@ -53,6 +53,7 @@ class Module:
     funcs: dict[str, ast.AST] = field(default_factory=dict)          # qualname -> def
     classes: dict[str, list[str]] = field(default_factory=dict)      # class -> its methods' qualnames
     aliases: dict[str, tuple[str, str | None]] = field(default_factory=dict)   # local -> (module, name)
+    stars: list[str] = field(default_factory=list)                   # `from m import *`
     top: list[ast.AST] = field(default_factory=list)                 # runs on import
     main: list[ast.AST] = field(default_factory=list)                # runs as `python -m`
 
@@ -67,6 +68,9 @@ def parse(name: str, path: Path, known: set[str]) -> Module:
                 m.aliases[local] = (a.name if a.asname else local, None)
         elif isinstance(node, ast.ImportFrom):
             for a, (base, imported) in zip(node.names, import_targets(node, name, path.name == "__init__.py")):
+                if imported == "*":
+                    m.stars.append(base)
+                    continue
                 full = f"{base}.{imported}"
                 m.aliases[a.asname or imported] = (full, None) if full in known else (base, imported)
     for stmt in tree.body:
@@ -108,7 +112,7 @@ class Graph:
         target = m.aliases.get(name)
         if target and target[1] is not None:
             return self.resolve(target[0], target[1], depth + 1)
-        return set()
+        return set().union(*(self.resolve(star, name, depth + 1) for star in m.stars))
 
     def module_alias(self, mod: str, name: str) -> str | None:
         target = self.mods[mod].aliases.get(name)

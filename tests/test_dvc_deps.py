@@ -14,7 +14,8 @@ import yaml
 
 from scripts import dvc_deps
 from scripts.depgraph import ROOT, closure
-from scripts.dvc_params import param_problems
+from scripts.dvc_params import declared_params, param_problems, stage_keys
+from scripts.dvc_params import under as key_under
 from scripts.dvc_reads import (data_problems, listed, resolve, stage_entry, stage_modules, stage_vars,
                                unclassified_readers, under)
 
@@ -102,10 +103,16 @@ def test_params_are_what_the_stage_reads(stage, remove, add, expected):
     assert any(p.startswith(expected) for p in problems), problems
 
 
-def test_a_rule_decide_applies_is_no_param_of_evaluate():
-    """decision.* is decide's: changing a verdict rule re-runs no evaluation."""
-    params = stage_entry(load_dvc(), "evaluate")["params"]
-    assert [p for p in params if str(p).startswith("decision")] == ["decision.baseline"]
+def test_a_rule_decide_applies_is_no_param_of_another_stage():
+    """decision.* holds the rules decide applies: changing one re-runs no evaluation. Other stages read
+    only which variant is the baseline, in code and in dvc.yaml."""
+    dvc = load_dvc()
+    for stage, module in stage_modules(dvc).items():
+        if stage in ("decide", "check"):
+            continue
+        read = [k for k in stage_keys(module) if k.startswith("decision")]
+        listed_ = [k for k in declared_params(stage_entry(dvc, stage)) if k.startswith("decision")]
+        assert all(key_under(k, "decision.baseline") for k in read + listed_), (stage, read, listed_)
 
 
 def _paths(dvc: dict, stage: str, key: str) -> list[str]:
