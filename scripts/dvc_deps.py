@@ -46,6 +46,7 @@ def code_problems(dvc: dict, root: Path = ROOT) -> list[str]:
         problems += [f"{stage}: runs {p} but dvc.yaml does not list it" for p in derived if p not in listed]
         problems += [f"{stage}: dvc.yaml lists {p}, which the stage never imports or reads"
                      for p in listed if p not in derived]
+        problems += [f"{stage}: dvc.yaml lists {p} twice" for p in sorted(set(listed)) if listed.count(p) > 1]
     return problems
 
 
@@ -83,6 +84,8 @@ def rewrite(text: str, derived: dict[str, list[str]]) -> str:
 
 
 def main(argv: list[str]) -> int:
+    if argv not in ([], ["--write"], ["--check"]):
+        raise SystemExit(f"usage: python -m scripts.dvc_deps [--write | --check] (got {' '.join(argv)})")
     path = ROOT / "dvc.yaml"
     text = path.read_text(encoding="utf-8")
     dvc = yaml.safe_load(text)

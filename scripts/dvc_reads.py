@@ -8,8 +8,9 @@ A stage reads what the functions it can run (scripts/callgraph.py) open:
   argument taken from `decision.baseline` becomes `${decision.baseline.tier}` as dvc.yaml writes it,
   a variable the stage does not fan out over (decide has none) stands for all of them: the folder;
 - files named in params.yaml, by the functions READERS lists (a recipe, the calibration set, ...).
-Every function of the package that opens a file without a paths.py location must be in READERS
-(`unclassified_readers`), so a new read cannot go unseen. A dep is missing when a read is neither
+Every function of the package that opens a file and names no paths.py location must be in READERS
+(`unclassified_readers`), so a new read cannot go unseen (one that names a location is taken to
+read through it). A dep is missing when a read is neither
 a dep nor an output of the stage; needless when no read lies in it, or it is a whole folder where
 the stage reads one file of it. Standard library and yaml only.
 """
