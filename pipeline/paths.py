@@ -8,6 +8,7 @@ ARTIFACTS = Path("artifacts")
 RESULTS = Path("results")
 LOGS = Path("logs")          # one log per stage run (pipeline/stages/runner.py); in .gitignore, no DVC output
 CHECKED = ARTIFACTS / "params.checked"   # the check stage's marker; every stage depends on it
+RECIPES = ARTIFACTS / "recipes"          # the check stage's copy of each tier's recipe (tier_recipe)
 LOAD_SPEC = "qtier_load.json"   # in a tier folder: "load <source> with this load-time quantization"
 SOURCE_SPEC = "qtier_source.json"   # in a source folder: the models.<name>.source it was prepared from
 FAILED_MARKER = "FAILED.txt"        # in a tier folder whose quantize failed: the reason
@@ -21,6 +22,13 @@ EVALS = "evals"                      # under results/ (of this run, or of anothe
 DECISION_MD = RESULTS / "decision.md"
 DECISION_JSON = RESULTS / "decision.json"
 DVC_METRICS = RESULTS / "metrics.json"
+
+
+def tier_recipe(tier: str) -> Path:
+    """The check stage's copy of a tier's recipe file, or a constant marker for a tier without one:
+    quantize@<model>-<tier> and kvscales depend on their own tier's copy, so editing one recipe re-runs
+    that tier alone (dvc.yaml cannot name the file params.yaml gives per tier)."""
+    return RECIPES / f"{tier}.yaml"
 
 
 def source_dir(model: str) -> Path:

@@ -1,137 +1,183 @@
-"""dvc.yaml declares what each stage reads: every module in the stage's import closure, and every
-pipeline path the stage's code opens through pipeline/paths.py. Fast: ast and yaml only."""
+"""dvc.yaml's deps are exact: every stage depends on what its code runs and reads, and nothing else.
+
+Code deps are generated (`python -m scripts.dvc_deps --write`); data deps and params are written by
+hand and checked against the code's reads (scripts/dvc_reads.py, scripts/dvc_params.py). Fast: ast
+and yaml only, nothing of the pipeline is imported.
+"""
 from __future__ import annotations
 
-import ast
+import copy
 from pathlib import Path
 
+import pytest
 import yaml
 
-from tests.test_import_graph import ROOT, graph, modules
+from scripts import dvc_deps
+from scripts.depgraph import ROOT, closure
+from scripts.dvc_params import declared_params, param_problems, stage_keys
+from scripts.dvc_params import under as key_under
+from scripts.dvc_reads import (data_problems, listed, resolve, stage_entry, stage_modules, stage_vars,
+                               unclassified_readers, under)
 
-STAGES = {"check": "pipeline.stages.check", "evalsets": "pipeline.stages.evalsets",
-          "prepare": "pipeline.stages.prepare", "quantize": "pipeline.stages.quantize",
-          "fidelity_base": "pipeline.stages.fidelity_base", "kvscales": "pipeline.stages.kvscales",
-          "evaluate": "pipeline.stages.evaluate", "decide": "pipeline.stages.decide"}
-
-# pipeline/paths.py function -> the dvc.yaml paths it resolves to (stage matrix variables as written there)
-PATH_FUNCTIONS = {
-    "source_dir": ["artifacts/{model}/source"],
-    "tier_dir": ["artifacts/{model}/tiers/{tier}"],
-    "quantize_record": ["results/quantize/{model}-{tier}.json"],
-    "kvscales_dir": ["artifacts/{model}/kvscales/{tier}"],
-    "kvscales_records": ["results/kvscales/{model}-{tier}"],
-    "serving_checkpoint": ["artifacts/{model}/tiers/{tier}", "artifacts/{model}/kvscales/{tier}/{kv}"],
-    "serving_record": ["results/quantize/{model}-{tier}.json", "results/kvscales/{model}-{tier}/{kv}.json"],
-    "fidelity_base": ["results/fidelity/{model}.npz"],
-    "eval_dir": ["results/evals/{model}/{tier}-{kv}"],
-    "eval_data": ["artifacts/eval_data"],
-    "EVAL_DATA_MANIFEST": ["artifacts/eval_data"],
-    "CHECKED": ["artifacts/params.checked"],
-}
-# Domain calls that read data named in params, and the dvc.yaml paths holding that data.
-DATA_CALLS = {
-    "config.load_or_exit": ["eval_sets", "calibration", "recipes"],
-    "tasks.build_all": ["eval_sets", "artifacts/eval_data"],
-    "tasks.check_data": ["eval_sets"],
-    "calibration.texts": ["calibration/calibration.jsonl"],   # ${calibration.path} as params.yaml sets it
-    "recipes.load_template": ["recipes"],
-}
-
-
-def closure(module: str, g: dict[str, set[str]]) -> set[str]:
-    seen, todo = set(), [module]
-    while todo:
-        m = todo.pop()
-        if m in seen:
-            continue
-        seen.add(m)
-        todo += g.get(m, set())
-        # importing pipeline.a.b runs pipeline/a/__init__.py too
-        parts = m.split(".")
-        todo += [".".join(parts[:i]) for i in range(2, len(parts))]
-    return seen
-
-
-def attributes_used(f: Path) -> set[str]:
-    """'module.name' for every attribute access on a bare name in the file (paths.tier_dir, ...)."""
-    return {f"{n.value.id}.{n.attr}" for n in ast.walk(ast.parse(f.read_text()))
-            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
-
-
-def stage_entry(dvc: dict, name: str) -> dict:
-    entry = dvc["stages"][name]
-    return entry.get("do", entry)
-
-
-def normalise(p: str) -> str:
-    for a, b in (("${item.model}", "{model}"), ("${item.tier}", "{tier}"), ("${item.kv}", "{kv}"),
-                 ("${key}", "{model}"), ("${calibration.path}", "calibration/calibration.jsonl")):
-        p = p.replace(a, b)
-    return p.rstrip("/")
-
-
-def declared(entry: dict, key: str) -> list[str]:
-    out = []
-    for d in entry.get(key, []):
-        out.append(normalise(d if isinstance(d, str) else next(iter(d))))
-    return out
-
-
-def covered(path: str, deps: list[str]) -> bool:
-    return any(path == d or path.startswith(d + "/") for d in deps)
-
-
-def missing_deps(dvc: dict) -> list[str]:
-    g, mods = graph(), modules()
-    problems = []
-    for stage, module in STAGES.items():
-        entry = stage_entry(dvc, stage)
-        deps, outs = declared(entry, "deps"), declared(entry, "outs")
-        mods_needed = closure(module, g)
-        for f in sorted(mods[m] for m in mods_needed if m in mods):
-            rel = str(f.relative_to(ROOT))
-            empty_init = f.name == "__init__.py" and f.stat().st_size == 0
-            if not covered(rel, deps) and not empty_init:
-                problems.append(f"{stage}: imports {rel} but dvc.yaml does not list it")
-        if "pipeline.domain.hardware" in mods_needed and not covered("pipeline/data/vllm_hardware.yaml", deps):
-            problems.append(f"{stage}: reads pipeline/data/vllm_hardware.yaml but dvc.yaml does not list it")
-        used = attributes_used(mods[module])
-        for fn, targets in PATH_FUNCTIONS.items():
-            problems += [f"{stage}: opens paths.{fn} ({t}) but dvc.yaml neither depends on nor outputs it"
-                         for t in targets if f"paths.{fn}" in used and not covered(t, deps) and not covered(t, outs)]
-        for call, targets in DATA_CALLS.items():
-            problems += [f"{stage}: {call} reads {t} but dvc.yaml does not list it"
-                         for t in targets if call in used and not covered(t, deps) and not covered(t, outs)]
-        if stage != "check" and not _downstream_of_check(dvc, stage):
-            problems.append(f"{stage}: does not run after the check stage")
-    return problems
-
-
-def _downstream_of_check(dvc: dict, stage: str, depth: int = 0) -> bool:
-    deps = declared(stage_entry(dvc, stage), "deps")
-    if "artifacts/params.checked" in deps:
-        return True
-    producers = {s for s in dvc["stages"] if s != stage and any(
-        covered(d, declared(stage_entry(dvc, s), "outs")) or any(covered(o, [d]) for o in declared(stage_entry(dvc, s), "outs"))
-        for d in deps)}
-    return depth < 6 and any(_downstream_of_check(dvc, s, depth + 1) for s in producers)
+HOW = "regenerate the code deps with `python -m scripts.dvc_deps --write`; fix the others by hand"
 
 
 def load_dvc() -> dict:
-    return yaml.safe_load((ROOT / "dvc.yaml").read_text())
+    return yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))
 
 
-def test_dvc_yaml_declares_every_import_and_read():
-    problems = missing_deps(load_dvc())
+PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+
+
+def edited(stage: str, key: str, remove: str | None = None, add: str | None = None) -> dict:
+    dvc = copy.deepcopy(load_dvc())
+    entry = stage_entry(dvc, stage)
+    entry[key] = [d for d in entry.get(key, []) if (d if isinstance(d, str) else next(iter(d))) != remove]
+    if add is not None:
+        entry[key].append(add)
+    return dvc
+
+
+def stage_problems(dvc: dict, stage: str) -> list[str]:
+    module = stage_modules(dvc)[stage]
+    entry = stage_entry(dvc, stage)
+    return ([p for p in dvc_deps.code_problems(dvc) if p.startswith(f"{stage}:")]
+            + data_problems(dvc, stage, module, PARAMS) + param_problems(stage, entry, module))
+
+
+def test_dvc_yaml_deps_are_exact():
+    problems = dvc_deps.all_problems(load_dvc())
+    assert not problems, "\n".join(problems + [HOW])
+
+
+def test_dvc_yaml_is_as_the_generator_writes_it():
+    text = (ROOT / "dvc.yaml").read_text(encoding="utf-8")
+    assert dvc_deps.rewrite(text, dvc_deps.code_deps(load_dvc())) == text, HOW
+
+
+def test_every_file_read_outside_paths_py_is_classified():
+    problems = unclassified_readers()
     assert not problems, "\n".join(problems)
 
 
-def test_a_removed_dep_is_caught():
-    for stage, dep in (("evaluate", "pipeline/backends"), ("decide", "results/quantize"),
-                       ("decide", "results/kvscales"), ("evaluate", "artifacts/${item.model}/kvscales/${item.tier}/${item.kv}"),
-                       ("quantize", "pipeline/quant"), ("prepare", "artifacts/eval_data")):
-        dvc = load_dvc()
-        entry = stage_entry(dvc, stage)
-        entry["deps"] = [d for d in entry["deps"] if d != dep]
-        assert any(p.startswith(f"{stage}:") for p in missing_deps(dvc)), f"removing {dep} from {stage} went unseen"
+@pytest.mark.parametrize(("stage", "dep", "expected"), [
+    ("evaluate", "pipeline/backends/base.py", "evaluate: runs pipeline/backends/base.py but dvc.yaml does not list it"),
+    ("check", "pipeline/data/vllm_hardware.yaml", "check: runs pipeline/data/vllm_hardware.yaml"),
+    ("fidelity_base", "pipeline/backends/vllm_launch.py", "fidelity_base: runs pipeline/backends/vllm_launch.py"),
+    # read by backends/base.py (the baseline beside the variant), not by the stage's own file
+    ("evaluate", "results/quantize/${item.model}-${decision.baseline.tier}.json",
+     "evaluate: reads results/quantize/{model}-fp16.json but dvc.yaml neither depends on nor outputs it"),
+    ("evaluate", "artifacts/${item.model}/kvscales/${item.tier}/${item.kv}", "evaluate: reads artifacts/{model}/kvscales/{tier}/{kv}"),
+    ("decide", "results/kvscales", "decide: reads results/kvscales"),
+    ("quantize", "${calibration.path}", "quantize: reads calibration/calibration.jsonl"),
+])
+def test_a_removed_dep_is_caught(stage, dep, expected):
+    problems = stage_problems(edited(stage, "deps", remove=dep), stage)
+    assert any(p.startswith(expected) for p in problems), problems
+
+
+@pytest.mark.parametrize(("stage", "dep", "expected"), [
+    ("prepare", "pipeline/config.py", "prepare: dvc.yaml lists pipeline/config.py, which the stage never imports"),
+    ("decide", "pipeline/quant/recipes.py", "decide: dvc.yaml lists pipeline/quant/recipes.py"),
+    ("evaluate", "recipes", "evaluate: dvc.yaml lists recipes, which the stage never reads"),
+    ("quantize", "calibration", "quantize: dvc.yaml lists calibration, a folder of which the stage reads only "
+                                "calibration/calibration.jsonl"),
+    ("decide", "results/fidelity", "decide: dvc.yaml lists results/fidelity, which the stage never reads"),
+])
+def test_a_needless_dep_is_caught(stage, dep, expected):
+    problems = stage_problems(edited(stage, "deps", add=dep), stage)
+    assert any(p.startswith(expected) for p in problems), problems
+
+
+@pytest.mark.parametrize(("stage", "remove", "add", "expected"), [
+    ("fidelity_base", "eval", None, "fidelity_base: reads params eval.batch_size but dvc.yaml's params do not cover it"),
+    ("decide", "memory", None, "decide: reads params memory"),
+    ("evaluate", None, "memory", "evaluate: dvc.yaml lists params memory, which the stage never reads"),
+    ("quantize", None, "kv_modes", "quantize: dvc.yaml lists params kv_modes"),
+    # a key with a default may be absent from params.yaml: DVC would stop with "missing params"
+    ("evaluate", "eval", "eval.batch_size", "evaluate: params eval.batch_size: eval.batch_size has a default"),
+    ("fidelity_base", "eval", "eval.fidelity", "fidelity_base: params eval.fidelity: eval.fidelity has a default"),
+])
+def test_params_are_what_the_stage_reads(stage, remove, add, expected):
+    problems = stage_problems(edited(stage, "params", remove=remove, add=add), stage)
+    assert any(p.startswith(expected) for p in problems), problems
+
+
+def test_a_rule_decide_applies_is_no_param_of_another_stage():
+    """decision.* holds the rules decide applies: changing one re-runs no evaluation. Other stages read
+    only which variant is the baseline, in code and in dvc.yaml."""
+    dvc = load_dvc()
+    for stage, module in stage_modules(dvc).items():
+        if stage in ("decide", "check"):
+            continue
+        read = [k for k in stage_keys(module) if k.startswith("decision")]
+        listed_ = [k for k in declared_params(stage_entry(dvc, stage)) if k.startswith("decision")]
+        assert all(key_under(k, "decision.baseline") for k in read + listed_), (stage, read, listed_)
+
+
+def _paths(dvc: dict, stage: str, key: str) -> list[str]:
+    return [resolve(p, stage_vars(dvc, stage), PARAMS) for p in listed(stage_entry(dvc, stage), key)]
+
+
+def _downstream_of_check(dvc: dict, stage: str, depth: int = 0) -> bool:
+    deps = _paths(dvc, stage, "deps")
+    if "artifacts/params.checked" in deps:
+        return True
+    producers = {s for s in dvc["stages"] if s != stage and any(
+        under(d, o) or under(o, d) for d in deps for o in _paths(dvc, s, "outs"))}
+    return depth < 6 and any(_downstream_of_check(dvc, s, depth + 1) for s in producers)
+
+
+def test_every_stage_runs_after_check():
+    dvc = load_dvc()
+    assert [s for s in dvc["stages"] if s != "check" and not _downstream_of_check(dvc, s)] == []
+    assert not _downstream_of_check(edited("prepare", "deps", remove="artifacts/eval_data"), "prepare")
+
+
+# The generator on a package laid out as other helpers are splitting it: modules into packages.
+def write_tree(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
+def test_closure_follows_packages_relative_imports_and_own_data(tmp_path):
+    write_tree(tmp_path, {
+        "pipeline/__init__.py": "",
+        "pipeline/schema/__init__.py": "from .params import Params\nfrom . import limits\n",
+        "pipeline/schema/params.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pipeline import report\n",
+        "pipeline/schema/limits.py": "",
+        "pipeline/schema/unused.py": "",
+        "pipeline/report/__init__.py": "",
+        "pipeline/domain/__init__.py": "",
+        "pipeline/domain/hw.py": "from pathlib import Path\nDATA = Path(__file__).resolve().parents[1] / 'data' / 'hw.yaml'\n",
+        "pipeline/data/hw.yaml": "a: 1\n",
+        "pipeline/stages/__init__.py": "",
+        "pipeline/stages/run.py": "from pipeline import schema\n\ndef main():\n    from pipeline.domain.hw import DATA\n",
+    })
+    found = {str(p.relative_to(tmp_path)) for p in closure("pipeline.stages.run", tmp_path)}
+    assert found == {"pipeline/__init__.py", "pipeline/schema/__init__.py", "pipeline/schema/params.py",
+                     "pipeline/schema/limits.py", "pipeline/domain/__init__.py", "pipeline/domain/hw.py",
+                     "pipeline/data/hw.yaml", "pipeline/stages/__init__.py", "pipeline/stages/run.py"}
+
+
+def test_rewrite_replaces_only_the_generated_lines():
+    text = ("stages:\n  a:\n    deps:\n      - data\n      " + dvc_deps.MARKER + "\n      - pipeline/old.py\n"
+            "    outs:\n      - out\n")
+    new = dvc_deps.rewrite(text, {"a": ["pipeline/x.py", "pipeline/y.py"]})
+    assert new == text.replace("      - pipeline/old.py\n", "      - pipeline/x.py\n      - pipeline/y.py\n")
+    with pytest.raises(SystemExit, match="stage.*b.*have no line"):
+        dvc_deps.rewrite(text, {"a": [], "b": []})
+
+
+def test_a_new_file_read_must_be_classified(tmp_path):
+    write_tree(tmp_path, {
+        "pipeline/__init__.py": "",
+        "pipeline/paths.py": "from pathlib import Path\nRESULTS = Path('results')\n",
+        "pipeline/stages/__init__.py": "",
+        "pipeline/stages/run.py": "from pipeline import paths\n\ndef mine():\n    return open(paths.RESULTS / 'x')\n\n"
+                                  "def theirs(p):\n    return open(p.recipe).read()\n",
+    })
+    assert unclassified_readers(tmp_path) == [
+        "pipeline/stages/run.py: theirs opens a file that no pipeline/paths.py location names: say what it reads "
+        "in READERS (scripts/dvc_readers.py)"]

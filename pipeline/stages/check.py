@@ -6,19 +6,36 @@ Every other stage depends on this one, so DVC runs it first whenever params.yaml
 validation code changed. DVC removes a stage's outputs just before running that stage: a bad edit
 therefore stops here, with one line naming the key, and nothing computed is lost. Its output is a
 constant marker kept across runs (persist), so a successful check never re-runs anything after it.
+
+It also copies each tier's recipe to artifacts/recipes/<tier>.yaml (a constant marker for a tier
+without one): the quantize and kvscales stages of a tier depend on that copy alone, so editing one
+recipe re-runs that tier's stages and what follows them, not every tier's.
 """
 from __future__ import annotations
 
-from pipeline import config, io, paths
+from pathlib import Path
+
+from pipeline import config, io, paths, schema
 from pipeline.stages import runner
 
 MARKER_TEXT = "params.yaml passed python -m pipeline.config\n"
+NO_RECIPE = b"# no recipe: this tier's method takes none\n"
+
+
+def write_recipes(params: schema.Params, root: Path = Path(".")) -> None:
+    """artifacts/recipes/: each current tier's recipe, byte for byte, or the marker; nothing else."""
+    with io.AtomicDir(root / paths.RECIPES) as tmp:
+        for name, tier in params.tiers.items():
+            text = (root / tier.recipe).read_bytes() if tier.recipe else NO_RECIPE
+            (tmp / paths.tier_recipe(name).name).write_bytes(text)
 
 
 @runner.stage_main("check", loader=config.load_or_exit, offline=False)
 def main(st: runner.Stage) -> None:
+    params = st.params
     if not paths.CHECKED.is_file() or paths.CHECKED.read_text() != MARKER_TEXT:
         io.atomic_write_text(paths.CHECKED, MARKER_TEXT)
+    write_recipes(params)
 
 
 if __name__ == "__main__":

