@@ -57,12 +57,33 @@ def pairs(base: list[float], tier: list[float], key: str) -> list[tuple[dict, di
     return [({"scores": {key: b}}, {"scores": {key: t}}) for b, t in zip(base, tier)]
 
 
-def test_sample_diffs_use_chrf_for_corpus_metrics_and_flip_lower_is_better():
+def test_sample_diffs_flip_lower_is_better_and_give_corpus_metrics_none():
     p = pairs([50.0, 60.0], [40.0, 70.0], "chrf")
-    assert analysis.sample_diffs("bleu", p) == analysis.sample_diffs("chrf", p) == [-10.0, 10.0]
+    assert analysis.sample_diffs("bleu", p) is None and analysis.sample_diffs("chrf", p) is None
     assert analysis.sample_diffs("acc", p) is None
     # the direction is the task's (its YAML's higher_is_better), passed in
     assert analysis.sample_diffs("loss", pairs([1.0, 1.0], [2.0, 1.0], "loss"), higher_is_better=False) == [-1.0, 0.0]
+
+
+def test_corpus_metrics_plan_from_their_own_bootstrap_standard_error():
+    """BLEU and chrF get their own SD (bootstrap SE x sqrt(n)); before, both took sentence chrF's."""
+    from pipeline.scoring.stats import Interval
+
+    p = pairs([50.0, 60.0, 55.0, 52.0], [40.0, 70.0, 50.0, 58.0], "chrf")
+    ivs = {"bleu": Interval(-1.0, -3.0, 1.0, 4, se=1.5), "chrf": Interval(-0.5, -2.0, 1.0, 4, se=0.5)}
+    out = analysis.powers(["bleu", "chrf"], p, {"bleu": 1.0, "chrf": 2.0}, 0.95, None, ivs)
+    assert out["bleu"].sd == pytest.approx(3.0) and out["chrf"].sd == pytest.approx(1.0)
+    assert out["bleu"].n_for_80pct_power == power.samples_for_power(3.0, 1.0)
+    assert analysis.powers(["bleu"], p, {"bleu": 1.0}, 0.95) == {}      # no interval: no power line
+
+
+def test_the_bootstrap_standard_error_is_the_spread_of_the_resampled_deltas():
+    from pipeline.scoring import stats
+
+    rng = np.random.default_rng(0)
+    base, tier = rng.normal(0, 1, 400), rng.normal(0, 1, 400)
+    iv = stats.paired_mean(base, tier, 2000, 1)
+    assert iv.se == pytest.approx(np.std(tier - base, ddof=1) / np.sqrt(400), rel=0.08)
 
 
 def test_powers_take_the_direction_per_metric():

@@ -59,7 +59,7 @@ def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision,
             hib = {m: r.higher_is_better.get(mid, True) for m, mid in reported.items()}
             ivs = analysis.intervals(list(reported), pairs, rule.bootstrap)
             intervals.update({reported[m]: iv for m, iv in ivs.items()})
-            pws = analysis.powers(list(reported), pairs, limits, rule.bootstrap.confidence, hib)
+            pws = analysis.powers(list(reported), pairs, limits, rule.bootstrap.confidence, hib, ivs)
             power.update({reported[m]: p for m, p in pws.items()})
             if "logliks" in task_rows[0]:
                 found.flips.setdefault(r.model, {}).setdefault(r.variant, {})[task] = analysis.flips(pairs)

@@ -70,6 +70,16 @@ def observed(diffs: Sequence[float], margin: float, confidence: float = 0.95) ->
     return Power(sd, n, min_detectable_drop(sd, n, confidence), samples_for_power(sd, margin, confidence))
 
 
+def from_standard_error(se: float, n: int, margin: float, confidence: float = 0.95) -> Power | None:
+    """Power figures for a corpus metric (BLEU, chrF), which has no per-sample differences: the SD a
+    paired per-sample design would need for the same standard error, SE x sqrt(n), with SE from the
+    metric's own paired bootstrap."""
+    if n < 2 or se is None:
+        return None
+    sd = se * math.sqrt(n)
+    return Power(sd, n, min_detectable_drop(sd, n, confidence), samples_for_power(sd, margin, confidence))
+
+
 @dataclass(frozen=True)
 class LastRun:
     """What a previous decision.json says about the spread of paired differences."""

@@ -20,9 +20,10 @@ class Interval:
     lo: float
     hi: float
     n: int
+    se: float | None = None   # SD of the bootstrap distribution of the delta: its standard error
 
     def as_dict(self) -> dict:
-        return {"delta": self.delta, "lo": self.lo, "hi": self.hi, "n": self.n}
+        return {"delta": self.delta, "lo": self.lo, "hi": self.hi, "n": self.n, "se": self.se}
 
 
 def _indices(n: int, resamples: int, seed: int) -> np.ndarray:
@@ -43,7 +44,7 @@ def paired_mean(base: Sequence[float], tier: Sequence[float], resamples: int, se
     diff = t - b
     boot = diff[_indices(diff.size, resamples, seed)].mean(axis=1)
     lo, hi = _percentiles(boot, confidence)
-    return Interval(float(diff.mean()), lo, hi, int(diff.size))
+    return Interval(float(diff.mean()), lo, hi, int(diff.size), float(boot.std(ddof=1)))
 
 
 def _sacrebleu_metric(name: str):
@@ -83,7 +84,7 @@ def paired_corpus(metric: str, refs: Sequence[str], base_hyps: Sequence[str], ti
     idx = _indices(len(refs), resamples, seed)
     boot = np.array([score(st[i]) - score(sb[i]) for i in idx])
     lo, hi = _percentiles(boot, confidence)
-    return Interval(delta, lo, hi, len(refs))
+    return Interval(delta, lo, hi, len(refs), float(boot.std(ddof=1)))
 
 
 @dataclass(frozen=True)
