@@ -3,7 +3,7 @@
 B - A with a paired bootstrap interval (decision.bootstrap from params.yaml). "within noise"
 when the interval contains 0. Two runs of one backend should give exactly 0 (a determinism check).
 
-    python -m pipeline.backend_diff <results dir A> <results dir B> [--out diff.md]
+    python -m pipeline.backend_diff <results dir A> <results dir B> [--out diff.md] [--label-a X --label-b Y]
 
 Each results dir is a `results/` folder of a finished run (evals/<model>/<variant>/result.json and
 samples/*.jsonl). Variants that are not "ok" in both are listed with their status, never compared.
@@ -80,9 +80,24 @@ def compare_dirs(dir_a: Path, dir_b: Path, boot: schema.Bootstrap) -> list[tuple
     return rows
 
 
-def render(rows: list[tuple[str, str, str, dict]], dir_a: Path, dir_b: Path, boot: schema.Bootstrap) -> str:
+def describe(results_dir: Path) -> str:
+    """What a run is, from its own results (backends, engines, machines), never from where it lies:
+    the folder is a path on the machine that made it."""
+    backends, machines = set(), set()
+    for f in sorted((results_dir / paths.EVALS).glob(f"*/*/{paths.RESULT_FILE}")):
+        res = io.read_json(f)
+        if res.get("backend"):
+            backends.add(res["backend"])
+        cpu = (res.get("measured_on") or {}).get("cpu") or {}
+        if cpu.get("model"):
+            machines.add(f"{cpu['model']} ({', '.join(cpu.get('isa') or []) or 'no AVX2'})")
+    where = "; ".join(sorted(machines)) or "machine not recorded"
+    return f"{'/'.join(sorted(backends)) or 'no backend recorded'} on {where}"
+
+
+def render(rows: list[tuple[str, str, str, dict]], label_a: str, label_b: str, boot: schema.Bootstrap) -> str:
     metrics = sorted({m for *_, ivs in rows for m in ivs})
-    lines = [f"# Backend comparison: B = `{dir_b}` minus A = `{dir_a}`", "",
+    lines = [f"# Backend comparison: B ({label_b}) minus A ({label_a})", "",
              f"Paired bootstrap over the same samples, {boot.resamples} resamples, seed {boot.seed}, "
              f"{boot.confidence:.0%} intervals; cell: `delta [lo, hi] verdict`.", "",
              "| Model | Variant | Runs | " + " | ".join(metrics) + " |",
@@ -99,13 +114,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("a", type=Path)
     ap.add_argument("b", type=Path)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--label-a", help="what run A is (default: its backends and machines, from its results)")
+    ap.add_argument("--label-b", help="what run B is (default: as for A)")
     args = ap.parse_args(argv)
     for d in (args.a, args.b):
         if not (d / paths.EVALS).is_dir():
             print(f"qtier: error: {d}: no evals/ folder (expected a results/ dir of a finished run)", file=sys.stderr)
             sys.exit(2)
     boot = schema.load_or_exit().decision.bootstrap
-    text = render(compare_dirs(args.a, args.b, boot), args.a, args.b, boot)
+    text = render(compare_dirs(args.a, args.b, boot), args.label_a or describe(args.a),
+                  args.label_b or describe(args.b), boot)
     if args.out:
         io.atomic_write_text(args.out, text)
     print(text)

@@ -8,12 +8,15 @@ from pipeline.schema import Bootstrap
 BOOT = Bootstrap(resamples=200, seed=1, confidence=0.95)
 
 
-def write_run(root, variant, status="ok", preds=(1, 0, 1, 1), backend="reference", reason=None, gold=(1, 0, 1, 0)):
+def write_run(root, variant, status="ok", preds=(1, 0, 1, 1), backend="reference", reason=None, gold=(1, 0, 1, 0),
+              cpu=None):
     d = root / "evals" / "m" / variant
     (d / "samples").mkdir(parents=True)
     acc = [100.0 * (p == g) for p, g in zip(preds, gold)]
     result = {"status": status, "backend": backend, "reason": reason,
               "metrics": {"classification/acc": sum(acc) / len(acc)} if status == "ok" else {}}
+    if cpu:
+        result["measured_on"] = {"cpu": {"model": cpu, "isa": ["avx2"], "cores": 2}}
     (d / "result.json").write_text(json.dumps(result))
     if status == "ok":
         rows = [{"doc_id": i, "gold": g, "pred": p, "scores": {"acc": a}, "output": "", "target": ""}
@@ -37,8 +40,20 @@ def test_identical_differs_missing_and_unsupported(tmp_path):
     assert iv.delta == pytest.approx(-75.0) and iv.hi < 0 and backend_diff.verdict(iv) == "differs"
     assert rows["int4-auto"] == ("A ok, B unsupported: cpu_gemm_wna16 / not implemented", {})
     assert rows["fp8-auto"] == ("only in A", {})
-    md = backend_diff.render(list(backend_diff.compare_dirs(a, b, BOOT)), a, b, BOOT)
+    md = backend_diff.render(list(backend_diff.compare_dirs(a, b, BOOT)), "run A", "run B", BOOT)
     assert "| m | int8-auto | A reference, B vllm | -75.00 [" in md
+
+
+def test_the_title_describes_each_run_from_its_results_never_its_folder(tmp_path, monkeypatch, capsys, in_repo):
+    a, b = tmp_path / "somewhere-a", tmp_path / "somewhere-b"
+    write_run(a, "fp16-auto", cpu="AMD EPYC")
+    write_run(b, "fp16-auto", backend="vllm", cpu="Intel Xeon")
+    backend_diff.main([str(a), str(b)])
+    title = capsys.readouterr().out.splitlines()[0]
+    assert title == ("# Backend comparison: B (vllm on Intel Xeon (avx2)) minus A (reference on AMD EPYC (avx2))")
+    assert str(tmp_path) not in title
+    backend_diff.main([str(a), str(b), "--label-a", "old", "--label-b", "new"])
+    assert capsys.readouterr().out.splitlines()[0] == "# Backend comparison: B (new) minus A (old)"
 
 
 def test_runs_at_different_limits_compare_on_the_samples_both_scored(tmp_path):
