@@ -13,7 +13,7 @@ from pipeline.backends.base import Variant
 from pipeline.backends.vllm_backend import VllmBackend
 from pipeline.domain import tasks
 from pipeline.schema import Eval, KvMode, Languages, Model, Task, Tier, Vllm, VllmBench
-from pipeline.stages.evaluate import run_tasks
+from pipeline.backends.lm_eval_runner import run_tasks
 from tests import tiny_model
 
 pytestmark = pytest.mark.e2e
