@@ -4,8 +4,10 @@
 
 Static (ast, nothing imported): a module's closure is every pipeline module it imports, transitively,
 with the package `__init__.py` files Python executes on the way (relative imports resolved), and
-every file a module names relative to its own `__file__` (pipeline/data/vllm_hardware.yaml, the vLLM
-launcher script). Imports under `if TYPE_CHECKING:` never run and are left out. Standard library only.
+every file a module names relative to its own `__file__` (the vLLM launcher script), except those of
+pipeline/paths.py: a location there (pipeline/data/vllm_hardware.yaml) is data, a dep of the stages
+whose code reads it (scripts/dvc_reads.py), not of every stage that imports paths.py. Imports under
+`if TYPE_CHECKING:` never run and are left out. Standard library only.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "pipeline"
+LOCATIONS = f"{PACKAGE}.paths"     # where stages read and write: its files are reads, not code
 
 
 def syntax(path: Path) -> ast.Module:
@@ -157,7 +160,8 @@ def closure(entry: str, root: Path = ROOT) -> set[Path]:
             continue
         if path in by_path:
             todo += [mods[m] for m in imported(path, by_path[path], set(mods))]
-        todo += file_refs(path)
+        if by_path.get(path) != LOCATIONS:
+            todo += file_refs(path)
     return seen
 
 

@@ -6,9 +6,10 @@ The schema's dataclasses (pipeline/schema, read with ast) give every key's path,
 and whether it has a default. In the code a stage can run (scripts/callgraph.py) values are typed by
 their annotations (`cfg: Vllm` is serving.vllm, `params: schema.Params` the root, a function's
 return annotation its result) and followed through assignments, loops over a mapping, `self.x =`
-in __init__ and annotated class fields; `cfg.budget.max_wall_s` then reads that key, and a schema
+in __init__, annotated class fields and `self.x: T` (runner.Stage.params); `cfg.budget.max_wall_s` then reads that key, and a schema
 method (`params.gate(...)`) what its body reads. A typed value handed to code outside the package
-(`dataclasses.asdict(cfg)`, `getattr(mem, name)`) reads the whole of it. The schema's own parsing
+(`dataclasses.asdict(cfg)`, `getattr(mem, name)`) reads the whole of it, unless BY_NAME says what
+the function reads instead. The schema's own parsing
 and validation is left out: the check stage validates the whole file. A declared key must be read,
 and must always be in params.yaml: DVC stops with "Parameters ... are missing" on a key the file
 leaves out, so a key with a default can only be declared through its section. Stdlib and yaml only.
@@ -29,6 +30,12 @@ from scripts.dvc_reads import stage_entry, stage_modules
 
 SCHEMA = f"{PACKAGE}.schema"
 _INTERPOLATED = re.compile(r"\$\{[^}]*\}")
+# functions that read params by a name chosen at run time (`getattr(params, section)`), which the
+# analysis would take as the whole file: what they read instead, and why no dvc.yaml param needs it
+BY_NAME = {
+    "pipeline.stages.runner:unknown_variant": "the stage's own entries (models.<model>, tiers.<tier>, "
+                                              "kv_modes.<kv> from its argv), which its fan-out params name",
+}
 
 
 def _in_schema(mod: str) -> bool:
@@ -108,8 +115,12 @@ class Reads:
         self.attrs: dict[str, set[str]] = {}     # attribute name -> key paths (annotated fields, self.x = arg)
         for m in g.mods.values():
             for node in ast.walk(m.tree):
-                if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and not _in_schema(m.name):
-                    self.attrs.setdefault(node.target.id, set()).update(schema.typed(node.annotation))
+                if isinstance(node, ast.AnnAssign) and not _in_schema(m.name):
+                    # a class field `x: T`, or `self.x: T = ...` in a method (runner.Stage.params)
+                    name = node.target.id if isinstance(node.target, ast.Name) else (
+                        node.target.attr if isinstance(node.target, ast.Attribute) else None)
+                    if name is not None:
+                        self.attrs.setdefault(name, set()).update(schema.typed(node.annotation))
                 if isinstance(node, ast.FunctionDef) and node.name == "__init__":
                     args = {a.arg: schema.typed(a.annotation) for a in node.args.args}
                     for n in ast.walk(node):
@@ -131,7 +142,7 @@ class Reads:
     def function(self, mod: str, fn: ast.AST, env: dict[str, set[str]]) -> set[str]:
         """Read what `fn` reads given its arguments' key paths; the paths it may return."""
         key = (id(fn), tuple(sorted((k, tuple(sorted(v))) for k, v in env.items())))
-        if key in self.done:
+        if key in self.done or f"{mod}:{getattr(fn, 'name', '')}" in BY_NAME:
             return set()
         self.done.add(key)
         env = dict(env)
@@ -174,7 +185,8 @@ class Reads:
                     out |= self.function(SCHEMA, meth, {"self": {p}})
             if record:
                 self.keys |= out
-            return out | self.attrs.get(e.attr, set())
+            # a field of a schema value is the schema's; a field of anything else, by its annotation
+            return out if base else self.attrs.get(e.attr, set())
         if isinstance(e, ast.Subscript):
             out = {f"{p}.*" for p in self.value(mod, e.value, env, record=False) if f"{p}.*" in self.s.required}
             self.keys |= out if record else set()
@@ -262,9 +274,18 @@ def param_problems(stage: str, entry: dict, module: str, root: Path = ROOT) -> l
                             f"DVC then stops with 'missing params': declare {optional.rpartition('.')[0] or 'the section'}")
         elif not any(under(r, k) or under(k, r) for r in read):
             problems.append(f"{stage}: dvc.yaml lists params {k}, which the stage never reads")
-    problems += [f"{stage}: reads params {r} but dvc.yaml's params do not cover it"
+    problems += [f"{stage}: reads params {r or '(all of params.yaml)'} but dvc.yaml's params do not cover it"
                  for r in sorted(read) if not any(under(r, d) for d in declared)]
     return problems
+
+
+def stale_by_name(root: Path = ROOT) -> list[str]:
+    """BY_NAME entries whose function is gone (moved or renamed: the entry must follow it)."""
+    mods = modules(root)
+    return [f"scripts/dvc_params.py: BY_NAME names {k}, which does not exist" for k in BY_NAME
+            if k.partition(":")[0] not in mods or not any(
+                isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == k.partition(":")[2]
+                for n in ast.walk(syntax(mods[k.partition(":")[0]])))]
 
 
 if __name__ == "__main__":

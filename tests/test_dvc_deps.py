@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scripts import dvc_deps
-from scripts.depgraph import ROOT, closure
-from scripts.dvc_params import declared_params, param_problems, stage_keys
+from scripts import dvc_deps, dvc_params
+from scripts.depgraph import ROOT, closure, fingerprint
+from scripts.dvc_params import declared_params, param_problems, stale_by_name, stage_keys
 from scripts.dvc_params import under as key_under
-from scripts.dvc_reads import (data_problems, listed, resolve, stage_entry, stage_modules, stage_vars,
-                               unclassified_readers, under)
+from scripts.dvc_reads import (data_problems, listed, read_templates, resolve, stage_entry, stage_modules,
+                               stage_vars, unclassified_readers, under)
 
 HOW = "regenerate the code deps with `python -m scripts.dvc_deps --write`; fix the others by hand"
 
@@ -62,7 +62,11 @@ def test_every_file_read_outside_paths_py_is_classified():
 
 @pytest.mark.parametrize(("stage", "dep", "expected"), [
     ("evaluate", "pipeline/backends/base.py", "evaluate: runs pipeline/backends/base.py but dvc.yaml does not list it"),
-    ("check", "pipeline/data/vllm_hardware.yaml", "check: runs pipeline/data/vllm_hardware.yaml"),
+    # the hardware table is data, read through paths.HARDWARE_TABLE by the stages that load it
+    ("check", "pipeline/data/vllm_hardware.yaml",
+     "check: reads pipeline/data/vllm_hardware.yaml but dvc.yaml neither depends on nor outputs it"),
+    ("decide", "pipeline/data/vllm_hardware.yaml", "decide: reads pipeline/data/vllm_hardware.yaml"),
+    ("decide", "pipeline/report/markdown.py", "decide: runs pipeline/report/markdown.py"),
     ("fidelity_base", "pipeline/backends/vllm_launch.py", "fidelity_base: runs pipeline/backends/vllm_launch.py"),
     # read by backends/base.py (the baseline beside the variant), not by the stage's own file
     ("evaluate", "results/quantize/${item.model}-${decision.baseline.tier}.json",
@@ -83,6 +87,11 @@ def test_a_removed_dep_is_caught(stage, dep, expected):
     ("quantize", "calibration", "quantize: dvc.yaml lists calibration, a folder of which the stage reads only "
                                 "calibration/calibration.jsonl"),
     ("decide", "results/fidelity", "decide: dvc.yaml lists results/fidelity, which the stage never reads"),
+    ("evaluate", "pipeline/data/vllm_hardware.yaml",
+     "evaluate: dvc.yaml lists pipeline/data/vllm_hardware.yaml, which the stage never reads"),
+    ("decide", "pipeline/backend_diff.py", "decide: dvc.yaml lists pipeline/backend_diff.py"),
+    # stage logs (logs/<stage>.log) are no DVC dep or output by design
+    ("decide", "logs", "decide: dvc.yaml lists logs, which the stage never reads"),
 ])
 def test_a_needless_dep_is_caught(stage, dep, expected):
     problems = stage_problems(edited(stage, "deps", add=dep), stage)
@@ -94,6 +103,10 @@ def test_a_needless_dep_is_caught(stage, dep, expected):
     ("decide", "memory", None, "decide: reads params memory"),
     ("evaluate", None, "memory", "evaluate: dvc.yaml lists params memory, which the stage never reads"),
     ("quantize", None, "kv_modes", "quantize: dvc.yaml lists params kv_modes"),
+    # read through runner.Stage.params (`self.params: schema.Params`): every KV mode's scale
+    ("kvscales", "kv_modes", None, "kvscales: reads params kv_modes.*.scale but dvc.yaml's params do not cover it"),
+    ("prepare", "models.${key}", None, "prepare: reads params models.*.source"),
+    ("evaluate", "models.${item.model}", None, "evaluate: reads params models.*"),
     # a key with a default may be absent from params.yaml: DVC would stop with "missing params"
     ("evaluate", "eval", "eval.batch_size", "evaluate: params eval.batch_size: eval.batch_size has a default"),
     ("fidelity_base", "eval", "eval.fidelity", "fidelity_base: params eval.fidelity: eval.fidelity has a default"),
@@ -181,3 +194,42 @@ def test_a_new_file_read_must_be_classified(tmp_path):
     assert unclassified_readers(tmp_path) == [
         "pipeline/stages/run.py: theirs opens a file that no pipeline/paths.py location names: say what it reads "
         "in READERS (scripts/dvc_readers.py)"]
+
+
+def test_paths_names_are_no_reads_and_paths_data_is_no_code(tmp_path):
+    """A str constant or `-> str` function of paths.py is a file name inside a location, not a read of
+    its own; a stage log is no dep; a data file paths.py names by its own location is a read of the
+    stages that use it, not code of every stage that imports paths.py."""
+    write_tree(tmp_path, {
+        "pipeline/__init__.py": "",
+        "pipeline/data/t.yaml": "a: 1\n",
+        "pipeline/paths.py": (
+            "from pathlib import Path\n"
+            "TABLE = Path(__file__).resolve().parent / 'data' / 't.yaml'\n"
+            "RESULTS = Path('results')\nLOGS = Path('logs')\nRESULT_FILE = 'result.json'\n\n"
+            "def run_dir(name: str) -> Path:\n    return RESULTS / 'runs' / name\n\n"
+            "def link(name: str) -> str:\n    return f'runs/{name}/{RESULT_FILE}'\n\n"
+            "def stage_log(stage: str) -> Path:\n    return LOGS / f'{stage}.log'\n"),
+        "pipeline/stages/__init__.py": "",
+        "pipeline/stages/run.py": (
+            "from pipeline import paths\n\ndef main():\n"
+            "    open(paths.stage_log('run'), 'w').write(open(paths.run_dir('a') / paths.RESULT_FILE).read())\n"
+            "    return paths.link('a')\n\nif __name__ == '__main__':\n    main()\n"),
+        "pipeline/stages/table.py": (
+            "from pipeline.paths import TABLE as T\n\ndef main():\n    return open(T).read()\n\n"
+            "if __name__ == '__main__':\n    main()\n"),
+    })
+    for stage in ("run", "table"):
+        assert not any(p.suffix == ".yaml" for p in closure(f"pipeline.stages.{stage}", tmp_path)), stage
+    assert read_templates("pipeline.stages.run", tmp_path, fingerprint("pipeline.stages.run", tmp_path)) == {
+        "results/runs/a"}
+    assert read_templates("pipeline.stages.table", tmp_path, fingerprint("pipeline.stages.table", tmp_path)) == {
+        "pipeline/data/t.yaml"}
+
+
+def test_a_by_name_reader_that_moved_is_reported():
+    assert stale_by_name() == []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(dvc_params.BY_NAME, "pipeline.stages.runner:gone", "moved")
+        assert stale_by_name() == ["scripts/dvc_params.py: BY_NAME names pipeline.stages.runner:gone, "
+                                   "which does not exist"]
