@@ -76,14 +76,17 @@ def local_model(project):
     return mutate
 
 
-def test_a_passing_check_writes_its_marker_and_nothing_else(project):
-    """The control of every case below: the same digest sees the one file a passing check writes."""
+def test_a_passing_check_writes_its_marker_and_recipes_and_nothing_else(project):
+    """The control of every case below: the same digest sees the files a passing check writes (its marker
+    and each tier's recipe copy, which the tier's quantize stage depends on)."""
     write_params(project, local_model(project))
     before = tree_digest(project)
     check.main()
     after = tree_digest(project)
     marker = str(paths.CHECKED)
-    assert set(after) - set(before) == {marker} and (project / marker).read_text() == check.MARKER_TEXT
+    tiers = yaml.safe_load((project / "params.yaml").read_text())["tiers"]
+    assert set(after) - set(before) == {marker} | {str(paths.tier_recipe(t)) for t in tiers}
+    assert (project / marker).read_text() == check.MARKER_TEXT
     assert {k: after[k] for k in before} == before
 
 

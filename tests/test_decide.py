@@ -91,7 +91,8 @@ def test_decide_renders_every_section(project):
     assert "unsupported here: no AVX-512 here" in md
     assert rows[("int4-gptq", "auto")]["verdicts"]["classification/acc"]["verdict"] == "fail"
     assert rows[("int4-gptq", "auto")]["flips"]["classification"] == {"right_to_wrong": 50, "wrong_to_right": 0, "n": 200}
-    assert rows[("int8", "auto")]["intervals"]["classification/acc"] == {"delta": 0.0, "lo": 0.0, "hi": 0.0, "n": 200}
+    assert rows[("int8", "auto")]["intervals"]["classification/acc"] == {"delta": 0.0, "lo": 0.0, "hi": 0.0, "n": 200,
+                                                                          "se": 0.0}
     assert rows[("nf4-bnb", "auto")]["weight_bytes"] == 1500
     # smallest passing: nf4-bnb (1500 B) with fp8 KV beats int8 (2000 B)
     assert data["recommended"]["m"]["tier"] == "nf4-bnb" and data["recommended"]["m"]["kv"] == "fp8"
@@ -118,7 +119,8 @@ def test_decide_renders_every_section(project):
     assert rows[("fp16", "auto")]["power"] == {} and rows[("int8", "fp8")]["power"] == {}
     power = md.split("### Power", 1)[1]
     assert "| Variant | translation BLEU (n=40) | translation chrF (n=40) | classification Accuracy (n=200) |" in power
-    assert "| int4-gptq-auto | 30.7 / 13.6 / " in power and " | 43.4 / 8.6 / 1,644 |" in power
+    # BLEU and chrF each from their own paired bootstrap (SE x sqrt(n)): no longer one sentence-chrF SD for both
+    assert "| int4-gptq-auto | 34.8 / 15.4 / 9,479 | 34.2 / 15.2 / 2,302 | 43.4 / 8.6 / 1,644 |" in power
     metrics = json.loads((project / "results/metrics.json").read_text())
     assert metrics["m"]["int4-gptq-auto"]["delta_classification/acc"] == -25.0
     # where each result was measured comes from the results (the unsupported one did not record it)
