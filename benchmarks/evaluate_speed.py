@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import torch
 
@@ -122,9 +121,8 @@ def main() -> None:
     args = ap.parse_args()
     params = schema.load_or_exit()
     record = io.read_json(paths.quantize_record(args.model, args.tier))
-    variant = Variant(args.model, args.tier, args.kv, paths.tier_dir(args.model, args.tier),
-                      params.models[args.model], params.tiers[args.tier], params.kv_modes[args.kv],
-                      serve_path=Path(record["serve_path"]), load_quantization=record.get("load_quantization"))
+    # dtype and chat template as the evaluate stage resolves them (quantize's and prepare's records)
+    variant = Variant.of(params, args.model, args.tier, args.kv, paths.tier_dir(args.model, args.tier), record)
     specs = tasks.build_all(params.eval.tasks)
     phases = {"generation": [s for s in specs if s.kind == "generate"],
               "log-likelihood": [s for s in specs if s.kind != "generate"]}

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from pipeline import paths, schema
-from pipeline.domain import calibration, fidelity_set, hardware, sources, tasks
+from pipeline.domain import calibration, chat, fidelity_set, hardware, sources, tasks
 from pipeline.domain.metrics import metric_id
 from pipeline.quant import recipes
 from pipeline.schema import PARAMS_FILE, ConfigError, Params, near
@@ -27,6 +27,9 @@ def check(p: Params, root: Path) -> None:
     kinds = list(hardware.table().kinds)
     for name, m in p.models.items():
         sources.check_source(f"models.{name}.source", m.source, root)
+        folder = sources.local_folder(m.source, root)
+        if folder is not None:      # embedded and hub sources: prepare resolves it, still before quantize
+            chat.resolve_folder(name, m.apply_chat_template, folder, m.source.partition(":")[2])
     for name, t in p.tiers.items():
         if t.recipe and not (root / t.recipe).is_file():
             raise ConfigError(f"tiers.{name}.recipe: file not found: {t.recipe}")

@@ -135,6 +135,10 @@ CASES = {
     "task without kind": (set_in("eval.tasks.mine", {"config": "eval_sets/tasks/summarization.yaml"}),
                           "eval.tasks.mine.kind: required"),
     "stage-unsafe tier name": (lambda p, _: p["tiers"].__setitem__("INT 4", p["tiers"].pop("int4-gptq")), "tiers.INT 4: names must be"),
+    "global chat template switch": (set_in("eval.apply_chat_template", True),
+                                    "eval.apply_chat_template: moved to models.<name>.apply_chat_template"),
+    "chat template neither auto nor a bool": (set_in("models.smollm2-135m.apply_chat_template", "yes"),
+                                              "models.smollm2-135m.apply_chat_template: expected"),
 }
 
 
@@ -178,6 +182,41 @@ def test_with_good_params_kvscales_writes_its_records(project, monkeypatch):
     before = tree_digest(project)
     kvscales.main()
     assert set(tree_digest(project)) > set(before)
+
+
+def base_model(project, chat_template, **tokenizer_files):
+    """A local model folder of JSON files only (no weights): config.json, a tokenizer_config.json without
+    a chat template and any other tokenizer file given (name -> text); models.*.apply_chat_template set."""
+    use_folder = local_model(project)
+    folder = project / "models" / "smol"
+    (folder / "tokenizer_config.json").write_text(json.dumps({"eos_token": "<|im_end|>", "model_max_length": 2048}))
+    for name, text in tokenizer_files.items():
+        (folder / name).write_text(text)
+
+    def mutate(p, root):
+        use_folder(p, root)
+        p["models"]["smollm2-135m"]["apply_chat_template"] = chat_template
+    return mutate
+
+
+def test_chat_template_true_on_a_base_model_stops_at_check(project, capsys):
+    rejects(project, capsys, base_model(project, True),
+            "models.smollm2-135m.apply_chat_template: true, but models/smol's tokenizer has no chat template")
+
+
+@pytest.mark.parametrize("value", ["auto", False])
+def test_a_base_model_passes_check_with_auto_or_false(project, value):
+    """The control: the same folder, the template not asked for."""
+    write_params(project, base_model(project, value))
+    check.main()
+    assert (project / paths.CHECKED).is_file()
+
+
+def test_chat_template_true_passes_check_with_a_chat_template_jinja(project):
+    """The control: transformers 5 keeps the template beside tokenizer_config.json."""
+    write_params(project, base_model(project, True, **{"chat_template.jinja": "{{ messages[0]['content'] }}"}))
+    check.main()
+    assert (project / paths.CHECKED).is_file()
 
 
 def test_local_model_without_config(project, capsys):

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from gguf import GGUFReader, dequantize
 
+from pipeline.domain import chat
 from pipeline.domain.sources import embedded_gguf_path, geometry, gguf_geometry
 from pipeline.stages.prepare import from_gguf
 from tests.conftest import ROOT
@@ -78,6 +79,9 @@ def test_from_gguf_tokenizer_ends_on_im_end_and_knows_the_context(folder):
     assert tok.eos_token == EOS and tok.convert_tokens_to_ids(EOS) == 2      # not GGUF's <|im_start|>
     assert tok.pad_token is not None and tok.model_max_length == CONTEXT
     assert tok.chat_template and len(tok) == VOCAB
+    # the GGUF's tokenizer.chat_template, saved beside the tokenizer: models.*.apply_chat_template auto
+    # resolves to true, as the default run's global `true` was
+    assert chat.folder_has_template(folder) and chat.resolve_folder("smollm2-135m", "auto", folder, NAME) is True
     gen = json.loads((folder / "generation_config.json").read_text())
     assert gen["eos_token_id"] == 2 and gen["pad_token_id"] == tok.pad_token_id
 

@@ -1,5 +1,12 @@
+import json
+import sys
 from types import SimpleNamespace
 
+import pytest
+import yaml
+
+from pipeline import paths
+from pipeline.domain import chat
 from pipeline.stages import prepare
 
 
@@ -27,3 +34,51 @@ def test_fix_special_tokens_list_eos():
     tok = FakeTokenizer()
     prepare.fix_special_tokens(tok, SimpleNamespace(eos_token_id=[2, 0]))
     assert tok.eos_token == "<|im_end|>"
+
+
+# The stage's record of the chat template (pipeline/domain/chat.py), with the conversion replaced by
+# one writing only tokenizer files: no model is loaded.
+
+def _project(tmp_path, monkeypatch, root, source, apply_chat_template):
+    p = yaml.safe_load((root / "params.yaml").read_text())
+    p["models"] = {"m": {"source": source, "dtype": "float16", "apply_chat_template": apply_chat_template}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["prepare", "m"])
+
+
+def _writes(files):
+    def convert(_src, out, *_):
+        for name, text in files.items():
+            (out / name).write_text(text)
+    return convert
+
+
+INSTRUCT = {"tokenizer_config.json": json.dumps({"eos_token": "<|im_end|>"}),
+            "chat_template.jinja": "{{ messages[0]['content'] }}"}          # as transformers 5 saves it
+BASE = {"tokenizer_config.json": json.dumps({"eos_token": "</s>"})}
+
+
+@pytest.mark.parametrize("files, expected", [(INSTRUCT, True), (BASE, False)])
+def test_prepare_records_auto_as_the_prepared_tokenizer_has_it(tmp_path, monkeypatch, root, files, expected):
+    _project(tmp_path, monkeypatch, root, "embedded:smollm2-135m-instruct", "auto")
+    monkeypatch.setattr(prepare, "embedded_gguf_path", lambda ref: tmp_path / "x.gguf")
+    monkeypatch.setattr(prepare, "from_gguf", _writes(files))
+    prepare.main()
+    record = json.loads((paths.source_dir("m") / paths.SOURCE_SPEC).read_text())
+    assert record == {"source": "embedded:smollm2-135m-instruct", "apply_chat_template": expected}
+    assert chat.recorded("m") is expected
+
+
+def test_prepare_refuses_true_without_a_template_in_one_line_and_writes_no_source(tmp_path, monkeypatch, root,
+                                                                                   capsys):
+    _project(tmp_path, monkeypatch, root, "hub:org/base", True)
+    monkeypatch.setitem(sys.modules, "huggingface_hub",
+                        SimpleNamespace(snapshot_download=lambda ref: str(tmp_path / "snapshot")))
+    monkeypatch.setattr(prepare, "from_folder", _writes(BASE))
+    with pytest.raises(SystemExit) as e:
+        prepare.main()
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 2
+    assert err == "qtier: models.m.apply_chat_template: true, but hub:org/base's tokenizer has no chat template"
+    assert not paths.source_dir("m").exists() and not list(paths.source_dir("m").parent.glob(".source*"))

@@ -17,7 +17,7 @@ def protocol_members() -> set[str]:
 
 
 def test_protocol_names_what_evaluate_calls():
-    assert {"lm", "info", "full_logits", "engine_version", "remaining_s", "throughput", "token_dists",
+    assert {"lm", "info", "full_logits", "engine_version", "chat", "remaining_s", "throughput", "token_dists",
             "exact_fidelity"} \
         <= protocol_members()
 
@@ -33,12 +33,12 @@ def test_every_session_implements_every_method(cls):
 def test_reference_has_no_budget_and_vllm_counts_down():
     assert ReferenceSession(None, None, None, {}, False).remaining_s() is None
     t = [100.0]
-    s = VllmSession(None, None, "", "", None, {}, None, {}, wall=WallBudget(30, clock=lambda: t[0]))
+    s = VllmSession(None, None, "", "", None, {}, None, {}, wall=WallBudget(30, clock=lambda: t[0]), chat=False)
     t[0] += 10
     assert s.remaining_s() == 20.0
-    assert VllmSession(None, None, "", "", None, {}, None, {}).remaining_s() is None
+    assert VllmSession(None, None, "", "", None, {}, None, {}, chat=False).remaining_s() is None
 
 
 def test_vllm_has_no_exact_fidelity():
     with pytest.raises(base.Unsupported, match="top-k"):
-        VllmSession(None, None, "", "", None, {}, None, {}).exact_fidelity(None, [[1, 2]])
+        VllmSession(None, None, "", "", None, {}, None, {}, chat=False).exact_fidelity(None, [[1, 2]])

@@ -32,7 +32,10 @@ SMOLLM2_SHAPE = dict(vocab_size=1024, hidden=576, intermediate=1536, heads=9, kv
 
 
 def build(out: Path, root: Path, vocab_size: int = 512, layers: int = 2, hidden: int = 64, heads: int = 4,
-          kv_heads: int = 2, head_dim: int = 16, intermediate: int | None = None) -> Path:
+          kv_heads: int = 2, head_dim: int = 16, intermediate: int | None = None,
+          chat_template: str | None = CHAT_TEMPLATE) -> Path:
+    """An instruct-like model (its tokenizer has `chat_template`), or with chat_template=None a base
+    model whose tokenizer has none."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -45,7 +48,8 @@ def build(out: Path, root: Path, vocab_size: int = 512, layers: int = 2, hidden:
         vocab_size=vocab_size, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|im_start|>", eos_token="<|im_end|>",
                                    pad_token="<|im_end|>", unk_token="<|endoftext|>", model_max_length=1024)
-    fast.chat_template = CHAT_TEMPLATE
+    if chat_template is not None:
+        fast.chat_template = chat_template
     torch.manual_seed(0)
     cfg = LlamaConfig(vocab_size=len(fast), hidden_size=hidden, intermediate_size=intermediate or 2 * hidden, num_hidden_layers=layers,
                       num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=head_dim,

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pipeline import io, paths
+from pipeline.domain import chat
 from pipeline.schema import KvMode, Model, Params, Tier
 
 
@@ -28,6 +29,14 @@ class Variant:
         if self.model_cfg.dtype == "auto":     # an engine needs the concrete dtype (Variant.of resolves it)
             raise ValueError(f"variant {self.model}/{self.tier}/{self.kv}: models.{self.model}.dtype is "
                              "still auto (build it with Variant.of, from quantize's record)")
+        if not isinstance(self.model_cfg.apply_chat_template, bool):     # the prompts' format, as prepare resolved it
+            raise ValueError(f"variant {self.model}/{self.tier}/{self.kv}: models.{self.model}.apply_chat_template "
+                             "is still auto (build it with Variant.of, from prepare's record)")
+
+    @property
+    def chat(self) -> bool:
+        """Prompts are wrapped in the model's chat template (models.<name>.apply_chat_template, resolved)."""
+        return self.model_cfg.apply_chat_template
 
     @property
     def key(self) -> str:
@@ -37,8 +46,10 @@ class Variant:
     def of(cls, params: Params, model: str, tier: str, kv: str, checkpoint: Path, record: dict,
            out_dir: Path | None = None) -> Variant:
         """The variant as quantize's record describes its checkpoint; models.<name>.dtype `auto` as
-        quantize resolved it from the source's config.json (the record's storage_dtype)."""
-        model_cfg = params.models[model]
+        quantize resolved it from the source's config.json (the record's storage_dtype), and
+        models.<name>.apply_chat_template as prepare resolved it (the source's record, for every value:
+        what prepare checked against the tokenizer, never the param again)."""
+        model_cfg = dataclasses.replace(params.models[model], apply_chat_template=chat.recorded(model))
         if model_cfg.dtype == "auto":
             model_cfg = dataclasses.replace(model_cfg, dtype=record["storage_dtype"])
         return cls(model, tier, kv, checkpoint, model_cfg, params.tiers[tier], params.kv_modes[kv],
@@ -74,6 +85,7 @@ class Session(Protocol):
     info: dict[str, Any]       # backend, dtype, kv handling, ... recorded in the results
     full_logits: bool          # exact_fidelity works (the full vocabulary), else token_dists' top-k only
     engine_version: str | None  # the serving engine's version, read from the environment that serves
+    chat: bool                 # prompts wrapped in the model's chat template (Variant.chat)
 
     def remaining_s(self) -> float | None:
         """Seconds left of the session's time budget; None: this backend has no budget."""

@@ -28,7 +28,7 @@ def run_tasks(session, specs: list[tasks.TaskSpec], ev: Eval,
         task_manager=TaskManager(include_defaults=False),
         tasks=[s.config for s in specs],
         samples={s.lm_eval_name: list(range(s.num_docs)) for s in specs},
-        apply_chat_template=ev.apply_chat_template,
+        apply_chat_template=session.chat,      # the model's own prompt format (models.<name>.apply_chat_template)
         bootstrap_iters=0,
         log_samples=True,
         random_seed=ev.seed, numpy_random_seed=ev.seed, torch_random_seed=ev.seed, fewshot_random_seed=ev.seed,

@@ -231,6 +231,6 @@ class ReferenceBackend:
             lm.qtier_share_prefix = not quantizes_activations(hf_config)
         info["shared_prompt_prefix"] = lm.qtier_share_prefix
         try:
-            yield ReferenceSession(model, tokenizer, lm, info, self.ev.apply_chat_template, self)
+            yield ReferenceSession(model, tokenizer, lm, info, variant.chat, self)
         finally:
             del lm, model

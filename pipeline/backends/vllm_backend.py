@@ -102,7 +102,7 @@ class VllmBackend:
             lm = _local_completions(server.base_url, variant.key, target, cfg, self.ev,
                                     timeout=wall.remaining(600))
             yield VllmSession(server, cfg, target, variant.key, lm, info, out_dir, env, self.slo, wall,
-                              served_version(server.base_url) or engine.get("vllm_version"))
+                              served_version(server.base_url) or engine.get("vllm_version"), chat=variant.chat)
         except Unsupported:
             raise
         except Exception as e:

@@ -35,9 +35,11 @@ OUT_OF_WALL = "the wall budget ran out (serving.vllm.budget.max_wall_s)"
 
 class VllmSession:
     def __init__(self, server: Server, cfg: Vllm, target: str, served: str, lm, info: dict, out_dir: Path, env,
-                 slo: Slo | None = None, wall: WallBudget | None = None, engine_version: str | None = None):
+                 slo: Slo | None = None, wall: WallBudget | None = None, engine_version: str | None = None, *,
+                 chat: bool):
         self.server, self.cfg, self.target, self.served = server, cfg, target, served
         self.lm, self.info, self.out_dir, self.env = lm, info, out_dir, env
+        self.chat = chat        # lm-eval renders the chat template client-side, with the served tokenizer
         self.slo, self.wall = slo, wall or WallBudget(None)
         self.engine_version = engine_version      # the server's own answer (vllm_backend.served_version)
 

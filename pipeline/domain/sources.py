@@ -57,13 +57,20 @@ def check_source(key: str, source: str, root: Path) -> None:
         raise ConfigError(f"{key}: {source!r} must start with 'embedded:', 'local:' or 'hub:'")
 
 
+def local_folder(source: str, root: Path) -> Path | None:
+    """A `local:` source's folder (relative paths from the params file's folder); None for any other."""
+    kind, _, ref = source.partition(":")
+    if kind != "local":
+        return None
+    return Path(ref) if Path(ref).is_absolute() else root / ref
+
+
 def geometry(source: str, root: Path) -> dict | None:
     """The model's layer widths (HF config names) read from the source itself, without loading
     weights; None where they cannot be known offline (a hub model)."""
     kind, _, ref = source.partition(":")
     if kind == "local":
-        path = Path(ref) if Path(ref).is_absolute() else root / ref
-        return json.loads((path / "config.json").read_text())
+        return json.loads((local_folder(source, root) / "config.json").read_text())
     if kind == "embedded":
         try:
             return gguf_geometry(embedded_gguf_path(ref))

@@ -99,7 +99,10 @@ class Fidelity:
 class Eval:
     tasks: dict[str, Task]
     batch_size: int = 8
-    apply_chat_template: bool = True
     seed: int = 1234
     throughput: Throughput = field(default_factory=Throughput)
     fidelity: Fidelity | None = None            # unset: no fidelity stage, no KL columns
+
+    # keys no longer read, each rejected with where it went (pipeline/schema/builder.py)
+    RETIRED = {"apply_chat_template": "moved to models.<name>.apply_chat_template (auto | true | false, per "
+                                      "model; auto: iff its tokenizer has a chat template)"}

@@ -21,6 +21,10 @@ class Model:
     # bfloat16, else float16 (a float32 checkpoint is served at half precision); resolved by quantize
     # from the prepared source and carried in its record as storage_dtype (domain/compute.model_dtype)
     dtype: Literal["auto", "float16", "bfloat16"] = "auto"
+    # wrap each prompt in the model's chat template; auto: iff its tokenizer has one (an instruct model
+    # yes, a base model no). Resolved once per source, by check for a local folder and by prepare on the
+    # folder it writes (pipeline/domain/chat.py), and carried in the source's record (qtier_source.json)
+    apply_chat_template: Literal["auto"] | bool = "auto"
 
 
 @dataclass(frozen=True)

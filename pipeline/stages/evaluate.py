@@ -6,8 +6,10 @@ lm-eval tasks with per-sample logging, and measure generation throughput.
 Writes results/evals/<model>/<tier>-<kv>/{result.json, samples/<task>.jsonl}. result.json names
 every metric `<task>/<metric>` (`metrics`, `higher_is_better`, the latter from each task's YAML or
 lm-eval task) and where it was measured (`measured_on`: CPU, accelerator, torch threads, the serving
-engine and its version; pipeline/domain/provenance.py). A variant that cannot run here is recorded
-as status "unsupported" (with the reason), one that breaks as "failed"; neither stops the pipeline.
+engine and its version; pipeline/domain/provenance.py) and whether its prompts were wrapped in the
+model's chat template (`chat_template`, prepare's record of models.<model>.apply_chat_template). A
+variant that cannot run here is recorded as status "unsupported" (with the reason), one that breaks
+as "failed"; neither stops the pipeline.
 """
 from __future__ import annotations
 
@@ -45,6 +47,7 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
     variant = Variant.of(params, model, tier, kv, checkpoint, record, out_dir)
     backend = select(params)
     result["backend"] = backend.name
+    result["chat_template"] = variant.chat      # the prompts' format, as prepare resolved it for the model
     fidelity_rows: list[dict] = []
     try:
         with backend.session(variant) as session:
