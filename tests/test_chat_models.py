@@ -44,6 +44,7 @@ def test_a_base_and_an_instruct_model_evaluate_from_one_params_file(tmp_path, mo
     assert chat.folder_has_template(tmp_path / "instruct-model")
     assert not chat.folder_has_template(tmp_path / "base-model")
     monkeypatch.chdir(tmp_path)
+    capsys.readouterr()                                 # transformers' progress bars while saving them
 
     write_params(tmp_path, root, base_chat=True)        # impossible: stops at check, before any model work
     with pytest.raises(SystemExit) as e:
