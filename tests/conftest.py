@@ -13,6 +13,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+# the DVC projects tests make with `dvc init` have analytics on: DVC would fork a report sender after
+# every command, a `dvc ...` process that outlives it (and tries the network); the repo's own
+# .dvc/config turns it off for users
+os.environ.setdefault("DVC_NO_ANALYTICS", "1")
 
 from tests import tiers  # noqa: E402  (needs ROOT on sys.path)
 
