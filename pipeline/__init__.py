@@ -1,0 +1,1 @@
+"""qtier: the pipeline package."""

@@ -1,0 +1,1 @@
+"""qtier's scoring package."""
