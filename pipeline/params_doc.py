@@ -25,6 +25,7 @@ from typing import Any, Literal
 import yaml
 
 from pipeline.schema import Params
+from pipeline.schema.yaml_io import safe_load
 
 ROOT = Path(__file__).resolve().parents[1]
 DESCRIPTIONS = Path("docs/params_doc.yaml")
@@ -130,7 +131,7 @@ def walk(cls: type = Params, path: str = "", instance: Any = None) -> list[Secti
 
 
 def load_descriptions(path: Path = ROOT / DESCRIPTIONS) -> dict[str, str]:
-    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    raw = safe_load(path.read_text(encoding="utf-8"))
     if not isinstance(raw, dict):
         raise SystemExit(f"qtier: {DESCRIPTIONS}: expected a mapping of dotted keys to descriptions")
     return {str(k): ("" if v is None else str(v)) for k, v in raw.items()}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import sys
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from scripts.depgraph import ROOT, closure, import_targets, modules, syntax
@@ -21,15 +22,25 @@ from scripts.depgraph import ROOT, closure, import_targets, modules, syntax
 Fn = tuple[str, str]   # (module, qualified name in it: `f` or `Class.method`)
 
 
-def walk(node: ast.AST):
-    """ast.walk without type annotations."""
-    yield node
-    for name, value in ast.iter_fields(node):
-        if name in ("annotation", "returns"):
-            continue
-        for child in value if isinstance(value, list) else [value]:
-            if isinstance(child, ast.AST):
-                yield from walk(child)
+def walk(node: ast.AST) -> list[ast.AST]:
+    """ast.walk without type annotations, depth-first in source order. Memoized: parsed trees are
+    cached (depgraph.syntax) and walked again by every stage's graph and every deps check."""
+    hit = _walked.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    out: list[ast.AST] = []
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        out.append(n)
+        children = [c for name, value in ast.iter_fields(n) if name not in ("annotation", "returns")
+                    for c in (value if isinstance(value, list) else [value]) if isinstance(c, ast.AST)]
+        todo += reversed(children)
+    _walked[id(node)] = (node, out)      # the node itself is kept, so its id is never reused
+    return out
+
+
+_walked: dict[int, tuple[ast.AST, list[ast.AST]]] = {}
 
 
 def _is_main_block(stmt: ast.stmt) -> bool:
@@ -59,9 +70,16 @@ class Module:
 
 
 def parse(name: str, path: Path, known: set[str]) -> Module:
+    """A module's definitions and aliases (cached while the file is unchanged: every stage's graph
+    parses the same modules)."""
+    return _module(name, path, frozenset(known), path.stat().st_mtime_ns)
+
+
+@lru_cache(maxsize=None)
+def _module(name: str, path: Path, known: frozenset[str], _mtime_ns: int) -> Module:
     tree = syntax(path)
     m = Module(name, path, tree)
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
                 local = a.asname or a.name.split(".")[0]

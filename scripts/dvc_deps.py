@@ -19,8 +19,8 @@ import re
 import sys
 from pathlib import Path
 
-import yaml
 
+from pipeline.schema.yaml_io import safe_load
 from scripts.depgraph import PACKAGE, ROOT, closure
 from scripts.dvc_params import param_problems, stale_by_name
 from scripts.dvc_reads import is_code, read_problems, stage_entry, stage_modules
@@ -89,7 +89,7 @@ def main(argv: list[str]) -> int:
         raise SystemExit(f"usage: python -m scripts.dvc_deps [--write | --check] (got {' '.join(argv)})")
     path = ROOT / "dvc.yaml"
     text = path.read_text(encoding="utf-8")
-    dvc = yaml.safe_load(text)
+    dvc = safe_load(text)
     if "--write" in argv:
         new = rewrite(text, code_deps(dvc))
         if new != text:

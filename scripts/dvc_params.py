@@ -22,8 +22,8 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
 
+from pipeline.schema.yaml_io import safe_load
 from scripts.callgraph import Graph, stage_graph, walk
 from scripts.depgraph import PACKAGE, ROOT, fingerprint, modules, syntax
 from scripts.dvc_reads import stage_entry, stage_modules
@@ -289,7 +289,7 @@ def stale_by_name(root: Path = ROOT) -> list[str]:
 
 
 if __name__ == "__main__":
-    dvc_yaml = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))
+    dvc_yaml = safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))
     for name, mod in stage_modules(dvc_yaml).items():
         print(f"{name}:\n" + "".join(f"  {k}\n" for k in sorted(stage_keys(mod))), end="")
         print("".join(f"  !! {p}\n" for p in param_problems(name, stage_entry(dvc_yaml, name), mod)), end="")

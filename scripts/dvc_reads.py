@@ -24,12 +24,11 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
 
+from pipeline.schema.yaml_io import safe_load
 from scripts.callgraph import Graph, parse, stage_graph, walk
 from scripts.depgraph import PACKAGE, ROOT, closure, fingerprint, modules
 from scripts.dvc_readers import NOT_READ, OPENS, ORDERING, PATHS, READERS, keys, reader
-
 
 
 class PathsModule:
@@ -277,7 +276,7 @@ def data_problems(dvc: dict, stage: str, module: str, params: dict, root: Path =
 
 
 def read_problems(dvc: dict, root: Path = ROOT) -> list[str]:
-    params = yaml.safe_load((root / "params.yaml").read_text(encoding="utf-8"))
+    params = safe_load((root / "params.yaml").read_text(encoding="utf-8"))
     problems = unclassified_readers(root) + stale_readers(root)
     for stage, module in stage_modules(dvc).items():
         problems += data_problems(dvc, stage, module, params, root)
@@ -285,8 +284,8 @@ def read_problems(dvc: dict, root: Path = ROOT) -> list[str]:
 
 
 if __name__ == "__main__":
-    dvc_yaml = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))
-    values = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    dvc_yaml = safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))
+    values = safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     for name, mod in stage_modules(dvc_yaml).items():
         print(f"{name}:\n" + "".join(f"  {r}\n" for r in sorted(stage_reads(dvc_yaml, name, mod, values))), end="")
     print("\n".join(read_problems(dvc_yaml)))

@@ -58,9 +58,9 @@ def root() -> Path:
 
 @pytest.fixture
 def params_dict():
-    import yaml
+    from pipeline.schema.yaml_io import safe_load
 
-    return yaml.safe_load((ROOT / "params.yaml").read_text())
+    return safe_load((ROOT / "params.yaml").read_text())
 
 
 @pytest.fixture

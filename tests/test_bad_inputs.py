@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from pipeline import paths
 from pipeline.domain import machine
+from pipeline.report import plots
+from pipeline.schema.yaml_io import safe_dump, safe_load
 from pipeline.stages import check, decide, kvscales
 
 SMOL = {"hidden_size": 576, "num_attention_heads": 9, "head_dim": 64, "intermediate_size": 1536,
@@ -43,9 +44,9 @@ def project(tmp_path, monkeypatch, root):
 
 
 def write_params(project, mutate):
-    params = yaml.safe_load((project / "params.yaml").read_text())
+    params = safe_load((project / "params.yaml").read_text())
     mutate(params, project)
-    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    (project / "params.yaml").write_text(safe_dump(params, sort_keys=False))
 
 
 def stopped(project, capsys, main, expected: str):
@@ -84,7 +85,7 @@ def test_a_passing_check_writes_its_marker_and_recipes_and_nothing_else(project)
     check.main()
     after = tree_digest(project)
     marker = str(paths.CHECKED)
-    tiers = yaml.safe_load((project / "params.yaml").read_text())["tiers"]
+    tiers = safe_load((project / "params.yaml").read_text())["tiers"]
     assert set(after) - set(before) == {marker} | {str(paths.tier_recipe(t)) for t in tiers}
     assert (project / marker).read_text() == check.MARKER_TEXT
     assert {k: after[k] for k in before} == before
@@ -168,6 +169,7 @@ def test_with_good_params_decide_rewrites_the_earlier_decision(project, monkeypa
     """The control of the decide cases: run, it writes (here: every row failed, no results yet)."""
     monkeypatch.setattr(sys, "argv", ["decide"])
     monkeypatch.setattr(machine, "accelerator_available", lambda: False)   # its header; the unit tier has no torch
+    monkeypatch.setattr(plots, "quality_vs_memory", lambda *a, **k: None)    # ~1 s of matplotlib (test_decide draws it)
     before = tree_digest(project)
     with pytest.raises(SystemExit) as e:
         decide.main()
@@ -320,7 +322,7 @@ def test_registry_task_with_local_data_passes_and_its_tolerances_are_checked(pro
     folder = project / "my_tasks"
     folder.mkdir()
     (folder / "qa.jsonl").write_text("".join(json.dumps({"q": f"Is {i} even?", "a": i % 2}) + "\n" for i in range(4)))
-    (folder / "my_qa.yaml").write_text(yaml.safe_dump({
+    (folder / "my_qa.yaml").write_text(safe_dump({
         "task": "my_qa", "dataset_path": "json", "dataset_kwargs": {"data_files": {"test": str(folder / "qa.jsonl")}},
         "test_split": "test", "output_type": "multiple_choice", "doc_to_text": "{{q}}", "doc_to_target": "a",
         "doc_to_choice": ["yes", "no"], "metric_list": [{"metric": "acc", "aggregation": "mean",
@@ -329,9 +331,9 @@ def test_registry_task_with_local_data_passes_and_its_tolerances_are_checked(pro
 
     def add(p, _):
         p["eval"]["tasks"]["qa"] = entry
-    params = yaml.safe_load((project / "params.yaml").read_text())
+    params = safe_load((project / "params.yaml").read_text())
     add(params, project)
-    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    (project / "params.yaml").write_text(safe_dump(params, sort_keys=False))
     check.main()                                            # passes offline: its data is local
     rejects(project, capsys, set_in("eval.tasks.qa.tolerances", {"acc_norm": {"abs": 5.0}}),
             "eval.tasks.qa.tolerances.acc_norm: task qa does not report 'acc_norm'")

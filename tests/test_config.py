@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from pipeline import config, schema
+from pipeline.schema.yaml_io import safe_dump, safe_load
 
 
 # model tier: check reads the embedded model's GGUF header (seconds)
@@ -29,9 +29,9 @@ def test_a_tier_differing_only_in_group_size_gets_its_own_stages(tmp_path, root)
     """Adding a tier is data: dvc.yaml's matrix gives it quantize/evaluate stages, no code change."""
     for f in ("dvc.yaml", "params.yaml"):
         shutil.copy(root / f, tmp_path / f)
-    p = yaml.safe_load((tmp_path / "params.yaml").read_text())
+    p = safe_load((tmp_path / "params.yaml").read_text())
     p["tiers"]["int4-gptq-g32"] = dict(p["tiers"]["int4-gptq"], group_size=32)
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
+    (tmp_path / "params.yaml").write_text(safe_dump(p, sort_keys=False))
     for f in ("eval_sets", "recipes", "calibration"):
         shutil.copytree(root / f, tmp_path / f)
     assert config.load(tmp_path / "params.yaml").tiers["int4-gptq-g32"].group_size == 32
@@ -126,8 +126,8 @@ def test_config_imports_no_torch(root):
 def test_fidelity_block_errors_name_the_key_or_file(root, tmp_path, block, message):
     for f in ("eval_sets", "recipes", "calibration"):
         shutil.copytree(root / f, tmp_path / f)
-    p = yaml.safe_load((root / "params.yaml").read_text())
+    p = safe_load((root / "params.yaml").read_text())
     p["eval"]["fidelity"] = block
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(p))
+    (tmp_path / "params.yaml").write_text(safe_dump(p))
     with pytest.raises(config.ConfigError, match=message.replace("(", r"\(")):
         config.load(tmp_path / "params.yaml")

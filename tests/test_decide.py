@@ -5,15 +5,18 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 
 from pipeline import io, paths
 from pipeline.domain import machine
+from pipeline.report import plots
+from pipeline.schema.yaml_io import safe_dump, safe_load
 from pipeline.stages import decide
 
 HF = {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
       "hidden_size": 64, "intermediate_size": 128}
 
+
+REAL_PLOT = plots.quality_vs_memory
 
 MEASURED_ON = {"cpu": {"model": "Test CPU 9000", "isa": ["avx2"], "cores": 3}, "accelerator": None,
                "torch_threads": 3, "engine": {"name": "reference", "version": "5.17.0"}}
@@ -43,14 +46,16 @@ def samples(task, n, quality):
 def project(tmp_path, monkeypatch, root):
     for f in ("eval_sets", "recipes", "calibration"):
         shutil.copytree(root / f, tmp_path / f)
-    p = yaml.safe_load((root / "params.yaml").read_text())
+    p = safe_load((root / "params.yaml").read_text())
     p["models"] = {"m": {"source": "embedded:smollm2-135m-instruct", "dtype": "float16"}}
     p["tiers"] = {k: p["tiers"][k] for k in ("fp16", "int8", "int4-gptq", "nf4-bnb")}
     p["decision"]["bootstrap"]["resamples"] = 200
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(p))
+    (tmp_path / "params.yaml").write_text(safe_dump(p))
     monkeypatch.chdir(tmp_path)
     # decision.md's header asks torch whether this machine has a GPU; the unit tier imports no torch
     monkeypatch.setattr(machine, "accelerator_available", lambda: False)
+    # matplotlib takes ~1 s a figure: only test_decide_renders_every_section draws the real plot
+    monkeypatch.setattr(plots, "quality_vs_memory", lambda rows, metrics, out, *a, **k: None)
     src = paths.source_dir("m")
     sizes = {"fp16": 4000, "int8": 2000, "int4-gptq": 1000}
     quality = {"fp16": lambda i: True, "int8": lambda i: True, "int4-gptq": lambda i: i % 4 != 0,
@@ -81,7 +86,8 @@ def project(tmp_path, monkeypatch, root):
     return tmp_path
 
 
-def test_decide_renders_every_section(project):
+def test_decide_renders_every_section(project, monkeypatch):
+    monkeypatch.setattr(plots, "quality_vs_memory", REAL_PLOT)
     decide.main()
     md = (project / "results/decision.md").read_text()
     data = json.loads((project / "results/decision.json").read_text())
@@ -143,9 +149,9 @@ def test_missing_result_is_a_failed_row_and_exit_1(project):
 @pytest.mark.parametrize("calibrated", [False, True])
 def test_a_missing_serving_record_is_a_failed_row_naming_the_file(project, calibrated):
     if calibrated:           # a calibrated KV mode is served from kvscales' checkpoint, with its own record
-        p = yaml.safe_load((project / "params.yaml").read_text())
+        p = safe_load((project / "params.yaml").read_text())
         p["kv_modes"]["fp8-cal"] = {"cache_dtype": "fp8_e4m3", "scale": "calibrated"}
-        (project / "params.yaml").write_text(yaml.safe_dump(p))
+        (project / "params.yaml").write_text(safe_dump(p))
         for tier in p["tiers"]:
             for kv in ("auto", "fp8"):
                 src, dst = paths.eval_dir("m", tier, kv), paths.eval_dir("m", tier, "fp8-cal")
@@ -243,9 +249,9 @@ def test_the_engine_kv_check_uses_the_planner_s_block_size_and_needs_the_engine_
 
 @pytest.mark.parametrize("ratio, note", [(0.1, True), (0.01, False), (None, False)])
 def test_the_speed_floor_is_decide_s_param(project, ratio, note):
-    p = yaml.safe_load((project / "params.yaml").read_text())
+    p = safe_load((project / "params.yaml").read_text())
     p["decision"]["min_speed_vs_baseline"] = ratio
-    (project / "params.yaml").write_text(yaml.safe_dump(p))
+    (project / "params.yaml").write_text(safe_dump(p))
     for tier, speed in (("fp16", 100.0), ("int8", 5.0)):
         f = paths.eval_result("m", tier, "auto")
         res = io.read_json(f)

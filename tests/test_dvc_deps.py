@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pipeline.schema.yaml_io import safe_load
 from scripts import dvc_deps, dvc_params
 from scripts.depgraph import ROOT, closure, fingerprint
 from scripts.dvc_params import declared_params, param_problems, stale_by_name, stage_keys
@@ -23,10 +24,10 @@ HOW = "regenerate the code deps with `python -m scripts.dvc_deps --write`; fix t
 
 
 def load_dvc() -> dict:
-    return yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))
+    return safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))
 
 
-PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+PARAMS = safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
 
 
 def edited(stage: str, key: str, remove: str | None = None, add: str | None = None) -> dict:

@@ -6,10 +6,10 @@ import sys
 
 import datasets
 import pytest
-import yaml
 
 from pipeline import paths
 from pipeline.domain import tasks
+from pipeline.schema.yaml_io import safe_dump, safe_load
 from pipeline.stages import evalsets
 from tests.test_bad_inputs import SMOL
 from tests.test_public_sets import fake_hub
@@ -21,13 +21,13 @@ SPEC = "hf:stanfordnlp/sst2?split=validation"
 def project(tmp_path, monkeypatch, root):
     for f in ("eval_sets", "recipes", "calibration"):
         shutil.copytree(root / f, tmp_path / f)
-    p = yaml.safe_load((root / "params.yaml").read_text())
+    p = safe_load((root / "params.yaml").read_text())
     p["eval"]["tasks"]["classification"].update(data=SPEC, fields={"text": "sentence", "label": "label"})
     # a local model's config.json: the check of the shipped embedded model reads its GGUF (seconds)
     (tmp_path / "models" / "m").mkdir(parents=True)
     (tmp_path / "models" / "m" / "config.json").write_text(json.dumps(SMOL))
     p["models"] = {"m": {"source": "local:models/m", "dtype": "bfloat16"}}
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
+    (tmp_path / "params.yaml").write_text(safe_dump(p, sort_keys=False))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", ["evalsets"])
     return tmp_path
@@ -45,14 +45,14 @@ def test_fetches_once_and_tasks_read_the_copy(project, monkeypatch):
     spec = tasks.build("classification", task)
     assert spec.num_docs == 2
     assert spec.config["dataset_kwargs"]["data_files"]["test"] == "artifacts/eval_data/classification.jsonl"
-    assert yaml.safe_load((project / "artifacts/eval_data/manifest.json").read_text()) == {"classification": SPEC}
+    assert safe_load((project / "artifacts/eval_data/manifest.json").read_text()) == {"classification": SPEC}
 
 
 def test_wrong_label_names_the_copy_and_line(project, monkeypatch, capsys):
     monkeypatch.setattr(datasets, "load_dataset", fake_hub([]))
-    p = yaml.safe_load((project / "params.yaml").read_text())
+    p = safe_load((project / "params.yaml").read_text())
     p["eval"]["tasks"]["classification"]["labels"] = ["neg", "pos"]
-    (project / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
+    (project / "params.yaml").write_text(safe_dump(p, sort_keys=False))
     with pytest.raises(SystemExit) as e:
         evalsets.main()
     assert e.value.code == 2

@@ -5,9 +5,9 @@ import shutil
 import sys
 
 import pytest
-import yaml
 
 from pipeline import io, paths
+from pipeline.schema.yaml_io import safe_dump, safe_load
 from pipeline.stages import kvscales
 
 MODEL = "smollm2-135m"
@@ -35,9 +35,9 @@ def entries(tier):
 
 
 def add_calibrated_mode(project):
-    p = yaml.safe_load((project / "params.yaml").read_text())
+    p = safe_load((project / "params.yaml").read_text())
     p["kv_modes"]["fp8-cal"] = {"cache_dtype": "fp8_e4m3", "scale": "calibrated"}
-    (project / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
+    (project / "params.yaml").write_text(safe_dump(p, sort_keys=False))
 
 
 def test_without_a_calibrated_mode_every_entry_is_a_constant_marker(project, monkeypatch):

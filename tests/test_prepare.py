@@ -3,10 +3,10 @@ import sys
 from types import SimpleNamespace
 
 import pytest
-import yaml
 
 from pipeline import paths
 from pipeline.domain import chat
+from pipeline.schema.yaml_io import safe_dump, safe_load
 from pipeline.stages import prepare
 
 
@@ -40,9 +40,9 @@ def test_fix_special_tokens_list_eos():
 # one writing only tokenizer files: no model is loaded.
 
 def _project(tmp_path, monkeypatch, root, source, apply_chat_template):
-    p = yaml.safe_load((root / "params.yaml").read_text())
+    p = safe_load((root / "params.yaml").read_text())
     p["models"] = {"m": {"source": source, "dtype": "float16", "apply_chat_template": apply_chat_template}}
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
+    (tmp_path / "params.yaml").write_text(safe_dump(p, sort_keys=False))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", ["prepare", "m"])
 

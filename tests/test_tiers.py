@@ -11,6 +11,7 @@ import importlib.util
 import subprocess
 import sys
 import time
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,8 @@ def _type_checking(node: ast.AST) -> bool:
     return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
 
 
-def top_level_imports(source: str) -> list[str]:
+@lru_cache(maxsize=None)     # every test module's chain walks the same pipeline modules again
+def top_level_imports(source: str) -> tuple[str, ...]:
     """Every module an import executes when the file is imported: imports outside functions (class
     bodies and top-level if/try included), each with its parent packages."""
     found: list[str] = []
@@ -52,7 +54,7 @@ def top_level_imports(source: str) -> list[str]:
             visit(child)
 
     visit(ast.parse(source))
-    return list(dict.fromkeys(found))
+    return tuple(dict.fromkeys(found))
 
 
 def local_file(name: str, root: Path) -> Path | None:

@@ -124,7 +124,7 @@ class Server:
         except OSError:
             return ""
 
-    def wait_healthy(self, timeout_s: float, poll_s: float = 1.0) -> float:
+    def wait_healthy(self, timeout_s: float, poll_s: float = 0.25) -> float:
         """Seconds until GET /health answers 200; ServerDied if the process exits first,
         TimeoutError after timeout_s."""
         t0 = time.monotonic()

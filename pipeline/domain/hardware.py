@@ -5,9 +5,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
 from pipeline.paths import HARDWARE_TABLE as DATA
+from pipeline.schema.yaml_io import safe_load
 
 
 @dataclass(frozen=True)
@@ -27,7 +26,7 @@ class Table:
 
 @lru_cache(maxsize=None)
 def table(path: str = str(DATA)) -> Table:
-    raw = yaml.safe_load(Path(path).read_text())
+    raw = safe_load(Path(path).read_text())
     return Table(raw["vllm_docs_version"], {name: Kind(name=name, **entry) for name, entry in raw["kinds"].items()})
 
 

@@ -22,6 +22,7 @@ from pipeline import paths
 from pipeline.domain import metrics, public_sets, registry
 from pipeline.io import DataError, read_jsonl, read_text
 from pipeline.schema import ConfigError, Task
+from pipeline.schema.yaml_io import SafeLoader
 
 _VAR = re.compile(r"{{\s*([A-Za-z_]\w*)\s*}}")
 LANGUAGE_VARS = {"source_language": "source", "target_language": "target"}   # template var -> languages key
@@ -43,7 +44,7 @@ def load_yaml(path: str | Path) -> dict:
     return lm_load_yaml(Path(path), resolve_func=True, recursive=True)
 
 
-class _DeclLoader(yaml.SafeLoader):
+class _DeclLoader(SafeLoader):
     """Reads a task YAML for validation without importing its `!function` hooks."""
 
 

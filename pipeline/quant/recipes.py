@@ -17,6 +17,7 @@ import yaml
 
 from pipeline.io import read_text
 from pipeline.schema import Tier
+from pipeline.schema.yaml_io import safe_load
 
 QUANT_MODIFIERS = ("GPTQModifier", "QuantizationModifier")
 
@@ -155,7 +156,7 @@ def load_template(path: str, shown: str | None = None) -> dict:
     UTF-8 by line (io.DataError)."""
     shown = shown or path
     try:
-        data = yaml.safe_load(read_text(path, shown=shown))
+        data = safe_load(read_text(path, shown=shown))
     except yaml.YAMLError as e:
         raise RecipeError(f"{shown}: not valid YAML ({' '.join(str(e).split())})") from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):

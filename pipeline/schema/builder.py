@@ -13,6 +13,7 @@ import yaml
 
 from pipeline.schema.errors import ConfigError, FieldError
 from pipeline.schema.params import Params
+from pipeline.schema.yaml_io import SafeLoader
 
 PARAMS_FILE = "params.yaml"
 
@@ -118,7 +119,7 @@ def parse(raw: Any) -> Params:
     return _build_dataclass(Params, raw, "")
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
+class _UniqueKeyLoader(SafeLoader):
     """A YAML loader that rejects a key given twice in one mapping (safe_load keeps the last)."""
 
     def construct_mapping(self, node, deep=False):
