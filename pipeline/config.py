@@ -33,6 +33,10 @@ def check(p: Params, root: Path) -> None:
     for name, t in p.tiers.items():
         if t.recipe and not (root / t.recipe).is_file():
             raise ConfigError(f"tiers.{name}.recipe: file not found: {t.recipe}")
+        kind, _, folder = (t.checkpoint or "").partition(":")
+        if kind == "local" and not (root / folder / "config.json").is_file():
+            raise ConfigError(f"tiers.{name}.checkpoint: no config.json in {folder}"
+                              + ("" if (root / folder).is_dir() else " (folder not found)"))
         if t.recipe:
             try:
                 recipes.check_tier_recipe(t, f"tiers.{name}", root)

@@ -40,7 +40,8 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.domain.prompts:throughput_prompts": [EVAL_FILES, "artifacts/eval_data"],    # a task's data
     # tiers.<tier>.recipe, as the check stage copies it (dvc.yaml cannot name params' file per tier)
     "pipeline.quant.oneshot:quantize": ["paths.tier_recipe"],
-    "pipeline.stages.check:write_recipes": ["recipes"],
+    # and a published tier's local checkpoint folder (outside the repo's deps, like a local: model source)
+    "pipeline.stages.check:tier_spec": ["recipes"],
     "pipeline.quant.recipes:check_tier_recipe": ["recipes"],            # tiers.<tier>.recipe parses, agrees
     # a bitsandbytes tier's record serves the source folder (quantize's handoff)
     "pipeline.backends.base:Variant.of": ["artifacts/{model}/source"],
@@ -67,6 +68,10 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.domain.memory:weight_bytes": "arg", "pipeline.quant.scales:checkpoint_scales": "arg",
     "pipeline.quant.recipes:load_template": "arg",
     "pipeline.stages.kvscales:identical_tensors": "arg",
+    # a published checkpoint (tiers.<tier>.checkpoint) and the prepared source quantize passes
+    "pipeline.quant.published:validate": "arg", "pipeline.quant.published:tokenizer_mismatch": "arg",
+    "pipeline.quant.published:fingerprint": "arg",
+    "pipeline.quant.published:<module>": "outside",     # its CLI: folders given on its command line
     "pipeline.stages.prepare:from_gguf": "arg", "pipeline.stages.prepare:from_folder": "arg",
     # a model folder's tokenizer files: check's local: source (outside), prepare's own output
     "pipeline.domain.chat:folder_has_template": "arg", "pipeline.domain.chat:resolve_folder": "arg",

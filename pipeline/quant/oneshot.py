@@ -13,8 +13,12 @@ from pathlib import Path
 
 from pipeline import io, paths, runlog, schema
 from pipeline.domain import calibration, compute, machine, memory
-from pipeline.quant import recipes
+from pipeline.quant import published, recipes
 from pipeline.quant.compat import patch_llmcompressor_pin_memory
+
+
+class NotThisModel(Exception):
+    """A published tier crossed with a model it is not a checkpoint of: recorded as unsupported."""
 
 
 def set_threads() -> int:
@@ -43,6 +47,12 @@ def quantize(params: schema.Params, model_name: str, tier_name: str, out: Path, 
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tier = params.tiers[tier_name]
+    if tier.method == "published":
+        if tier.model not in (None, model_name):
+            raise NotThisModel(f"tiers.{tier_name} is a published checkpoint of model {tier.model}")
+        if kv_scheme is not None:
+            raise ValueError("a published checkpoint is served as it is: no k/v scales are calibrated for it")
+        return published_tier(tier, f"tiers.{tier_name}", paths.source_dir(model_name), out)
     src = paths.source_dir(model_name)
     hf_config = json.loads((src / "config.json").read_text())
     model_cfg = resolved_model(params.models[model_name], hf_config)
@@ -107,12 +117,34 @@ def quantize(params: schema.Params, model_name: str, tier_name: str, out: Path, 
     return info
 
 
+def published_tier(tier: schema.Tier, key: str, source: Path, out: Path) -> dict:
+    """A published checkpoint checked against the source (io.DataError on a mismatch: a wrong
+    checkpoint is bad input, stopped before any evaluation) and recorded; `out` gets its reference."""
+    folder = published.resolve(tier.checkpoint, tier.revision)
+    try:
+        found = published.validate(key, folder, source)
+    except published.Mismatch as e:
+        raise io.DataError(str(e)) from None
+    kind, _, name = tier.checkpoint.partition(":")
+    ref = {"checkpoint": tier.checkpoint, "revision": tier.revision, "path": str(folder),
+           # what a `vllm serve` line names: the hub repo, or the folder as params.yaml gives it
+           "serve_name": name, "scheme": found["scheme"]}
+    with io.AtomicDir(out) as tmp:
+        io.atomic_write_json(tmp / paths.PUBLISHED_REF, ref)
+    return {"method": tier.method, "label": tier.label, "scheme": found["scheme"]["summary"], "published": ref}
+
+
 def handoff(params: schema.Params, model_name: str, out: Path, info: dict) -> dict:
-    """What evaluate and decide read about a checkpoint, so neither opens its folder or the source."""
-    hf = json.loads((paths.source_dir(model_name) / "config.json").read_text())
+    """What evaluate and decide read about a checkpoint, so neither opens its folder or the source.
+    A published checkpoint is served from where it is, described by its own config.json."""
+    pub = info.get("published")
+    if pub is not None:
+        out = Path(pub["path"])
+    hf = json.loads(((out if pub else paths.source_dir(model_name)) / "config.json").read_text())
     bnb = info.get("bitsandbytes")
     return {
         "serve_path": str(paths.source_dir(model_name) if bnb else out),
+        **({"serve_name": pub["serve_name"]} if pub else {}),
         "load_quantization": bnb,
         # bitsandbytes packs at load time: evaluate measures those bytes after loading
         "weight_bytes": None if bnb else memory.weight_bytes(out),

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pipeline.schema.errors import FieldError, near
 
-METHODS = ("baseline", "rtn", "gptq", "awq", "smoothquant-gptq", "bnb-int8", "bnb-nf4")
+METHODS = ("baseline", "rtn", "gptq", "awq", "smoothquant-gptq", "bnb-int8", "bnb-nf4", "published")
 RECIPE_METHODS = ("rtn", "gptq", "awq", "smoothquant-gptq")
 CALIBRATED_METHODS = ("gptq", "awq", "smoothquant-gptq")
 BNB_METHODS = ("bnb-int8", "bnb-nf4")
@@ -39,6 +39,10 @@ class Tier:
     group_size_candidates: list[int] = field(default_factory=lambda: [128, 64, 32])
     hardware: str | None = None      # kind in pipeline/data/vllm_hardware.yaml; baseline: model dtype
     bnb_options: dict[str, str | int | float | bool] = field(default_factory=dict)
+    # method published: an existing checkpoint of the model (local:<dir> | hub:<repo>), not re-quantized
+    checkpoint: str | None = None
+    revision: str | None = None      # hub: a branch, tag or commit
+    model: str | None = None         # the models.<name> it is a checkpoint of (required with several models)
 
     # keys no longer read, each rejected with its reason (pipeline/schema/builder.py)
     RETIRED = {"activations": "removed: a tier's activation quantization is implied by its recipe "
@@ -55,6 +59,22 @@ class Tier:
                 raise FieldError("weight_bits", f"expected 4 or 8, got {self.weight_bits!r}")
         if self.method in BNB_METHODS and self.recipe:
             raise FieldError("recipe", "bitsandbytes tiers quantize at load time and take no recipe")
+        if self.method == "published":
+            if not self.checkpoint or self.checkpoint.partition(":")[0] not in ("local", "hub") \
+                    or not self.checkpoint.partition(":")[2]:
+                raise FieldError("checkpoint", f"method 'published' needs local:<dir> or hub:<repo>, "
+                                               f"got {self.checkpoint!r}")
+            for key in ("recipe", "weight_bits"):
+                if getattr(self, key) is not None:
+                    raise FieldError(key, "a published checkpoint is not re-quantized: its config.json "
+                                          "says how it is quantized")
+            if self.bnb_options:
+                raise FieldError("bnb_options", "a published checkpoint is not re-quantized")
+        elif self.checkpoint is not None or self.revision is not None or self.model is not None:
+            key = "checkpoint" if self.checkpoint is not None else "revision" if self.revision is not None else "model"
+            raise FieldError(key, "only a tier with method 'published' names a checkpoint, its revision and model")
+        if self.revision is not None and not (self.checkpoint or "").startswith("hub:"):
+            raise FieldError("revision", "only a hub: checkpoint has a revision")
         if self.method != "baseline" and self.hardware is None:
             raise FieldError("hardware", "required: which vLLM kernel family serves this tier "
                                          "(a kind in pipeline/data/vllm_hardware.yaml)")

@@ -34,6 +34,14 @@ class Params:
             if not NAME_RE.match(n):
                 raise FieldError(f"eval.tasks.{n}", "names must be lower-case letters, digits, '.', '_' and single "
                                                     "'-' (they name sample files and metrics `<task>/<metric>`)")
+        for n, tier in self.tiers.items():
+            if tier.method != "published":
+                continue
+            if tier.model is None and len(self.models) > 1:
+                raise FieldError(f"tiers.{n}.model", f"required: which model this checkpoint is of "
+                                                     f"(models: {', '.join(self.models)})")
+            if tier.model is not None and tier.model not in self.models:
+                raise FieldError(f"tiers.{n}.model", f"{tier.model!r} is not a model (models: {', '.join(self.models)})")
         for kind, names in (("models", self.models), ("tiers", self.tiers), ("kv_modes", self.kv_modes)):
             for n in names:
                 if not NAME_RE.match(n):

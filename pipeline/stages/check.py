@@ -7,8 +7,8 @@ validation code changed. DVC removes a stage's outputs just before running that 
 therefore stops here, with one line naming the key, and nothing computed is lost. Its output is a
 constant marker kept across runs (persist), so a successful check never re-runs anything after it.
 
-It also copies each tier's recipe to artifacts/recipes/<tier>.yaml (a constant marker for a tier
-without one): the quantize and kvscales stages of a tier depend on that copy alone, so editing one
+It also copies each tier's recipe to artifacts/recipes/<tier>.yaml (a published checkpoint: its
+reference and fingerprint; a constant marker for a tier without either): the quantize and kvscales stages of a tier depend on that copy alone, so editing one
 recipe re-runs that tier's stages and what follows them, not every tier's.
 """
 from __future__ import annotations
@@ -16,18 +16,31 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipeline import config, io, paths, schema
+from pipeline.quant import published
 from pipeline.stages import runner
 
 MARKER_TEXT = "params.yaml passed python -m pipeline.config\n"
 NO_RECIPE = b"# no recipe: this tier's method takes none\n"
 
 
+def tier_spec(tier: schema.Tier, root: Path) -> bytes:
+    """What quantize@<model>-<tier> depends on besides the source: the recipe byte for byte; for a
+    published checkpoint its reference and, for a local folder, its fingerprint (as of this check:
+    a folder changed in place with params.yaml unchanged needs `dvc repro -f check`); else the marker."""
+    if tier.recipe:
+        return (root / tier.recipe).read_bytes()
+    if tier.method == "published":
+        head = f"# published checkpoint {tier.checkpoint}" + (f"@{tier.revision}" if tier.revision else "") + "\n"
+        kind, _, name = tier.checkpoint.partition(":")
+        return (head + (published.fingerprint(root / name) if kind == "local" else "")).encode()
+    return NO_RECIPE
+
+
 def write_recipes(params: schema.Params, root: Path = Path(".")) -> None:
-    """artifacts/recipes/: each current tier's recipe, byte for byte, or the marker; nothing else."""
+    """artifacts/recipes/: each current tier's spec (tier_spec); nothing else."""
     with io.AtomicDir(root / paths.RECIPES) as tmp:
         for name, tier in params.tiers.items():
-            text = (root / tier.recipe).read_bytes() if tier.recipe else NO_RECIPE
-            (tmp / paths.tier_recipe(name).name).write_bytes(text)
+            (tmp / paths.tier_recipe(name).name).write_bytes(tier_spec(tier, root))
 
 
 @runner.stage_main("check", loader=config.load_or_exit, offline=False)

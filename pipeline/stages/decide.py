@@ -59,7 +59,7 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
         higher_is_better=dict(res.get("higher_is_better", {})),
         weight_bytes=record.get("weight_bytes") or serving.get("weight_bytes_serving"),
         kv_bytes_per_token=memory.kv_bytes_per_token(hf, nbytes) if hf else None,
-        tokens_per_s=res.get("throughput", {}).get("gen_tokens_per_s"), serve_path=record.get("serve_path"),
+        tokens_per_s=res.get("throughput", {}).get("gen_tokens_per_s"), serve_path=record.get("serve_name", record.get("serve_path")),
         num_samples=res.get("num_samples", {}), versions=res.get("versions", {}), measured_on=res.get("measured_on"),
         serving=serving,
         throughput=res.get("throughput", {}),

@@ -62,10 +62,14 @@ def calibrate(params: schema.Params, model: str, tier: str, out: Path) -> dict:
     """One calibrated checkpoint into `out`; its record (status ok | unsupported | failed, with why)."""
     quantized = io.read_json(paths.quantize_record(model, tier))
     if quantized.get("status") != "ok":
-        return {"status": "failed", "reason": f"quantize: {quantized.get('reason', 'no checkpoint')}"}
+        return {"status": "unsupported" if quantized.get("status") == "unsupported" else "failed",
+                "reason": f"quantize: {quantized.get('reason', 'no checkpoint')}"}
     if params.tiers[tier].method in schema.BNB_METHODS:
         return {"status": "unsupported", "reason": "bitsandbytes quantizes at load time: no llm-compressor "
                                                    "checkpoint carries calibrated k/v scales for it"}
+    if params.tiers[tier].method == "published":
+        return {"status": "unsupported", "reason": "a published checkpoint is served as it is: k/v scales "
+                                                   "are calibrated only for tiers qtier quantizes"}
     set_threads()          # only here: a tier that cannot be calibrated is recorded without importing torch
     t0 = time.perf_counter()
     try:

@@ -15,7 +15,7 @@ import time
 import traceback
 
 from pipeline import errors, io, paths
-from pipeline.quant.oneshot import handoff, quantize, set_threads
+from pipeline.quant.oneshot import NotThisModel, handoff, quantize, set_threads
 from pipeline.stages import runner
 
 
@@ -31,6 +31,10 @@ def main(st: runner.Stage) -> None:
     except io.DataError as e:
         print(f"qtier: {e}", file=sys.stderr)
         raise SystemExit(2) from None
+    except NotThisModel as e:
+        info = {"method": params.tiers[tier_name].method, "status": "unsupported", "reason": str(e)}
+        with io.AtomicDir(out) as tmp:
+            (tmp / paths.FAILED_MARKER).write_text(info["reason"] + "\n")
     except Exception as e:  # noqa: BLE001 - any failure becomes a recorded, visible row
         traceback.print_exc()
         info = {"method": params.tiers[tier_name].method, "status": "failed",
