@@ -40,18 +40,18 @@ def _args(d: dict, role: str, where: str) -> dict:
         raise refuse("type", "int or float")
     if d.get("symmetric") is not True:
         raise refuse("symmetric", "true (no zero points)")
-    for field in ("group_size", "block_structure", "scale_dtype"):
-        if d.get(field) is not None:
-            raise refuse(field, "null")
     if role == "weights":
-        if d.get("strategy") not in ("channel", "tensor") or d.get("dynamic") is not False:
-            raise refuse("strategy" if d.get("dynamic") is False else "dynamic",
-                         "static weights per channel or per tensor")
-        if d.get("actorder") is not None:
-            raise refuse("actorder", "null")
-    elif (d.get("strategy"), d.get("dynamic")) not in (("token", True), ("tensor", False)):
-        raise refuse("strategy" if d.get("strategy") not in ("token", "tensor") else "dynamic",
-                     "dynamic per-token or static per-tensor activations")
+        if d.get("strategy") not in ("channel", "tensor"):
+            raise refuse("strategy", "weights per channel or per tensor")
+        if d.get("dynamic") is not False:
+            raise refuse("dynamic", "static weights")
+    elif d.get("strategy") not in ("token", "tensor"):
+        raise refuse("strategy", "dynamic per-token or static per-tensor activations")
+    elif d.get("dynamic") is not (d["strategy"] == "token"):
+        raise refuse("dynamic", "dynamic per-token or static per-tensor activations")
+    for field in ("group_size", "block_structure", "scale_dtype", "actorder"):
+        if d.get(field) is not None:
+            raise refuse(field, f"{role} without {field}")
     return d
 
 
