@@ -1,7 +1,8 @@
 """W8A8 linear layers computed as vLLM's kernels compute them, for the reference backend
 (pipeline/backends/w8a8.py installs them; benchmarks/w8a8_gemm.py times them; tests/test_w8a8_gemm.py).
 
-int8 (vLLM's CPU int8 kernel, csrc/cpu/dnnl_kernels.cpp, and its CUDA counterpart): activations quantized
+int8 (vLLM's CPU int8 kernel, csrc/cpu/dnnl_kernels.cpp; its CUDA one takes 127 / max|x| as the
+reciprocal, which can differ in the last bit, and the AMX sgl-kernel path is not checked): activations quantized
 per token at run time (scale = max|x| / 127 in float32; x * float(1 / scale), clamped to [-128, 127],
 rounded half to even) or with the checkpoint's static per-tensor scale; int8 x int8 products summed
 exactly (int32 in vLLM); the sum converted to float32 and multiplied by the weight scale, then by the
