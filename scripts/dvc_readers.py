@@ -66,6 +66,7 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.io:AtomicDir.__enter__": "arg", "pipeline.io:AtomicDir.__exit__": "arg",
     "pipeline.domain.tasks:read_samples": "arg", "pipeline.domain.fidelity_set:load": "arg",
     "pipeline.domain.memory:weight_bytes": "arg", "pipeline.quant.scales:checkpoint_scales": "arg",
+    "pipeline.backends.w8a8:_tensor_files": "arg", "pipeline.backends.w8a8:_Reader.__init__": "arg",  # the served checkpoint
     "pipeline.quant.recipes:load_template": "arg",
     "pipeline.stages.kvscales:identical_tensors": "arg",
     # a published checkpoint (tiers.<tier>.checkpoint) and the prepared source quantize passes

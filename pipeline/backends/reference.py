@@ -2,9 +2,11 @@
 there, else on the CPU in bfloat16 where it is native and float32 where it is not
 (pipeline/domain/compute.py: reference_placement).
 
-compressed-tensors checkpoints are decompressed at load and W8A8 activations are fake-quantized
-in forward, so quality follows the quantized weights faithfully; speed does not (kernels are
-dense float). fp8 KV cache is simulated (pipeline/backends/kvcache.py).
+compressed-tensors checkpoints are decompressed at load; W8A8 layers then compute as vLLM's kernels
+do, from the checkpoint's 8-bit codes and scales (int8: exact integer accumulation, float32 scales;
+fp8: e4m3 operands, float32 accumulation: pipeline/backends/w8a8.py), not through compressed-tensors'
+fake quantization. Speed is not the engine's (dense float kernels). fp8 KV cache is simulated
+(pipeline/backends/kvcache.py).
 """
 from __future__ import annotations
 
@@ -14,12 +16,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from pipeline.backends import dists, generate, kvcache, loglik
+from pipeline.backends import dists, generate, kvcache, loglik, w8a8, w8a8_gemm
 from pipeline.backends.base import TokenDists, Unsupported, Variant
 from pipeline.domain import compute
 from pipeline.domain.machine import accelerator_available, cpu_info, native_bf16
 from pipeline.io import read_json
 from pipeline.quant.scales import checkpoint_scales
+from pipeline.quant.w8a8_scheme import W8A8SchemeError, checkpoint_schemes
 from pipeline.schema import Eval, Reference
 
 
@@ -33,7 +36,7 @@ def bnb_config(options: dict, compute_dtype):
 
 
 def quantizes_activations(checkpoint_config: dict) -> bool:
-    """The checkpoint fake-quantizes activations at run time (W8A8 int8 or fp8). Their rounding turns
+    """The checkpoint quantizes activations at run time (W8A8 int8 or fp8). Their rounding turns
     float-level differences into steps of 1/127 of a token's range, so a prompt prefix computed apart
     from its suffix perturbs every sample the same way: measured on int8, sharing the prefix moved
     accuracy by -6 points (12 of 160 predictions, all one way). Such models score each input whole."""
@@ -207,6 +210,10 @@ class ReferenceBackend:
 
         hf_config = read_json(path / "config.json") if (path / "config.json").is_file() else None
         weights_quant = weight_quantization(hf_config or {})
+        try:
+            w8a8_schemes = checkpoint_schemes(weights_quant or {})   # refused before the model loads
+        except W8A8SchemeError as e:
+            raise Unsupported(str(e)) from None
         if "kv_cache_scheme" in ((hf_config or {}).get("quantization_config") or {}):
             kwargs["config"] = _config_without_kv_scheme(path, variant.model_cfg.trust_remote_code, weights_quant)
         if variant.load_quantization is not None:
@@ -216,11 +223,21 @@ class ReferenceBackend:
             from transformers import CompressedTensorsConfig
 
             # Decompress to dense float on load (fp8 weights otherwise stay float8 and CPU matmul fails);
-            # activation quantization is still applied in forward, so W8A8 tiers stay faithful.
+            # W8A8 layers are then re-routed to the engine's arithmetic (w8a8.install, below).
             kwargs["quantization_config"] = CompressedTensorsConfig(run_compressed=False)
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = AutoModelForCausalLM.from_pretrained(path, **kwargs).eval()
         info["weight_bytes_serving"] = serving_weight_bytes(model, variant.model_cfg.dtype)
+        if w8a8_schemes:
+            impl = w8a8_gemm.exact_impl(cpu_info()["isa"]) if place.device == "cpu" else "float32"
+            try:
+                done = w8a8.install(model, path, impl)
+            except W8A8SchemeError as e:
+                raise Unsupported(str(e)) from None
+            if not done:
+                raise RuntimeError(f"{path}: config.json declares W8A8 groups {sorted(w8a8_schemes)} but no "
+                                   "loaded layer carries a W8A8 scheme")
+            info["w8a8_arithmetic"], info["w8a8_layers"] = done["arithmetic"], done["layers"]
         if kv.calibrated:
             info["kv_layers_quantized"] = kvcache.set_layer_scales(model, scales)
         elif kv.cache_dtype == "fp8_e4m3":

@@ -37,8 +37,11 @@ def notes(header: Header) -> list[str]:
         "with the baseline of the same "
         "backend and compute dtype. On the reference backend (transformers) every tier computes "
         "in one dtype (Compute: on a CPU bfloat16 where the CPU has native bfloat16, else float32; on a GPU the "
-        "model's dtype): quantized weights are decompressed into it, W8A8 activations are "
-        "fake-quantized per token, bitsandbytes tiers run bitsandbytes' own kernels, and the fp8 KV cache is "
+        "model's dtype): quantized weights are decompressed into it, except in W8A8 layers, which compute as "
+        "vLLM's kernels do from the checkpoint's 8-bit codes (int8: activations quantized per token, exact "
+        "integer sums, float32 scales; fp8: e4m3 operands, float32 sums; the Compute column says so, and a "
+        "W8A8 row without it was fake-quantized in the compute dtype by an older release), bitsandbytes tiers "
+        "run bitsandbytes' own kernels, and the fp8 KV cache is "
         f"*simulated* by rounding K/V through float8_e4m3 with each KV mode's k/v scale ({scales}; 1.0 is vLLM's "
         "default without calibrated scales).",
         "Gen tok/s is batched greedy generation on the device each result was measured on (the column head "

@@ -7,12 +7,20 @@ from pipeline.report.document import ModelReport
 from pipeline.schema import Baseline
 
 
+def compute_cell(serving: dict | None, compute_dtype: str | None) -> str:
+    """The activation dtype, and the W8A8 arithmetic where the reference backend recorded one
+    (serving.w8a8_arithmetic: `int8 W8A8 as vLLM: exact integer accumulation (...)...`)."""
+    cell = compute_dtype or "–"
+    w8a8 = (serving or {}).get("w8a8_arithmetic")
+    return f"{cell}; {w8a8}" if w8a8 else cell
+
+
 def variants_table(m: ModelReport) -> list[str]:
     """The scheme, backend and activation dtype each variant ran at."""
     lines = [md_row(["Variant", "Scheme", "Backend", "Compute"]), "|---|---|---|---|"]
     for r in m.rows:
         f = r.facts
-        lines.append(md_row([r.variant, f.scheme, f.backend or "–", f.compute_dtype or "–"]))
+        lines.append(md_row([r.variant, f.scheme, f.backend or "–", compute_cell(f.serving, f.compute_dtype)]))
     return lines + [""]
 
 

