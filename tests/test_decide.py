@@ -294,3 +294,24 @@ def test_engine_kv_check_reads_the_served_dtype_and_assumes_none():
     assert f32 == "11,648 tokens (+0.00%) from 0.5 GiB x 46,080 B/token in blocks of 16"
     unrecorded = decide.engine_kv_check(SMOL_KV, "auto", {"kv_cache_gib": 0.5, "kv_cache_tokens": 23_296}, 16)
     assert unrecorded is None     # no dtype logged: no figure, rather than one computed for a guessed dtype
+
+
+def test_a_baseline_that_loops_is_reported_before_any_verdict(project):
+    base = paths.eval_dir("m", "fp16", "auto") / "samples" / "translation.jsonl"
+    rows = [json.loads(x) for x in base.read_text().splitlines()]
+    for r in rows[:20]:
+        r["output"] = " 1 1 1 1 1 1 1"
+    io.atomic_write_jsonl(base, rows)
+    decide.main()
+    md = (project / "results/decision.md").read_text()
+    top = md.split("## m: details", 1)[0]
+    assert "**Check the baseline first**" in top
+    assert "| translation | 20 of 40 generations loop (e.g. '1' repeated) | prompt format" in top
+    found = json.loads((project / "results/decision.json").read_text())["baseline_sanity"]["m"]
+    assert [(f["task"], f["kind"]) for f in found] == [("translation", "loops")]
+
+
+def test_a_sane_baseline_adds_no_section(project):
+    decide.main()
+    assert "Check the baseline first" not in (project / "results/decision.md").read_text()
+    assert json.loads((project / "results/decision.json").read_text())["baseline_sanity"] == {"m": []}

@@ -8,6 +8,7 @@ from pipeline.schema import Baseline, Bootstrap, Memory, TargetGpu
 from pipeline.scoring.analysis import KvLength, Regression
 from pipeline.scoring.decision import Recommendation
 from pipeline.scoring.rows import Row
+from pipeline.scoring.sanity import Finding
 from pipeline.scoring.planner import Plan
 from pipeline.scoring.stats import Flips
 
@@ -59,3 +60,4 @@ class ModelReport:
     plot: PlotSpec | None = None
     kv_pairs: list[KvPair] = field(default_factory=list)
     min_speed_vs_baseline: float | None = None   # decision.min_speed_vs_baseline: the load figures' speed floor
+    sanity: list[Finding] = field(default_factory=list)   # the baseline's own outputs, before any verdict

@@ -74,4 +74,6 @@ def decision_json(models: dict[str, ModelReport], header: Header) -> dict:
         "per_gpu": {n: {g: recommended_json(rec, with_why=False) for g, rec in m.gpu_recs.items()}
                     for n, m in models.items()},
         "rows": [row_json(r, m, base_of(m)) for m in models.values() for r in m.rows],
+        "baseline_sanity": {n: [{"task": s.task, "kind": s.kind, "what": s.what, "causes": s.causes} for s in m.sanity]
+                            for n, m in models.items()},
     }

@@ -18,11 +18,20 @@ def recommendation_lines(m: ModelReport) -> list[str]:
     """Three lines: what to ship, why, and the command."""
     rec = m.recommendation
     if rec.row is None:
-        return [f"**{m.name}: no tier can be recommended**: {rec.why}.", ""]
+        return [f"**{m.name}: no tier can be recommended**: {rec.why}.", ""] + sanity_lines(m)
     f = rec.row.facts
     return [f"**Recommended: `{f.tier}` with KV cache `{f.kv}`** for {m.name}.  ",
             f"Why: {rec.why}.  ",
-            f"Serve: `{rec.command}` (sized per target GPU under *Per target GPU*).", ""]
+            f"Serve: `{rec.command}` (sized per target GPU under *Per target GPU*).", ""] + sanity_lines(m)
+
+
+def sanity_lines(m: ModelReport) -> list[str]:
+    """What looks wrong with the baseline's own outputs, and why it may be so (pipeline/scoring/sanity.py)."""
+    if not m.sanity:
+        return []
+    return ["**Check the baseline first**: every variant is judged against these outputs.", "",
+            "| task | what the baseline did | likely causes |", "|---|---|---|"] + [
+        f"| {s.task} | {s.what} | {s.causes} |" for s in m.sanity] + [""]
 
 
 def decided_cell(r: Row, task: str, base: Baseline | None) -> str:

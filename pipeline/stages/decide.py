@@ -18,7 +18,7 @@ from pipeline import io, paths, schema
 from pipeline.domain import hardware, memory, sources, tasks
 from pipeline.report import commands, exports, markdown, plots, regressions
 from pipeline.report.document import Header, KvPair, ModelReport, PlotSpec
-from pipeline.scoring import comparison, decision, fidelity, planner
+from pipeline.scoring import comparison, decision, fidelity, planner, sanity
 from pipeline.scoring.comparison import Comparison
 from pipeline.scoring.decision import Recommendation
 from pipeline.scoring.rows import Measured, Row
@@ -170,7 +170,16 @@ def model_report(params: schema.Params, rows: list[Row], model: str, found: Comp
         regression_links=regression_links(model, found),
         kv_length=[k for k in found.kv_length if k.model == model], plans=planned.for_model(model),
         gpu_recs=gpu_recommendations(params, rows, model, planned), plot=plot_spec(params, model, mine),
-        kv_pairs=kv_scale_pairs(params.kv_modes), min_speed_vs_baseline=params.decision.min_speed_vs_baseline)
+        kv_pairs=kv_scale_pairs(params.kv_modes), min_speed_vs_baseline=params.decision.min_speed_vs_baseline,
+        sanity=baseline_sanity(params, mine))
+
+
+def baseline_sanity(params: schema.Params, mine: list[Row]) -> list[sanity.Finding]:
+    """The baseline's own outputs checked before they judge anything (none when it did not run)."""
+    b = params.decision.baseline
+    base = next((r.facts for r in mine if (r.facts.tier, r.facts.kv) == (b.tier, b.kv) and r.facts.status == "ok"),
+                None)
+    return sanity.findings(tasks.read_samples(paths.eval_dir(base.model, b.tier, b.kv))) if base else []
 
 
 def kv_scale_pairs(modes: dict[str, schema.KvMode]) -> list[KvPair]:

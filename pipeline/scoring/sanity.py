@@ -1,0 +1,93 @@
+"""The baseline's sanity, read before any variant is judged against it: generations that loop or come
+back empty, and choice tasks scored at chance, each reported with its likely causes. A broken prompt
+format (chat template, BOS), a tokenizer mismatch or a server without prompt log-probs all look like
+this, and every variant judged against such a baseline inherits it. Pure.
+
+    from pipeline.scoring import sanity; sanity.findings(baseline_samples_by_task)
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+# a unit of 1 to MAX_UNIT words repeated at least MIN_REPEATS times in a row, covering at least
+# MIN_SHARE of the output's words (" 1 1 1 1 1", "the cat the cat the cat the cat")
+MAX_UNIT, MIN_REPEATS, MIN_SHARE = 8, 4, 0.5
+# a finding needs this share of a task's samples (a few loops in a long run are the model's own)
+MIN_RATE = 0.25
+ALPHA = 0.05        # one-sided binomial test of accuracy above chance
+CAUSES = {
+    "loops": "prompt format (chat template on or off, BOS), a tokenizer that is not the model's, or "
+             "greedy decoding of a model too small for the task",
+    "empty": "the stop sequence or chat template ends the answer at once, or max_gen_toks is too small",
+    "chance": "prompt format (chat template, BOS), a tokenizer mismatch, or log-probs the engine did not "
+              "return (a server without prompt log-probs scores every choice alike)",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    task: str
+    kind: str            # loops | empty | chance
+    what: str            # e.g. "12 of 32 generations loop (e.g. '1 1 1 1')"
+
+    @property
+    def causes(self) -> str:
+        return CAUSES[self.kind]
+
+
+def loop_unit(text: str) -> str | None:
+    """The repeated unit when `text` is mostly one unit of words repeated in a row, else None."""
+    words = text.split()
+    for size in range(1, MAX_UNIT + 1):
+        for start in range(0, max(len(words) - size * MIN_REPEATS + 1, 0)):
+            unit = words[start:start + size]
+            reps = 1
+            while words[start + reps * size:start + (reps + 1) * size] == unit:
+                reps += 1
+            if reps >= MIN_REPEATS and reps * size >= MIN_SHARE * len(words):
+                return " ".join(unit)
+    return None
+
+
+def above_chance_p(correct: int, n: int, chance: float) -> float:
+    """P(X >= correct) for X ~ Binomial(n, chance): the one-sided p-value of "better than chance"."""
+    return sum(math.comb(n, k) * chance ** k * (1 - chance) ** (n - k) for k in range(correct, n + 1))
+
+
+def generation_findings(task: str, rows: list[dict]) -> list[Finding]:
+    outputs = [r["output"] for r in rows if isinstance(r.get("output"), str)]
+    if not outputs:
+        return []
+    found = []
+    looping = [(o, u) for o in outputs if (u := loop_unit(o))]
+    if len(looping) >= MIN_RATE * len(outputs):
+        found.append(Finding(task, "loops", f"{len(looping)} of {len(outputs)} generations loop "
+                                            f"(e.g. {looping[0][1]!r} repeated)"))
+    empty = sum(1 for o in outputs if not o.strip())
+    if empty >= MIN_RATE * len(outputs):
+        found.append(Finding(task, "empty", f"{empty} of {len(outputs)} generations are empty"))
+    return found
+
+
+def choice_findings(task: str, rows: list[dict]) -> list[Finding]:
+    scored = [r for r in rows if "pred" in r and "gold" in r and r.get("choices")]
+    if not scored:
+        return []
+    correct = sum(1 for r in scored if r["pred"] == r["gold"])
+    chance = sum(1 / len(r["choices"]) for r in scored) / len(scored)
+    p = above_chance_p(correct, len(scored), chance)
+    if p <= ALPHA:
+        return []
+    tied = sum(1 for r in scored if len(set(r.get("logliks") or [])) == 1)
+    ties = f"; {tied} with every choice's log-likelihood equal" if tied else ""
+    return [Finding(task, "chance", f"accuracy {correct}/{len(scored)} is not above chance ({chance:.0%}; "
+                                    f"one-sided binomial p = {p:.2f}){ties}")]
+
+
+def findings(samples: dict[str, list[dict]]) -> list[Finding]:
+    """Every finding on the baseline's per-sample rows (task -> rows, as evaluate wrote them)."""
+    out: list[Finding] = []
+    for task, rows in samples.items():
+        out += choice_findings(task, rows) + generation_findings(task, rows)
+    return out
