@@ -12,7 +12,7 @@ import numpy as np
 import psutil
 import pytest
 
-from pipeline.backends import vllm_argv, vllm_backend, vllm_bench
+from pipeline.backends import preflight, vllm_argv, vllm_backend, vllm_bench
 from pipeline.backends.base import Unsupported, Variant
 from pipeline.backends.server import NoTokenCount, Server, completion_tokens, first_completion, free_port
 from pipeline.schema import Eval, KvMode, Model, Tier, Vllm, VllmBench
@@ -299,7 +299,20 @@ def fake_vllm(tmp_path, monkeypatch, delay: float):
     fake.write_text(FAKE_VLLM)
     monkeypatch.setattr(vllm_argv, "LAUNCHER", fake)
     monkeypatch.setattr(vllm_backend, "_local_completions", lambda *a, **k: None)   # no lm-eval import here
+    # the contract has its own tests against fake servers (tests/test_preflight.py); no tokenizer here
+    monkeypatch.setattr(vllm_backend, "_encoder", lambda target: str.split)
+    monkeypatch.setattr(vllm_backend.preflight, "check",
+                        lambda *a, **k: preflight.Contract(prompt_logprobs=True, logprob_depth=20))
     monkeypatch.setenv("FAKE_DELAY", str(delay))
+
+
+def test_a_server_without_prompt_logprobs_is_unsupported_with_the_contract_s_reason(tmp_path, monkeypatch):
+    fake_vllm(tmp_path, monkeypatch, 0.0)
+    monkeypatch.setattr(vllm_backend.preflight, "check", lambda *a, **k: preflight.Contract(prompt_logprobs=False))
+    cfg = Vllm(python=sys.executable, startup_timeout_s=30)
+    with pytest.raises(Unsupported, match=r"^server contract: the server returns no prompt log-probs with echo"):
+        with vllm_backend.VllmBackend(cfg, Eval(tasks={})).session(variant(tmp_path)):
+            pass
 
 
 @pytest.mark.e2e

@@ -57,6 +57,10 @@ def test_real_server_eval_bench_and_capacity(vllm_python, tmp_path, monkeypatch,
     with backend.session(variant) as s:
         assert s.info["kv_cache_tokens"] > 0 and s.info["max_concurrency"] > 0 and s.info["max_model_len"] == 512
         assert s.info["engine"]["vllm_version"]
+        # the endpoint contract against a real vLLM: prompt log-probs with echo, its default --max-logprobs
+        # depth, and prompts counted by the checkpoint's own tokenizer
+        c = s.info["contract"]
+        assert c["prompt_logprobs"] and c["logprob_depth"] == 20 and c["failures"] == [], c
         metrics, samples = run_tasks(s, tasks.build_all(ev.tasks), ev)
         perf = s.throughput([], 0, 1)
     assert set(metrics["translation"].metrics) == {"bleu", "chrf"}

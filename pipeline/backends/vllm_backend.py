@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from pipeline.backends import vllm_logs
+from pipeline.backends import preflight, vllm_logs
 from pipeline.backends.base import Unsupported, Variant
 from pipeline.backends.server import NoTokenCount, Server, ServerDied, decode_speed, first_completion, free_port
 from pipeline.backends.vllm_argv import serve_argv, served_dtype, server_env
@@ -73,6 +73,10 @@ class VllmBackend:
                     f"too slow to evaluate here: a 1-token request did not finish in "
                     f"{self.cfg.first_request_timeout_s} s (serving.vllm.first_request_timeout_s); the engine "
                     f"is up but has no fast kernel for this scheme on this hardware") from None
+            contract = preflight.check(server.base_url, variant.key, _encoder(target),
+                                       self.cfg.first_request_timeout_s, chat=variant.chat)
+            if contract.loglik_refusal:     # vLLM always echoes prompt log-probs: this would be a bug of the build
+                raise Unsupported(f"server contract: {contract.loglik_refusal}")
             probe = self._decode_probe(server, variant.key, wall)
             log = server.log()
             cap = vllm_logs.capacity(log)
@@ -88,6 +92,9 @@ class VllmBackend:
                 "compute_dtype": served_dtype(engine, compute.compute_dtype(dev, variant.model_cfg.dtype, cfg.dtype)),
                 "num_concurrent": cfg.num_concurrent,
                 "decode_probe": probe,
+                # the contract an endpoint must meet (pipeline/backends/preflight.py); on qtier's own vLLM a
+                # tokenizer or degenerate-output finding is recorded, not refused
+                "contract": contract.as_dict(),
                 "budget": {"min_decode_tok_s": cfg.budget.min_decode_tok_s,
                            "max_wall_s": cfg.budget.max_wall_s},
             }
@@ -126,6 +133,13 @@ class VllmBackend:
         except NoTokenCount as e:
             return {"tokens": n, "tokens_per_s": None, "unknown": str(e)}
         return {"tokens": n, "tokens_per_s": round(speed, 2)}
+
+
+def _encoder(checkpoint: str):
+    """The served checkpoint's tokenizer, special tokens added as vLLM's completions endpoint adds them."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(checkpoint).encode
 
 
 def served_version(base_url: str, timeout_s: float = 10) -> str | None:

@@ -1,0 +1,92 @@
+"""The server contract (pipeline/backends/preflight.py) against fake OpenAI-compatible servers in this
+process: one that serves prompt log-probs, one like llama.cpp's that does not, one that counts tokens
+with another tokenizer and loops."""
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from pipeline.backends import preflight
+
+
+def words(text):
+    return text.split()
+
+
+def fake(prompt_logprobs=True, max_logprobs=20, extra_tokens=0, answer="The sea is wide and blue."):
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if (body.get("logprobs") or 0) > max_logprobs:
+                self.send_response(400)
+                self.end_headers()
+                return
+            toks = words(body.get("prompt", ""))
+            if body.get("echo"):
+                gen = ["x"]
+                k = body["logprobs"]
+                shown = toks + gen if prompt_logprobs else gen
+                lp = {"tokens": shown, "token_logprobs": [None] + [-1.0] * (len(shown) - 1),
+                      "top_logprobs": [None] + [{f"t{i}": -1.0 for i in range(k)}] * (len(shown) - 1)}
+                out = {"choices": [{"text": body["prompt"] + " x", "logprobs": lp}],
+                       "usage": {"prompt_tokens": len(toks) + extra_tokens, "completion_tokens": 1}}
+            else:
+                out = {"choices": [{"text": answer}], "usage": {"prompt_tokens": len(toks), "completion_tokens": 6}}
+            data = json.dumps(out).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+    return Handler
+
+
+@pytest.fixture
+def serve():
+    servers = []
+
+    def start(**kw):
+        srv = ThreadingHTTPServer(("127.0.0.1", 0), fake(**kw))
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        servers.append(srv)
+        return f"http://127.0.0.1:{srv.server_address[1]}"
+    yield start
+    for s in servers:
+        s.shutdown()
+
+
+def test_a_server_that_meets_the_contract(serve):
+    c = preflight.check(serve(), "m", words)
+    assert c.prompt_logprobs and c.logprob_depth == 20 and c.server_tokens == c.tokenizer_tokens == 16
+    assert c.failures == [] and c.degenerate == [] and c.loglik_refusal is None
+
+
+def test_the_depth_is_the_deepest_the_server_accepts(serve):
+    assert preflight.check(serve(max_logprobs=5), "m", words).logprob_depth == 5
+
+
+def test_without_prompt_logprobs_loglik_tasks_are_refused_with_the_reason(serve):
+    c = preflight.check(serve(prompt_logprobs=False), "m", words)
+    assert not c.prompt_logprobs
+    assert c.failures == [c.loglik_refusal] and "at chance" in c.loglik_refusal
+
+
+def test_another_tokenizer_and_a_looping_answer_are_named(serve):
+    c = preflight.check(serve(extra_tokens=3, answer=" 1 1 1 1 1 1 1 1"), "m", words)
+    assert c.failures == ["tokenizer round-trip: the server counts 19 tokens in the probe, the model's tokenizer 16"]
+    assert c.degenerate == ["'1' repeated in the answer to 'Write one sentence about the sea.'",
+                            "'1' repeated in the answer to 'List three colours.'"]
+
+
+@pytest.mark.parametrize("choice, expected", [
+    ({"logprobs": {"tokens": ["a", "b", "c"], "token_logprobs": [None, -1.0, -2.0],
+                   "top_logprobs": [None, {"b": -1.0, "z": -3.0}, {"c": -2.0}]}}, (True, 2)),
+    ({"logprobs": {"tokens": ["c"], "token_logprobs": [-2.0], "top_logprobs": [{"c": -2.0}]}}, (False, 0)),
+    ({"logprobs": None}, (False, 0)),
+    ({"logprobs": {"tokens": ["a", "b", "c"], "token_logprobs": [None, None, -2.0]}}, (False, 0)),
+])
+def test_prompt_logprobs_are_read_from_the_echo(choice, expected):
+    assert preflight.prompt_logprobs(choice) == expected
