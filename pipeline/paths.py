@@ -82,6 +82,11 @@ def eval_dir(model: str, tier: str, kv: str) -> Path:
     return RESULTS / EVALS / model / f"{tier}-{kv}"
 
 
+def noise_dir(model: str) -> Path:
+    """Stage noise@<model>: the baseline in the engine's second arithmetic (result.json, samples/)."""
+    return RESULTS / "noise" / model
+
+
 def eval_result(model: str, tier: str, kv: str) -> Path:
     return eval_dir(model, tier, kv) / RESULT_FILE
 

@@ -10,17 +10,18 @@ from pipeline.scoring import fidelity
 
 
 def measure_fidelity(session: Session, base: fidelity_set.Baseline, backend: str,
-                     baseline: Callable[[], Variant] | None = None) -> tuple[dict[str, Any], list[dict]]:
+                     baseline: Callable[[], Variant] | None = None, any_dtype: bool = False
+                     ) -> tuple[dict[str, Any], list[dict]]:
     """This variant's next-token distributions against the baseline's on the same token ids: per text,
     the KL at each position and whether the top-1 tokens agree (decide summarizes them with intervals).
     Only against a baseline of the same backend and compute dtype. A backend with full logits loads the
     baseline (`baseline()` names it) beside the variant: exact, full vocabulary; vLLM compares its top-k
-    with the baseline's."""
+    with the baseline's. any_dtype: compare across compute dtypes too (stage noise: that is its point)."""
     meta = base.meta
     if meta.get("unavailable"):
         return {"status": "unavailable", "why": f"no baseline distributions: {meta['unavailable']}"}, []
     mine = (backend, session.info.get("compute_dtype"))
-    if (meta.get("backend"), meta.get("compute_dtype")) != mine:
+    if (meta.get("backend"), meta.get("compute_dtype")) != mine and not (any_dtype and meta.get("backend") == backend):
         return {"status": "unavailable", "why": f"the baseline's distributions come from {meta.get('backend')} "
                                                 f"at {meta.get('compute_dtype')}, this variant runs on {mine[0]} "
                                                 f"at {mine[1]}"}, []

@@ -114,8 +114,11 @@ def _generate(base_url: str, model: str, prompt: str, timeout_s: float, api_key:
     return (answer.get("choices") or [{}])[0].get("text") or ""
 
 
-if __name__ == "__main__":
-    from transformers import AutoTokenizer
+def main(argv: list[str]) -> None:
+    from transformers import AutoTokenizer  # seconds of imports: only for the command line
 
-    tok = AutoTokenizer.from_pretrained(sys.argv[3])
-    print(json.dumps(check(sys.argv[1], sys.argv[2], tok.encode).as_dict(), indent=2))
+    print(json.dumps(check(argv[0], argv[1], AutoTokenizer.from_pretrained(argv[2]).encode).as_dict(), indent=2))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

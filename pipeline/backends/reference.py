@@ -10,13 +10,14 @@ fake quantization. Speed is not the engine's (dense float kernels). fp8 KV cache
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from importlib.metadata import version
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from pipeline.backends import dists, generate, kvcache, loglik, w8a8, w8a8_gemm
+from pipeline.backends import arithmetic, dists, generate, kvcache, loglik, w8a8, w8a8_gemm
 from pipeline.backends.base import TokenDists, Unsupported, Variant
 from pipeline.domain import compute
 from pipeline.domain.machine import accelerator_available, cpu_info, native_bf16
@@ -139,7 +140,7 @@ class ReferenceSession:
     def exact_fidelity(self, baseline: Variant, seqs: list[list[int]]) -> list[tuple[Any, Any]]:
         """Full-vocabulary KL(baseline || this variant) and top-1 agreement per position: the baseline is
         loaded beside this variant, as this backend loads any variant, so both are at one dtype."""
-        with self.backend.session(baseline) as base:
+        with self.backend.plain().session(baseline) as base:
             return dists.exact(base.model, self.model, seqs)
 
     def _encode(self, prompts: list[str]):
@@ -169,8 +170,13 @@ class ReferenceSession:
 class ReferenceBackend:
     name = "reference"
 
-    def __init__(self, ref: Reference, ev: Eval):
-        self.ref, self.ev = ref, ev
+    def __init__(self, ref: Reference, ev: Eval, noise: bool = False):
+        """noise: compute in the second arithmetic (serving.reference.noise_arithmetic; stage noise)."""
+        self.ref, self.ev, self.noise = ref, ev, noise
+
+    def plain(self) -> ReferenceBackend:
+        """This backend in the run's own arithmetic (the baseline a noise session is compared with)."""
+        return ReferenceBackend(self.ref, self.ev)
 
     def placement(self, variant: Variant) -> compute.Placement:
         """cuda in the model's dtype when a GPU is there, else the CPU in bfloat16 where it is native and
@@ -186,6 +192,9 @@ class ReferenceBackend:
         if self.ref.num_threads:
             torch.set_num_threads(self.ref.num_threads)
         place = self.placement(variant)
+        alt = arithmetic.resolve(self.ref.noise_arithmetic, place.dtype) if self.noise else None
+        if alt == arithmetic.FLOAT32:
+            place = dataclasses.replace(place, dtype="float32")
         kwargs: dict[str, Any] = {"dtype": getattr(torch, place.dtype),
                                   "trust_remote_code": variant.model_cfg.trust_remote_code}
         if place.device != "cpu":
@@ -228,6 +237,9 @@ class ReferenceBackend:
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = AutoModelForCausalLM.from_pretrained(path, **kwargs).eval()
         info["weight_bytes_serving"] = serving_weight_bytes(model, variant.model_cfg.dtype)
+        if alt is not None:
+            layers = arithmetic.bf16_operands(model) if alt == arithmetic.BF16_OPERANDS else None
+            info["arithmetic"] = f"{alt}: {arithmetic.DESCRIBED[alt]}" + (f" ({layers} layers)" if layers else "")
         if w8a8_schemes:
             impl = w8a8_gemm.exact_impl(cpu_info()["isa"]) if place.device == "cpu" else "float32"
             try:

@@ -5,6 +5,7 @@ not load both engines and torch with them.
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from pipeline.backends.base import Backend
@@ -14,14 +15,21 @@ from pipeline.domain.machine import accelerator_available
 from pipeline.schema import Params
 
 
-def select(params: Params) -> Backend:
-    """`serving.backend`: reference | vllm | auto (vLLM when installed and a GPU is present)."""
+def select(params: Params, noise: bool = False) -> Backend:
+    """`serving.backend`: reference | vllm | auto (vLLM when installed and a GPU is present). noise: the
+    same engine in its second arithmetic (stage noise): on the reference backend
+    serving.reference.noise_arithmetic, on vLLM another batch composition (lm-eval's requests one at a
+    time, or two at once when the run sends them one at a time)."""
     choice = params.serving.backend
     if choice == "auto":
         choice = "vllm" if _vllm_usable(params) else "reference"
     if choice == "reference":
-        return ReferenceBackend(params.serving.reference, params.eval)
-    return VllmBackend(params.serving.vllm, params.eval, params.serving.slo)
+        return ReferenceBackend(params.serving.reference, params.eval, noise=noise)
+    cfg = params.serving.vllm
+    if noise:
+        cfg = dataclasses.replace(cfg, num_concurrent=1 if cfg.num_concurrent > 1 else 2,
+                                  gpu_num_concurrent=1 if cfg.gpu_num_concurrent > 1 else 2)
+    return VllmBackend(cfg, params.eval, params.serving.slo)
 
 
 def _vllm_usable(params: Params) -> bool:

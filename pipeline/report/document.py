@@ -8,6 +8,7 @@ from pipeline.schema import Baseline, Bootstrap, Memory, TargetGpu
 from pipeline.scoring.analysis import KvLength, Regression
 from pipeline.scoring.decision import Recommendation
 from pipeline.scoring.rows import Row
+from pipeline.scoring.noise import NoiseFloor
 from pipeline.scoring.sanity import Finding
 from pipeline.scoring.planner import Plan
 from pipeline.scoring.stats import Flips
@@ -61,3 +62,5 @@ class ModelReport:
     kv_pairs: list[KvPair] = field(default_factory=list)
     min_speed_vs_baseline: float | None = None   # decision.min_speed_vs_baseline: the load figures' speed floor
     sanity: list[Finding] = field(default_factory=list)   # the baseline's own outputs, before any verdict
+    noise: NoiseFloor | None = None                        # the engine's own noise (stage noise)
+    noise_flips: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)  # variant -> task -> (flips, inside)

@@ -5,7 +5,7 @@ import dataclasses
 from typing import Any
 
 from pipeline.domain.memory import mib
-from pipeline.report import provenance
+from pipeline.report import noise, provenance
 from pipeline.report.cells import is_baseline
 from pipeline.report.document import Header, ModelReport
 from pipeline.report.serving import load_note
@@ -39,7 +39,8 @@ def row_json(r: Row, m: ModelReport, base: Row | None) -> dict:
             "backend": f.backend, "compute_dtype": f.compute_dtype, "metrics": f.metrics,
             "higher_is_better": f.higher_is_better, "deltas": e.deltas,
             "intervals": {k: v.as_dict() for k, v in e.intervals.items()},
-            "verdicts": {k: {"verdict": v.verdict, "why": v.why} for k, v in j.verdicts.items()},
+            "verdicts": {k: {"verdict": v.verdict, "why": v.why, "unstable": v.unstable,
+                             "engine_interval": v.engine_interval} for k, v in j.verdicts.items()},
             "task_verdicts": task_verdicts(j.verdicts), "overall": j.overall, "weight_bytes": f.weight_bytes,
             "kv_bytes_per_token": f.kv_bytes_per_token, "gen_tokens_per_s": f.tokens_per_s, "scheme": f.scheme,
             "hardware": f.hardware, "serving": f.serving, "load": f.throughput,
@@ -74,6 +75,7 @@ def decision_json(models: dict[str, ModelReport], header: Header) -> dict:
         "per_gpu": {n: {g: recommended_json(rec, with_why=False) for g, rec in m.gpu_recs.items()}
                     for n, m in models.items()},
         "rows": [row_json(r, m, base_of(m)) for m in models.values() for r in m.rows],
+        "noise_floor": {n: noise.noise_json(m) for n, m in models.items()},
         "baseline_sanity": {n: [{"task": s.task, "kind": s.kind, "what": s.what, "causes": s.causes} for s in m.sanity]
                             for n, m in models.items()},
     }

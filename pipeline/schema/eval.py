@@ -102,6 +102,10 @@ class Eval:
     seed: int = 1234
     throughput: Throughput = field(default_factory=Throughput)
     fidelity: Fidelity | None = None            # unset: no fidelity stage, no KL columns
+    # stage noise@<model>: the baseline re-evaluated under a second, equally valid arithmetic (reference:
+    # serving.reference.noise_arithmetic; vLLM: another batch composition); decide widens every verdict's
+    # interval by what that moved (docs/decision-rule.md "Engine noise")
+    noise_floor: bool = True
 
     # keys no longer read, each rejected with where it went (pipeline/schema/builder.py)
     RETIRED = {"apply_chat_template": "moved to models.<name>.apply_chat_template (auto | true | false, per "

@@ -13,6 +13,10 @@ class Reference:
     # auto: the model's dtype on a GPU, bfloat16 on a CPU with native bfloat16, else float32 (domain/compute.py)
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     num_threads: int = 0
+    # the noise stage's second arithmetic: auto = bf16-operands where the run computes in float32 (every
+    # Linear's operands rounded to bfloat16, float32 accumulation: what AMX / AVX512-BF16 multiply), and
+    # float32 where it computes in bfloat16 or float16
+    noise_arithmetic: Literal["auto", "bf16-operands", "float32"] = "auto"
 
 
 @dataclass(frozen=True)

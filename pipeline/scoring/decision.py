@@ -44,8 +44,11 @@ def not_capable(v: Verdict) -> bool:
 
 
 def judge_metric(metric: str, base: float | None, interval: Interval | None, tol: Tolerance,
-                 min_base: float | None, higher_is_better: bool = True, confidence: float = 0.95) -> Verdict:
-    """The verdict for one metric of one variant; `confidence`: the interval's (it only names it)."""
+                 min_base: float | None, higher_is_better: bool = True, confidence: float = 0.95,
+                 noise: float | None = None) -> Verdict:
+    """The verdict for one metric of one variant; `confidence`: the interval's (it only names it).
+    `noise`: the engine's noise floor for the metric (stage noise); the verdict is then judged on the
+    interval widened by it, and one that only sampling settles is `unstable` (never a pass)."""
     if base is None:
         return Verdict(INCONCLUSIVE, NO_BASELINE)
     if min_base is not None and base < min_base:
@@ -55,12 +58,22 @@ def judge_metric(metric: str, base: float | None, interval: Interval | None, tol
     sign = 1.0 if higher_is_better else -1.0
     lo, hi = sorted((sign * interval.lo, sign * interval.hi))
     limit = allowed_drop(tol, base)
-    found = {"lo": lo, "hi": hi, "n": interval.n, "limit": limit, "confidence": confidence}
-    if lo >= -limit - 1e-9:
-        return Verdict(PASS, **found)
-    if hi < -limit:
-        return Verdict(FAIL, **found)
+    found = {"lo": lo, "hi": hi, "n": interval.n, "limit": limit, "confidence": confidence, "noise": noise}
+    on_sampling = settled(lo, hi, limit)
+    if noise is not None and settled(lo - noise, hi + noise, limit) != on_sampling:
+        return Verdict(INCONCLUSIVE, **found, unstable=on_sampling)
+    if on_sampling != INCONCLUSIVE:
+        return Verdict(on_sampling, **found)
     return Verdict(INCONCLUSIVE, **found, settle=samples_to_settle(sign * interval.delta, lo, hi, limit, interval.n))
+
+
+def settled(lo: float, hi: float, limit: float) -> str:
+    """pass, fail or inconclusive for an oriented interval against the allowed drop."""
+    if lo >= -limit - 1e-9:
+        return PASS
+    if hi < -limit:
+        return FAIL
+    return INCONCLUSIVE
 
 
 def samples_to_settle(delta: float, lo: float, hi: float, limit: float, n: int) -> Settle:
@@ -102,17 +115,18 @@ def missing_baseline(r: Measured, base_rows: dict[Pairing, Measured]) -> str:
 
 
 def judge(rows: list[Measured], evidence: dict[Key, Evidence], rule: Decision,
-          tasks: dict[str, Task] | None = None) -> list[Row]:
+          tasks: dict[str, Task] | None = None, noise: dict[str, dict[str, float]] | None = None) -> list[Row]:
     """Every row with its evidence (decide: comparison.compare; none for rows not compared) and its
-    judgement. `tasks`: eval.tasks, for per-task tolerances and min_baseline."""
+    judgement. `tasks`: eval.tasks, for per-task tolerances and min_baseline; `noise`: model -> metric
+    -> the engine's noise floor (scoring/noise.py), folded into the verdicts of rows of that model."""
     base_rows = baselines(rows, rule)
     return [Row(r, evidence.get(r.key, Evidence()), judgement(r, evidence.get(r.key, Evidence()), base_rows,
-                                                              rule, tasks or {}))
+                                                              rule, tasks or {}, (noise or {}).get(r.model, {})))
             for r in rows]
 
 
 def judgement(r: Measured, ev: Evidence, base_rows: dict[Pairing, Measured], rule: Decision,
-              tasks: dict[str, Task]) -> Judgement:
+              tasks: dict[str, Task], noise: dict[str, float] | None = None) -> Judgement:
     if r.status != "ok":
         return Judgement(r.status)
     base = base_rows.get(comparable(r))
@@ -131,7 +145,8 @@ def judgement(r: Measured, ev: Evidence, base_rows: dict[Pairing, Measured], rul
             verdicts[metric] = Verdict(INCONCLUSIVE, missing_baseline(r, base_rows))
             continue
         verdicts[metric] = judge_metric(metric, base.metrics.get(metric), ev.intervals.get(metric), tol, floor,
-                                        r.higher_is_better.get(metric, True), rule.bootstrap.confidence)
+                                        r.higher_is_better.get(metric, True), rule.bootstrap.confidence,
+                                        (noise or {}).get(metric))
     return Judgement(overall(verdicts), verdicts)
 
 

@@ -85,6 +85,15 @@ class Verdict:
     limit: float | None = None
     settle: Settle | None = None
     confidence: float = 0.95         # of the interval (decision.bootstrap.confidence)
+    noise: float | None = None       # the engine's noise floor for this metric: the interval is widened by it
+    unstable: str | None = None      # the verdict on sampling alone, when the engine's noise undoes it
+
+    @property
+    def engine_interval(self) -> tuple[float, float] | None:
+        """The interval with the engine's own noise folded in (lo - noise, hi + noise)."""
+        if self.lo is None or self.noise is None:
+            return None
+        return self.lo - self.noise, self.hi + self.noise
 
     @property
     def why(self) -> str:
@@ -93,7 +102,12 @@ class Verdict:
             return self.note
         ci = f"{self.confidence:.0%} CI [{self.lo:+.2f}, {self.hi:+.2f}] (n={self.n})"
         relation = {"pass": "lies above", "fail": "lies below"}.get(self.verdict, "straddles")
+        if self.noise is not None:
+            elo, ehi = self.engine_interval
+            ci += f", with the engine's noise (+-{self.noise:.2f}) [{elo:+.2f}, {ehi:+.2f}]"
         text = f"{ci} {relation} -{self.limit:.2f}"
+        if self.unstable is not None:
+            text = f"unstable: {self.unstable} on sampling alone, not once the engine's own noise is added; {text}"
         return f"{text}; {self.settle.text()}" if self.settle is not None else text
 
 

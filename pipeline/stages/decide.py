@@ -18,7 +18,7 @@ from pipeline import io, paths, schema
 from pipeline.domain import hardware, memory, sources, tasks
 from pipeline.report import commands, exports, markdown, plots, regressions
 from pipeline.report.document import Header, KvPair, ModelReport, PlotSpec
-from pipeline.scoring import comparison, decision, fidelity, planner, sanity
+from pipeline.scoring import analysis, comparison, decision, fidelity, noise, planner, sanity
 from pipeline.scoring.comparison import Comparison
 from pipeline.scoring.decision import Recommendation
 from pipeline.scoring.rows import Measured, Row
@@ -157,7 +157,7 @@ def plot_spec(params: schema.Params, model: str, mine: list[Row]) -> PlotSpec:
 
 
 def model_report(params: schema.Params, rows: list[Row], model: str, found: Comparison,
-                 planned: planner.Planned) -> ModelReport:
+                 planned: planner.Planned, floor: noise.NoiseFloor | None = None) -> ModelReport:
     """One model's section of the report. Pure: write() writes it."""
     mine = [r for r in rows if r.facts.model == model]
     rec = decision.recommend(rows, model)
@@ -171,7 +171,40 @@ def model_report(params: schema.Params, rows: list[Row], model: str, found: Comp
         kv_length=[k for k in found.kv_length if k.model == model], plans=planned.for_model(model),
         gpu_recs=gpu_recommendations(params, rows, model, planned), plot=plot_spec(params, model, mine),
         kv_pairs=kv_scale_pairs(params.kv_modes), min_speed_vs_baseline=params.decision.min_speed_vs_baseline,
-        sanity=baseline_sanity(params, mine))
+        sanity=baseline_sanity(params, mine), noise=floor,
+        noise_flips=noise_flips(params, mine, floor) if floor is not None else {})
+
+
+def noise_floor(params: schema.Params, measured: list[Measured], model: str) -> noise.NoiseFloor:
+    """The baseline in the engine's second arithmetic (stage noise) against the baseline as run."""
+    result_file = paths.noise_dir(model) / paths.RESULT_FILE
+    if not result_file.is_file():
+        return noise.NoiseFloor("missing", f"no noise result: {result_file} is missing")
+    b = params.decision.baseline
+    base = next((r for r in measured if (r.model, r.tier, r.kv) == (model, b.tier, b.kv) and r.status == "ok"), None)
+    if base is None:
+        return noise.NoiseFloor("missing", "the baseline did not run")
+    return noise.floor(io.read_json(result_file), base, tasks.read_samples(paths.eval_dir(*base.key)),
+                       tasks.read_samples(paths.noise_dir(model)), params.decision.bootstrap)
+
+
+def noise_flips(params: schema.Params, mine: list[Row], floor: noise.NoiseFloor) -> dict[str, dict[str, tuple[int, int]]]:
+    """variant -> choice task -> (its flips against the baseline, those inside the noise floor's margin)."""
+    b = params.decision.baseline
+    base = next((r.facts for r in mine if (r.facts.tier, r.facts.kv) == (b.tier, b.kv) and r.facts.status == "ok"),
+                None)
+    if base is None or not floor.margin:
+        return {}
+    theirs = tasks.read_samples(paths.eval_dir(*base.key))
+    out: dict[str, dict[str, tuple[int, int]]] = {}
+    for r in mine:
+        if r.facts.status != "ok" or r.facts is base:
+            continue
+        samples = tasks.read_samples(paths.eval_dir(*r.key))
+        for task, limit in floor.margin.items():
+            if task in samples and task in theirs:
+                out.setdefault(r.variant, {})[task] = noise.inside(analysis.align(theirs[task], samples[task]), limit)
+    return out
 
 
 def baseline_sanity(params: schema.Params, mine: list[Row]) -> list[sanity.Finding]:
@@ -245,9 +278,11 @@ def main(st: runner.Stage) -> None:
     params = st.params
     measured = [build_row(params, *v) for v in params.variants()]
     found = compare(params, measured)
-    rows = decision.judge(measured, found.evidence, params.decision, params.eval.tasks)
+    floors = {m: noise_floor(params, measured, m) for m in params.models}
+    rows = decision.judge(measured, found.evidence, params.decision, params.eval.tasks,
+                          {m: f.widths() for m, f in floors.items()})
     planned = plan_rows(params, rows)
-    models = {name: model_report(params, rows, name, found, planned) for name in params.models}
+    models = {name: model_report(params, rows, name, found, planned, floors[name]) for name in params.models}
     write(models, header(params, rows, planned))
     st.done("ok", None, [line for line in summary(models) if line.strip()])
     exit_if_failed(rows)

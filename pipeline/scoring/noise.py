@@ -1,0 +1,65 @@
+"""The engine's own noise: the baseline under a second arithmetic (stage noise) against the baseline as
+run, sample by sample. Pure.
+
+Its paired interval per metric says how far the arithmetic alone moves a score; decide widens every
+verdict's interval by that much on each side (`width`: the larger bound of the interval in absolute
+value), so a verdict that the arithmetic could undo is `unstable`, never a pass. On choice tasks,
+`margin` is the largest log-likelihood margin (top choice minus runner-up, of the baseline) among
+the samples the arithmetic flipped: a variant's flip inside that margin is one the engine alone can
+make. The estimate is the baseline's: a damaged tier has more near-ties, so its own arithmetic noise
+can be larger (docs/decision-rule.md "Engine noise").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pipeline.schema import Bootstrap
+from pipeline.scoring import analysis
+from pipeline.scoring.comparison import Samples, task_metrics
+from pipeline.scoring.rows import Measured
+from pipeline.scoring.stats import Flips, Interval
+
+
+@dataclass(frozen=True)
+class NoiseFloor:
+    status: str                                   # ok | off | unsupported | failed | missing
+    why: str | None = None
+    arithmetic: str | None = None                 # what the second run computed in
+    intervals: dict[str, Interval] = field(default_factory=dict)     # metric id -> second run - baseline
+    flips: dict[str, Flips] = field(default_factory=dict)            # choice task -> flips
+    margin: dict[str, float] = field(default_factory=dict)           # choice task -> largest flipped margin
+
+    def widths(self) -> dict[str, float]:
+        """metric id -> how far the arithmetic alone may move it (the interval's larger |bound|)."""
+        return {m: max(abs(iv.lo), abs(iv.hi)) for m, iv in self.intervals.items()}
+
+
+def margin(row: dict) -> float | None:
+    """The top choice's log-likelihood minus the runner-up's; None for a row without choices."""
+    ll = sorted(row.get("logliks") or [], reverse=True)
+    return ll[0] - ll[1] if len(ll) >= 2 else None
+
+
+def floor(result: dict, base: Measured, base_samples: Samples, noise_samples: Samples, boot: Bootstrap) -> NoiseFloor:
+    """The noise floor from the noise stage's result.json and samples against the baseline's."""
+    if result.get("status") != "ok":
+        return NoiseFloor(result.get("status", "missing"), result.get("reason"))
+    intervals, flips, margins = {}, {}, {}
+    for task, rows in noise_samples.items():
+        if task not in base_samples:
+            continue
+        pairs = analysis.align(base_samples[task], rows)
+        reported = task_metrics(base, task)
+        ivs = analysis.intervals(list(reported), pairs, boot)
+        intervals.update({reported[m]: iv for m, iv in ivs.items()})
+        if rows and "logliks" in rows[0]:
+            flips[task] = analysis.flips(pairs)
+            flipped = [margin(b) for b, t in pairs if b["pred"] != t["pred"]]
+            margins[task] = max((m for m in flipped if m is not None), default=0.0)
+    return NoiseFloor("ok", arithmetic=result.get("arithmetic"), intervals=intervals, flips=flips, margin=margins)
+
+
+def inside(pairs: list[tuple[dict, dict]], noise_margin: float) -> tuple[int, int]:
+    """(flips of a variant against the baseline, those whose baseline margin is within the noise's)."""
+    flipped = [margin(b) for b, t in pairs if b["pred"] != t["pred"]]
+    return len(flipped), sum(1 for m in flipped if m is not None and m <= noise_margin)

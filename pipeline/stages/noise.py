@@ -1,0 +1,86 @@
+"""Stage noise@<model>: the baseline evaluated again under a second, equally valid arithmetic of the same
+engine, so decide can tell the engine's own noise from a tier's quantization error.
+
+    python -m pipeline.stages.noise <model>
+
+The same tasks, samples and prompts as evaluate@<model>-<baseline>; the reference backend computes in
+serving.reference.noise_arithmetic (auto: bf16-operands where the run computes in float32, float32
+where it computes in bfloat16: pipeline/backends/arithmetic.py), vLLM with another batch composition
+(pipeline/backends/selection.py). Fidelity: the same KL and top-1 agreement as a variant's, against
+the baseline in the run's own arithmetic. Writes results/noise/<model>/{result.json, samples/}; with
+`eval.noise_floor: false` a result saying so, and decide then judges on sampling alone.
+"""
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+
+from pipeline import errors, io, paths, schema
+from pipeline.backends import Unsupported
+from pipeline.backends.base import baseline_variant
+from pipeline.backends.fidelity_compare import measure_fidelity
+from pipeline.backends.lm_eval_runner import flat, run_within
+from pipeline.backends.selection import select
+from pipeline.domain import fidelity_set, provenance, tasks
+from pipeline.stages import runner
+
+
+def measure(params: schema.Params, model: str) -> tuple[dict, dict[str, list[dict]], list[dict]]:
+    """(result, task -> sample rows, fidelity rows) of the baseline in the second arithmetic."""
+    b = params.decision.baseline
+    specs = tasks.build_all(params.eval.tasks)
+    base = fidelity_set.load(paths.fidelity_base(model)) if params.eval.fidelity is not None else None
+    variant = baseline_variant(params, model, paths.noise_dir(model))
+    backend = select(params, noise=True)
+    result: dict = {"model": model, "tier": b.tier, "kv": b.kv, "backend": backend.name}
+    with backend.session(variant) as session:
+        result["serving"] = session.info
+        result["arithmetic"] = session.info.get("arithmetic") or f"lm-eval requests {session.info.get('num_concurrent')} at a time"
+        result["compute_dtype"] = session.info.get("compute_dtype")
+        result["measured_on"] = provenance.of_session(backend.name, session.engine_version, session.info)
+        metrics, samples, cut = run_within(session, specs, params.eval, session.remaining_s())
+        if cut:
+            result["cut"] = cut
+        fidelity_rows: list[dict] = []
+        if base is not None:
+            result["fidelity"], fidelity_rows = measure_fidelity(
+                session, base, backend.name, lambda: baseline_variant(params, model), any_dtype=True)
+    scores, hib = flat(metrics)
+    result.update(status="ok", metrics=scores, higher_is_better=hib, versions=provenance.versions())
+    return result, samples, fidelity_rows
+
+
+@runner.stage_main("noise", ("model",))
+def main(st: runner.Stage) -> None:
+    model, params = st.args[0], st.params
+    out = paths.noise_dir(model)
+    t0 = time.perf_counter()
+    samples: dict[str, list[dict]] = {}
+    fidelity_rows: list[dict] = []
+    if not params.eval.noise_floor:
+        result = {"model": model, "status": "off", "reason": "eval.noise_floor is false"}
+    else:
+        try:
+            result, samples, fidelity_rows = measure(params, model)
+        except (io.DataError, schema.ConfigError) as e:
+            print(f"qtier: {e}", file=sys.stderr)
+            raise SystemExit(2) from None
+        except Unsupported as e:
+            result = {"model": model, "status": "unsupported", "reason": str(e)}
+        except Exception as e:  # noqa: BLE001 - the decision goes on, on sampling alone, and says so
+            traceback.print_exc()
+            result = {"model": model, "status": "failed", "reason": errors.one_line(e)}
+    result["seconds"] = round(time.perf_counter() - t0, 1)
+    with io.AtomicDir(out) as tmp:
+        for name, rows in samples.items():
+            io.atomic_write_jsonl(tmp / paths.SAMPLES / f"{name}.jsonl", rows)
+        if fidelity_rows:
+            io.atomic_write_jsonl(tmp / paths.FIDELITY_ROWS, fidelity_rows)
+        io.atomic_write_json(tmp / paths.RESULT_FILE, result)
+    st.done("ok" if result["status"] in ("ok", "off") else result["status"],
+            result.get("reason") or result.get("arithmetic"))
+
+
+if __name__ == "__main__":
+    main()
