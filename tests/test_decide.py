@@ -315,3 +315,27 @@ def test_a_sane_baseline_adds_no_section(project):
     decide.main()
     assert "Check the baseline first" not in (project / "results/decision.md").read_text()
     assert json.loads((project / "results/decision.json").read_text())["baseline_sanity"] == {"m": []}
+
+
+def test_the_engine_noise_floor_is_shown_and_folded_into_every_verdict(project):
+    base = paths.eval_dir("m", "fp16", "auto") / "samples"
+    out = paths.noise_dir("m")
+    for task in ("translation", "classification"):
+        rows = [json.loads(x) for x in (base / f"{task}.jsonl").read_text().splitlines()]
+        if task == "classification":
+            for r in rows[:10]:      # the second arithmetic flips ten near-tied predictions
+                r.update(pred=1, logliks=[-1.0, -0.99], scores={"acc": 0.0})
+        io.atomic_write_jsonl(out / "samples" / f"{task}.jsonl", rows)
+    io.atomic_write_json(out / "result.json", {"status": "ok", "arithmetic": "bf16-operands: test",
+                                               "metrics": {}, "higher_is_better": {}})
+    decide.main()
+    md = (project / "results/decision.md").read_text()
+    assert "Engine noise: verdicts include the engine's own noise (the baseline under bf16-operands: test)" in md
+    assert "### Engine noise floor" in md and "| classification/acc | -5.00 [" in md
+    data = json.loads((project / "results/decision.json").read_text())
+    floor = data["noise_floor"]["m"]
+    assert floor["status"] == "ok" and floor["widths"]["classification/acc"] == pytest.approx(5.0)
+    assert floor["flips"]["classification"] == {"right_to_wrong": 10, "wrong_to_right": 0, "n": 200}
+    int8 = next(r for r in data["rows"] if (r["tier"], r["kv"]) == ("int8", "auto"))
+    v = int8["verdicts"]["classification/acc"]
+    assert v["engine_interval"][0] < -5 and v["verdict"] == "inconclusive" and v["unstable"] == "pass"

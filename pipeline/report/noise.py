@@ -31,11 +31,12 @@ def noise_lines(m: ModelReport) -> list[str]:
         return []
     lines = ["### Engine noise floor", "",
              f"The baseline evaluated again under {f.arithmetic}: the same samples, a second equally valid "
-             "arithmetic. What it moves is the engine's own noise; every verdict's interval is widened by "
-             "it on both sides, and a verdict that only sampling settles is *unstable* (never a pass).", "",
-             "| metric | second arithmetic - baseline | widening |", "|---|---|---|"]
+             "arithmetic. What it moves is the engine's own noise: its shift estimates the between-arithmetic "
+             "SD of any delta, folded into every verdict's interval (added in quadrature, times z), and a "
+             "verdict that only sampling settles is *unstable* (never a pass).", "",
+             "| metric | second arithmetic - baseline | between-arithmetic SD of a delta |", "|---|---|---|"]
     for mid, iv in f.intervals.items():
-        lines.append(md_row([mid, f"{iv.delta:+.2f} [{iv.lo:+.2f}, {iv.hi:+.2f}]", f"+-{f.widths()[mid]:.2f}"]))
+        lines.append(md_row([mid, f"{iv.delta:+.2f} [{iv.lo:+.2f}, {iv.hi:+.2f}]", f"{f.widths()[mid]:.2f}"]))
     lines.append("")
     for task, fl in f.flips.items():
         lines.append(f"{task}: {fl.right_to_wrong + fl.wrong_to_right} of {fl.n} predictions flipped under the "

@@ -19,6 +19,7 @@ dtype it ran at): a delta across backends or dtypes would mix the engine into th
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 from dataclasses import dataclass
 
 from pipeline.domain import hardware
@@ -60,11 +61,20 @@ def judge_metric(metric: str, base: float | None, interval: Interval | None, tol
     limit = allowed_drop(tol, base)
     found = {"lo": lo, "hi": hi, "n": interval.n, "limit": limit, "confidence": confidence, "noise": noise}
     on_sampling = settled(lo, hi, limit)
-    if noise is not None and settled(lo - noise, hi + noise, limit) != on_sampling:
-        return Verdict(INCONCLUSIVE, **found, unstable=on_sampling)
+    if noise is not None:
+        found["engine_interval"] = engine_interval(sign * interval.delta, lo, hi, noise, confidence)
+        if settled(*found["engine_interval"], limit) != on_sampling:
+            return Verdict(INCONCLUSIVE, **found, unstable=on_sampling)
     if on_sampling != INCONCLUSIVE:
         return Verdict(on_sampling, **found)
     return Verdict(INCONCLUSIVE, **found, settle=samples_to_settle(sign * interval.delta, lo, hi, limit, interval.n))
+
+
+def engine_interval(delta: float, lo: float, hi: float, sd: float, confidence: float) -> tuple[float, float]:
+    """The interval with the arithmetic's between-draw variance folded in: each side's sampling half-width
+    and z x `sd` added in quadrature (z: the interval's normal quantile). Pure."""
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    return (delta - math.hypot(delta - lo, z * sd), delta + math.hypot(hi - delta, z * sd))
 
 
 def settled(lo: float, hi: float, limit: float) -> str:

@@ -30,8 +30,11 @@ class NoiseFloor:
     margin: dict[str, float] = field(default_factory=dict)           # choice task -> largest flipped margin
 
     def widths(self) -> dict[str, float]:
-        """metric id -> how far the arithmetic alone may move it (the interval's larger |bound|)."""
-        return {m: max(abs(iv.lo), abs(iv.hi)) for m, iv in self.intervals.items()}
+        """metric id -> the between-arithmetic SD of a variant's delta. The second run's shift d of the
+        baseline is one draw of (arithmetic B - arithmetic A) of the mean: variance 2 s^2 for a per-run
+        arithmetic SD s; a variant's delta also involves two runs (it and the baseline, each one draw),
+        so its between-draw variance is 2 s^2 too, estimated by d^2 (one degree of freedom)."""
+        return {m: abs(iv.delta) for m, iv in self.intervals.items()}
 
 
 def margin(row: dict) -> float | None:

@@ -85,15 +85,9 @@ class Verdict:
     limit: float | None = None
     settle: Settle | None = None
     confidence: float = 0.95         # of the interval (decision.bootstrap.confidence)
-    noise: float | None = None       # the engine's noise floor for this metric: the interval is widened by it
+    noise: float | None = None       # the engine's between-arithmetic SD of this delta (scoring/noise.py)
     unstable: str | None = None      # the verdict on sampling alone, when the engine's noise undoes it
-
-    @property
-    def engine_interval(self) -> tuple[float, float] | None:
-        """The interval with the engine's own noise folded in (lo - noise, hi + noise)."""
-        if self.lo is None or self.noise is None:
-            return None
-        return self.lo - self.noise, self.hi + self.noise
+    engine_interval: tuple[float, float] | None = None   # the interval with that noise folded in
 
     @property
     def why(self) -> str:
@@ -104,7 +98,7 @@ class Verdict:
         relation = {"pass": "lies above", "fail": "lies below"}.get(self.verdict, "straddles")
         if self.noise is not None:
             elo, ehi = self.engine_interval
-            ci += f", with the engine's noise (+-{self.noise:.2f}) [{elo:+.2f}, {ehi:+.2f}]"
+            ci += f", with the engine's noise (SD {self.noise:.2f}) [{elo:+.2f}, {ehi:+.2f}]"
         text = f"{ci} {relation} -{self.limit:.2f}"
         if self.unstable is not None:
             text = f"unstable: {self.unstable} on sampling alone, not once the engine's own noise is added; {text}"

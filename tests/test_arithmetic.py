@@ -1,0 +1,46 @@
+"""The noise stage's second arithmetic on the reference backend (pipeline/backends/arithmetic.py): every
+Linear computes on bfloat16-rounded operands with float32 accumulation (model tier: tiny model)."""
+import pytest
+import torch
+
+from pipeline.backends import arithmetic
+from pipeline.backends.base import Variant
+from pipeline.backends.reference import ReferenceBackend
+from pipeline.schema import Eval, KvMode, Model, Reference, Tier
+from tests import tiny_model
+
+pytestmark = pytest.mark.model
+
+
+def test_a_linear_computes_on_bf16_rounded_operands():
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(64, 32)
+    x = torch.randn(3, 64)
+    expected = torch.nn.functional.linear(x.to(torch.bfloat16).float(), lin.weight.to(torch.bfloat16).float(), lin.bias)
+    plain = lin(x)
+    assert arithmetic.bf16_operands(torch.nn.Sequential(lin)) == 1
+    assert torch.equal(lin(x), expected) and not torch.equal(lin(x), plain)
+
+
+@pytest.mark.parametrize("choice, dtype, expected", [("auto", "float32", "bf16-operands"),
+                                                     ("auto", "bfloat16", "float32"),
+                                                     ("float32", "float32", "float32")])
+def test_auto_is_the_other_arithmetic(choice, dtype, expected):
+    assert arithmetic.resolve(choice, dtype) == expected
+
+
+def test_a_noise_session_computes_in_the_second_arithmetic_and_compares_with_the_plain_baseline(tmp_path, root):
+    ckpt = tiny_model.build(tmp_path / "tiny", root)
+    v = Variant("tiny", "fp16", "auto", ckpt, Model(source="local:tiny", dtype="float16", apply_chat_template=False),
+                Tier(method="baseline"), KvMode(cache_dtype="auto"), serve_path=ckpt)
+    ids = [list(range(5, 40))]
+    ref = Reference(dtype="float32")
+    with ReferenceBackend(ref, Eval(tasks={})).session(v) as plain:
+        assert "arithmetic" not in plain.info
+        p = plain.model(torch.tensor(ids)).logits
+    with ReferenceBackend(ref, Eval(tasks={}), noise=True).session(v) as noisy:
+        assert noisy.info["arithmetic"].startswith("bf16-operands: every Linear's operands rounded to bfloat16")
+        q = noisy.model(torch.tensor(ids)).logits
+        ((kl, agree),) = noisy.exact_fidelity(v, ids)          # against the baseline in the plain arithmetic
+    assert 0 < (p - q).abs().max() < 0.1
+    assert float(kl.max()) > 0 and agree.mean() > 0.8
