@@ -83,7 +83,7 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.backends.vllm_backend:VllmBackend.session": "arg",
     "pipeline.backends.vllm_backend:_has_kv_scales": "arg",
     "pipeline.backends.vllm_backend:_encoder": "arg",                   # the served checkpoint's tokenizer
-    "pipeline.backends.preflight:<module>": "outside",  # its CLI: a tokenizer folder given on its command line
+    "pipeline.backends.preflight:main": "outside",      # its CLI: a tokenizer folder given on its command line
 }
 OPENS = ("open", "read_text", "read_bytes", "iterdir", "glob", "rglob", "is_file", "is_dir", "exists",
          "safe_open", "from_pretrained", "np.load")
