@@ -157,3 +157,28 @@ def test_tolerances_hold_with_a_real_bpe_tokenizer(tmp_path, root):
         before, after = _filler_around_needle(s, _asked_needle(s))
         b, a = (bpe(x) if x else 0 for x in (before, after))
         assert abs(b / (a + b) - s.depth) <= (u + 2) / (a + b), s.id
+
+
+def test_a_length_of_the_suite_is_a_generate_task_scored_by_exact_match(tmp_path, in_repo):
+    """retrieval.write_jsonl's file is the data of eval_sets/tasks/retrieval.yaml: per-sample exact match
+    (for the paired intervals) and lm-eval's aggregate (the hook) agree, in percent."""
+    from pipeline.domain import tasks
+    from pipeline.schema import Task
+
+    samples = retrieval.suite(["passkey", "niah_multikey"], [256], [0.5], 2, 5, words)
+    path = tmp_path / "retrieval_256.jsonl"
+    retrieval.write_jsonl(samples, path)
+    spec = tasks.build("retrieval_256", Task(config="eval_sets/tasks/retrieval.yaml", data=str(path), kind="generate"))
+    assert spec.num_docs == 4 and spec.higher_is_better == {"exact_match": True}
+    outputs = [f" {samples[0].answer}.", "I do not know.", f"The special magic number is {samples[2].answer}",
+               f"{samples[3].answer[:-1]}"]
+    rows, per_doc = [], []
+    for i, (s, out) in enumerate(zip(samples, outputs)):
+        doc = {"prompt": s.prompt, "answer": s.answer, "id": s.id}
+        record = {"doc_id": i, "doc": doc, "target": s.answer, "arguments": [(s.prompt, {})],
+                  "resps": [[out]], "filtered_resps": [out], "filter": "none"}
+        rows.append(tasks.sample_row(spec, record))
+        per_doc.append(spec.config["process_results"](doc, [out]))
+    assert [r["scores"]["exact_match"] for r in rows] == [100.0, 0.0, 100.0, 0.0]
+    agg = spec.config["metric_list"][0]["aggregation"]([d["exact_match"] for d in per_doc])
+    assert agg == 50.0

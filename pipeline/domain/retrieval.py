@@ -36,6 +36,9 @@ import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from pipeline.io import atomic_write_jsonl
 
 TASKS = ("passkey", "niah_single", "niah_multikey")
 
@@ -204,3 +207,9 @@ def score(generation: str, answer: str) -> bool:
     """Exact match: the generation's first number is the answer, digit for digit ("71432." and "The pass
     key is 71432" match 71432; "7143", "714320", "71,432" and "12345 or 71432" do not)."""
     return extract(generation) == answer
+
+
+def write_jsonl(samples: Sequence[Sample], path: str | Path) -> None:
+    """The suite as task data for eval_sets/tasks/retrieval.yaml (fields prompt, answer; the rest for
+    the per-sample logs): one file per length, so that each length is judged as a task."""
+    atomic_write_jsonl(path, [s.as_dict() for s in samples])
