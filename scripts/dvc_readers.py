@@ -30,6 +30,7 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.config:check": ["recipes", "${calibration.path}"],        # every tier's recipe exists
     "pipeline.domain.calibration:texts": ["${calibration.path}"],
     "pipeline.domain.fidelity_set:texts": [EVAL_FILES],                 # eval.fidelity.data
+    "pipeline.domain.long_texts:texts": [EVAL_FILES],                   # the long-context probe's texts (issue 21)
     "pipeline.domain.tasks:check_files": [EVAL_FILES],
     "pipeline.domain.tasks:check_data": [EVAL_FILES],
     "pipeline.domain.tasks:declared_metrics": [EVAL_FILES],

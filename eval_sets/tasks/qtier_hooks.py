@@ -4,7 +4,7 @@ Thin adapters: the scoring itself lives in pipeline/domain/metrics.py and is uni
 Documents reach these hooks already normalised by pipeline/domain/tasks.py to the canonical fields
 (translation: source/reference; summarization: document/reference; classification: text/choices/gold).
 """
-from pipeline.domain import metrics
+from pipeline.domain import metrics, retrieval
 
 
 def process_translation(doc, results):
@@ -15,6 +15,10 @@ def process_translation(doc, results):
 
 def process_summarization(doc, results):
     return metrics.rouge(doc["reference"], metrics.clean_generation(results[0]))
+
+
+def process_retrieval(doc, results):
+    return {"exact_match": 100.0 * retrieval.score(results[0], str(doc["answer"]))}
 
 
 def process_classification(doc, results):

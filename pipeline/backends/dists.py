@@ -18,8 +18,13 @@ from pipeline.backends.base import TokenDists
 
 def _logprobs(model, seq: list[int]) -> torch.Tensor:
     """[len(seq) - 1, vocab] float32 log-probs of the token after each prefix seq[:t], t = 1..len-1."""
-    decoder, head = model.get_decoder(), model.get_output_embeddings()
-    hidden = decoder(input_ids=torch.tensor([seq[:-1]], device=model.device)).last_hidden_state[0]
+    hidden = model.get_decoder()(input_ids=torch.tensor([seq[:-1]], device=model.device)).last_hidden_state[0]
+    return head_logprobs(model, hidden)
+
+
+def head_logprobs(model, hidden: torch.Tensor) -> torch.Tensor:
+    """[positions, hidden] last hidden states -> [positions, vocab] float32 log-probs, the head in float32."""
+    head = model.get_output_embeddings()
     if head.weight.dtype.is_floating_point:
         logits = F.linear(hidden.float(), head.weight.float(), None if head.bias is None else head.bias.float())
     else:   # a load-time quantized head (bitsandbytes) has no float weight to upcast

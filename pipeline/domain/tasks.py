@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from pipeline import paths
-from pipeline.domain import metrics, public_sets, registry
+from pipeline.domain import metrics, public_sets, registry, retrieval
 from pipeline.io import DataError, read_jsonl, read_text
 from pipeline.schema import ConfigError, Task
 from pipeline.schema.yaml_io import SafeLoader
@@ -260,6 +260,8 @@ def per_sample_scores(spec: TaskSpec, row: dict) -> dict[str, float]:
         scores["chrf"] = metrics.sentence_chrf(ref, hyp)
     if any(m.startswith("rouge") for m in hib):
         scores.update(metrics.rouge(ref, hyp))
+    if "exact_match" in hib:        # the retrieval suite: the first number of the whole generation
+        scores["exact_match"] = 100.0 * retrieval.score(str(row["output"]), ref)
     return scores
 
 

@@ -1,0 +1,125 @@
+"""Teacher-forced next-token distributions at every position of long texts, for fidelity by position
+(pipeline/scoring/positions.py, issue 21). Reference backend: the model a session loaded, with the
+attention it serves with, so an fp8 KV variant reads fp8-rounded K/V at every position.
+
+A text is fed in chunks of CHUNK tokens through a KV cache instead of one forward: one forward of
+8,192 tokens materializes [8192, vocab] float32 logits (1.6 GB for SmolLM2's 49,152 tokens) and, on
+the masked path, attention scores for every query at once; chunked, each step holds one chunk's.
+The cache is generate.py's reserved layer, the one greedy decoding writes: with the fp8 attention
+(kvcache.py) every chunk's K/V are written, rounded through float8_e4m3fn in place, and read rounded
+by that chunk and every later one, as vLLM's fp8 cache is read by decode steps. With KV auto the
+result is the model's own forward up to float rounding of other kernel shapes
+(tests/test_longctx.py checks both on a tiny model).
+
+    with backend.session(variant) as s:
+        base = longctx.position_dists(s.model, seqs, k=20)     # the baseline: stored by fidelity_base
+    with backend.session(other) as s:
+        pairs = longctx.against(s.model, base, seqs)           # per text: (KL, top-1 agreement) per position
+
+The LM head runs in float32, as in dists.py (why: there). Sliding-window layers are not modelled
+(the reserved cache is full attention), as in greedy decoding.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from pipeline.backends import dists, generate
+from pipeline.scoring import fidelity
+
+CHUNK = 512
+
+
+@dataclass(frozen=True)
+class PositionDists:
+    """One text: row t is the distribution of token t + 1 after tokens 0..t. `ids`/`logprobs` [T, k]
+    the top-k; `top1` [T] the argmax; `target` [T] the log-prob of the text's own next token."""
+    ids: np.ndarray
+    logprobs: np.ndarray
+    top1: np.ndarray
+    target: np.ndarray
+
+
+def check_length(model, seq: Sequence[int]) -> None:
+    limit = getattr(model.config, "max_position_embeddings", None)
+    if limit is not None and len(seq) - 1 > limit:
+        raise ValueError(f"longctx: a text of {len(seq)} tokens reads {len(seq) - 1} positions, more than the "
+                         f"model's max_position_embeddings {limit}")
+    if len(seq) < 2:
+        raise ValueError(f"longctx: a text needs at least 2 tokens, got {len(seq)}")
+
+
+def chunks(model, seq: Sequence[int], chunk: int = CHUNK) -> Iterator[tuple[int, torch.Tensor]]:
+    """(start, [n, vocab] float32 log-probs of tokens start+1 .. start+n) for consecutive chunks of the
+    text's first len(seq) - 1 tokens, each attending to the cache of all before it. Call under
+    torch.inference_mode()."""
+    from transformers import DynamicCache  # lazy: transformers is imported only where a model runs
+
+    check_length(model, seq)
+    n = len(seq) - 1
+    cache = DynamicCache()
+    cache.layer_class_to_replicate = generate.reserved_layer_class(n)     # as generate._stack makes it
+    decoder = model.get_decoder()
+    for start in range(0, n, chunk):
+        end = min(start + chunk, n)
+        ids = torch.tensor([list(seq[start:end])], device=model.device)
+        pos = torch.arange(start, end, device=model.device)[None]
+        hidden = decoder(input_ids=ids, position_ids=pos, past_key_values=cache, use_cache=True).last_hidden_state
+        yield start, dists.head_logprobs(model, hidden[0])
+
+
+def position_dists(model, seqs: Sequence[Sequence[int]], k: int, chunk: int = CHUNK) -> list[PositionDists]:
+    """Per text, the top-k, argmax and own-token log-prob at every position."""
+    out = []
+    with torch.inference_mode():
+        for seq in seqs:
+            ids, lps, top1, target = [], [], [], []
+            nxt = torch.tensor(list(seq[1:]), device=model.device)
+            for start, lp in chunks(model, seq, chunk):
+                v, i = lp.topk(min(k, lp.shape[-1]), dim=-1)
+                ids.append(i.cpu().numpy())
+                lps.append(v.cpu().numpy().astype(np.float32))
+                top1.append(lp.argmax(-1).cpu().numpy())
+                target.append(lp.gather(1, nxt[start:start + lp.shape[0], None])[:, 0].cpu().numpy())
+            out.append(PositionDists(np.concatenate(ids), np.concatenate(lps), np.concatenate(top1),
+                                     np.concatenate(target).astype(np.float32)))
+    return out
+
+
+def against(model, base: Sequence[PositionDists], seqs: Sequence[Sequence[int]],
+            chunk: int = CHUNK) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per text, KL(baseline || this model) at every position on the baseline's stored top-k ids with
+    the rest of the mass as one bucket (fidelity.position_kl: a lower bound of the full KL; this model's
+    log-probs are known at every id), and whether the argmaxes agree (over the full vocabulary)."""
+    if len(base) != len(seqs):
+        raise ValueError(f"longctx: {len(base)} baseline texts for {len(seqs)} texts")
+    out = []
+    with torch.inference_mode():
+        for b, seq in zip(base, seqs):
+            if b.ids.shape[0] != len(seq) - 1:
+                raise ValueError(f"longctx: the baseline has {b.ids.shape[0]} positions for a text of {len(seq)} tokens")
+            p_ids = torch.as_tensor(b.ids, device=model.device)
+            q_at, top1 = [], []
+            for start, lq in chunks(model, seq, chunk):
+                q_at.append(lq.gather(1, p_ids[start:start + lq.shape[0]]).cpu().numpy())
+                top1.append(lq.argmax(-1).cpu().numpy())
+            kl = fidelity.position_kl(b.ids, b.logprobs, b.ids, np.concatenate(q_at))
+            out.append((kl, fidelity.top1_agreement(b.top1, np.concatenate(top1))))
+    return out
+
+
+def exact(p_model, q_model, seqs: Sequence[Sequence[int]], chunk: int = CHUNK) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per text, KL(P||Q) over the whole vocabulary at every position and argmax agreement, the two
+    models run chunk by chunk side by side (P the baseline: both loaded, twice the cost of `against`)."""
+    out = []
+    with torch.inference_mode():
+        for seq in seqs:
+            kls, agree = [], []
+            for (_, lp), (_, lq) in zip(chunks(p_model, seq, chunk), chunks(q_model, seq, chunk)):
+                kls.append((lp.exp() * (lp - lq)).sum(-1).clamp(min=0.0).double().cpu().numpy())
+                agree.append((lp.argmax(-1) == lq.argmax(-1)).cpu().numpy())
+            out.append((np.concatenate(kls), np.concatenate(agree)))
+    return out
