@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from pipeline.backends import dists, generate, kvcache, loglik
+from pipeline.backends import arch, dists, generate, kvcache, loglik
 from pipeline.backends.base import TokenDists, Unsupported, Variant
 from pipeline.domain import compute
 from pipeline.domain.machine import accelerator_available, cpu_info, native_bf16
@@ -219,7 +219,7 @@ class ReferenceBackend:
             # activation quantization is still applied in forward, so W8A8 tiers stay faithful.
             kwargs["quantization_config"] = CompressedTensorsConfig(run_compressed=False)
         tokenizer = AutoTokenizer.from_pretrained(path)
-        model = AutoModelForCausalLM.from_pretrained(path, **kwargs).eval()
+        model = arch.load(AutoModelForCausalLM, path, kwargs, info, fp8=kv.cache_dtype == "fp8_e4m3")
         info["weight_bytes_serving"] = serving_weight_bytes(model, variant.model_cfg.dtype)
         if kv.calibrated:
             info["kv_layers_quantized"] = kvcache.set_layer_scales(model, scales)
