@@ -1,11 +1,13 @@
 """Differential tests of the reference backend's fast paths (attention, log-likelihoods, greedy
 generation, token distributions, fp8 KV cache) against lm-eval's HFLM and the model's own forward, on
-tiny random models of four families built offline:
+tiny random models of five families built offline:
 
 - llama: head_dim 16, tied embeddings;
 - qwen3: query/key norms, head_dim 48, untied;
 - gemma2: sliding window of WINDOW tokens on every other layer, head_dim 256 with its own query scale,
   attention-logit and final-logit soft-capping, tied embeddings;
+- gemma3: a sliding window of WINDOW tokens on every other layer (with its own RoPE base), query/key
+  norms, head_dim 32, tied;
 - mistral: a sliding window of WINDOW tokens on every layer, untied.
 
 The reference is the model's *eager* attention: transformers' own sdpa drops Gemma 2's attention
@@ -13,7 +15,9 @@ soft-capping (test_transformers_sdpa_drops_the_attention_softcap), eager is the 
 authors wrote it (and as vLLM computes it). Contexts, prompts and generations run past the window, and
 the caps bind: test_each_feature_changes_these_numbers shows that a path which ignored the window or a
 cap would fail the comparisons (with the window handling removed from qtier's attention, i.e. its masks
-rebuilt without the window, the gemma2 and mistral cases of the first three tests fail).
+rebuilt without the window, every gemma2, gemma3 and mistral case of the differential tests fails;
+with the attention cap ignored, every gemma2 case; with the final cap left out of arch.logits, the
+load-time head check hands gemma2 back to HFLM and the `pair` fixture refuses it).
 """
 import random
 import sys
@@ -37,9 +41,12 @@ FAMILIES = {
     # initializer_range 0.1: attention scores up to ~2.5 and logits up to ~4, so caps of 1 and 2 bind
     "gemma2": dict(head_dim=256, query_pre_attn_scalar=64, sliding_window=WINDOW, attn_logit_softcapping=1.0,
                    final_logit_softcapping=2.0, initializer_range=0.1),
+    # local layers with their own RoPE base, query/key norms
+    "gemma3": dict(head_dim=32, sliding_window=WINDOW, layer_types=["sliding_attention", "full_attention"],
+                   initializer_range=0.1),
     "mistral": dict(sliding_window=WINDOW),
 }
-SLIDING = ("gemma2", "mistral")
+SLIDING = ("gemma2", "gemma3", "mistral")
 PROMPTS = ["The cat sat on", "Translate: hello world", "A", "Summarize the following text in one sentence. "
            "The committee met on Tuesday to plan the spring fair and chose the park.", "Review: great food",
            "Numbers 1 2 3"]
@@ -220,7 +227,7 @@ def _loglik(model, reqs):
 
 
 @pytest.mark.parametrize("name, change", [
-    ("gemma2", {"sliding_window": 4096}), ("mistral", {"sliding_window": 4096}),
+    ("gemma2", {"sliding_window": 4096}), ("gemma3", {"sliding_window": 4096}), ("mistral", {"sliding_window": 4096}),
     ("gemma2", {"attn_logit_softcapping": None}), ("gemma2", {"final_logit_softcapping": None}),
 ])
 def test_each_feature_changes_these_numbers(tmp_path, name, change):
@@ -321,10 +328,10 @@ def test_an_architecture_transformers_runs_without_sdpa_is_handed_back(tmp_path)
 def test_the_features_are_recorded(family, pair):
     name = family[0]
     info = pair[1].model.qtier_info["architecture"]
-    assert info["model_type"] == name
+    assert info["model_type"] == {"gemma3": "gemma3_text"}.get(name, name)
     assert info["head_dim"] == FAMILIES[name].get("head_dim", 16)
-    assert info["tied_embeddings"] == (name in ("llama", "gemma2"))
-    assert info["qk_norm"] == (name == "qwen3")
+    assert info["tied_embeddings"] == (name in ("llama", "gemma2", "gemma3"))
+    assert info["qk_norm"] == (name in ("qwen3", "gemma3"))
     assert (info["sliding_window"] is not None) == (name in SLIDING)
     if name == "gemma2":
         assert info["sliding_window"] == f"{WINDOW} tokens on 1 of 2 layers"

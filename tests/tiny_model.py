@@ -1,5 +1,5 @@
 """Tiny random models with their own tokenizer, built offline in seconds, for pipeline tests: a Llama
-(`build`), or Qwen3, Gemma 2 and Mistral (`build_family`)."""
+(`build`), or Qwen3, Gemma 2, Gemma 3 and Mistral (`build_family`)."""
 from __future__ import annotations
 
 import json
@@ -63,7 +63,8 @@ def build(out: Path, root: Path, vocab_size: int = 512, layers: int = 2, hidden:
 
 # transformers' config and causal-LM classes by family (tests/test_architectures.py)
 FAMILIES = {"llama": ("LlamaConfig", "LlamaForCausalLM"), "qwen3": ("Qwen3Config", "Qwen3ForCausalLM"),
-            "gemma2": ("Gemma2Config", "Gemma2ForCausalLM"), "mistral": ("MistralConfig", "MistralForCausalLM")}
+            "gemma2": ("Gemma2Config", "Gemma2ForCausalLM"), "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM"),
+            "mistral": ("MistralConfig", "MistralForCausalLM")}
 
 
 def build_family(out: Path, root: Path, family: str, vocab_size: int = 512,
