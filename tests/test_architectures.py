@@ -302,6 +302,9 @@ def test_attention_features_qtier_does_not_implement_hand_the_model_back(tmp_pat
                                                    "attn_implementation": kvcache.register(fp8=False)}, info, fp8=False)
     assert model.config._attn_implementation == "eager"
     assert info["attention"].startswith("the model's own eager attention") and "s_aux" in info["attention"]
+    ids = torch.tensor([_seqs(500)[2]])
+    with torch.no_grad():
+        assert torch.equal(model(ids).logits, _theirs(path)(ids).logits)     # what it runs now: the model's own
     with pytest.raises(Unsupported, match="s_aux"):
         arch.load(AutoModelForCausalLM, path, {"dtype": torch.float32, "attn_implementation": kvcache.register()},
                   {}, fp8=True)
