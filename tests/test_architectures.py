@@ -312,12 +312,9 @@ def test_attention_features_qtier_does_not_implement_hand_the_model_back(tmp_pat
 
 def test_an_architecture_transformers_runs_without_sdpa_is_handed_back(tmp_path):
     """gpt-oss (attention sinks): transformers refuses any sdpa-style attention for it, so qtier's too."""
-    from transformers import AutoModelForCausalLM, GptOssConfig, GptOssForCausalLM
+    from transformers import AutoModelForCausalLM
 
-    torch.manual_seed(0)
-    GptOssForCausalLM(GptOssConfig(vocab_size=300, hidden_size=64, intermediate_size=64, num_hidden_layers=2,
-                                   num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_local_experts=2,
-                                   num_experts_per_tok=1, sliding_window=WINDOW)).save_pretrained(tmp_path)
+    _gpt_oss(tmp_path)
     info: dict = {}
     model = arch.load(AutoModelForCausalLM, tmp_path, {"dtype": torch.float32,
                                                        "attn_implementation": kvcache.register(fp8=False)}, info, fp8=False)
@@ -339,3 +336,45 @@ def test_the_features_are_recorded(family, pair):
     if name == "gemma2":
         assert info["sliding_window"] == f"{WINDOW} tokens on 1 of 2 layers"
         assert (info["attn_logit_softcapping"], info["final_logit_softcapping"]) == (1.0, 2.0)
+
+
+def _variant(path, cache_dtype):
+    from pipeline.backends.base import Variant
+    from pipeline.schema import KvMode, Model, Tier
+
+    return Variant("m", "base", cache_dtype, path, Model(source=f"local:{path}", dtype="bfloat16",
+                                                        apply_chat_template=False),
+                   Tier(method="baseline"), KvMode(cache_dtype=cache_dtype), serve_path=path)
+
+
+def _gpt_oss(path):
+    from transformers import GptOssConfig, GptOssForCausalLM
+
+    torch.manual_seed(0)
+    GptOssForCausalLM(GptOssConfig(vocab_size=300, hidden_size=64, intermediate_size=64, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_local_experts=2,
+                                   num_experts_per_tok=1, sliding_window=WINDOW)).save_pretrained(path)
+    tiny_model.tokenizer(ROOT, 300).save_pretrained(path)
+    return path
+
+
+def test_the_session_info_of_the_row_says_what_ran(tmp_path):
+    """ReferenceBackend.session, as evaluate opens it: the row's `serving` names the attention, the
+    log-likelihood and distribution paths and the architecture; gpt-oss is handed back with auto KV and
+    unsupported with the fp8 KV cache."""
+    from pipeline.backends.reference import ReferenceBackend
+    from pipeline.schema import Eval, Reference
+
+    backend = ReferenceBackend(Reference(dtype="float32"), Eval(tasks={}))
+    gemma = tiny_model.build_family(tmp_path / "gemma2", ROOT, "gemma2", **FAMILIES["gemma2"])
+    with backend.session(_variant(gemma, "fp8_e4m3")) as session:
+        info = session.info
+    assert "fp8" in info["attention"] and info["loglikelihood"].startswith("qtier's")
+    assert info["architecture"]["final_logit_softcapping"] == 2.0
+    oss = _gpt_oss(tmp_path / "gpt_oss")
+    with backend.session(_variant(oss, "auto")) as session:
+        assert session.info["attention"].startswith("the model's own eager attention")
+        assert session.model.config._attn_implementation == "eager"
+    with pytest.raises(Unsupported, match="GptOss"):
+        with backend.session(_variant(oss, "fp8_e4m3")):
+            pass
