@@ -81,6 +81,7 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.backends.reference:ReferenceBackend.session": "arg",      # the variant's serve_path
     "pipeline.backends.reference:ReferenceSession.exact_fidelity": "arg",
     "pipeline.backends.reference:_config_without_kv_scheme": "arg",
+    "pipeline.backends.arch:load": "arg",                               # the serve_path session passes
     "pipeline.backends.vllm_backend:VllmBackend.session": "arg",
     "pipeline.backends.vllm_backend:_has_kv_scales": "arg",
     "pipeline.backends.vllm_backend:_encoder": "arg",                   # the served checkpoint's tokenizer

@@ -96,10 +96,10 @@ def test_calibrated_scales_go_to_their_own_layer_and_none_may_be_missing(models)
 
 # --- grouped_sdpa's folded path (a GQA layer with a padding mask: every padded batch) against an oracle ----------
 
-def attention_oracle(query, key, value, allowed, scale):
+def attention_oracle(query, key, value, allowed, scale, softcap=None):
     """softmax(q.k * scale) . v over the keys allowed[b][t] lets query row t see, one batch row, query head
     and query position at a time in float64: query head h reads KV head h // (heads / kv_heads). Rows
-    that may see no key stay NaN."""
+    that may see no key stay NaN. softcap: the scores pass through tanh(s / cap) * cap first."""
     batch, heads, q_len, dim = query.shape
     per_kv = heads // key.shape[1]
     out = torch.full((batch, q_len, heads, dim), float("nan"), dtype=torch.float64)
@@ -111,6 +111,8 @@ def attention_oracle(query, key, value, allowed, scale):
                 if not seen:
                     continue
                 scores = torch.stack([query[b, h, t].double() @ k[j] for j in seen]) * scale
+                if softcap is not None:
+                    scores = torch.tanh(scores / softcap) * softcap
                 weights = torch.exp(scores - scores.max())
                 weights = weights / weights.sum()
                 out[b, t, h] = sum(w * v[j] for w, j in zip(weights, seen, strict=True))
@@ -190,3 +192,35 @@ def test_the_oracle_agrees_with_transformers_sdpa_on_the_same_padded_inputs():
     allowed = padded(pads, 7, 7)
     got, _ = sdpa_attention_forward(GqaLayer(heads // kv_heads), query, key, value, as_mask(allowed, False))
     compare(got, attention_oracle(query, key, value, allowed, 16 ** -0.5), allowed)
+
+
+@pytest.mark.parametrize("case, pads, q_len, k_len, masked", [
+    ("prefill, no mask (sdpa's is_causal)", [0, 0], 6, 6, False),
+    ("prefill, left padded", [0, 3], 6, 6, True),
+    ("decode one token, no mask", [0, 0], 1, 7, False),
+    ("decode one token against a padded cache", [2, 0], 1, 7, True),
+    ("a chunk after the cache", [1, 0], 3, 8, True),
+])
+def test_softcapped_attention_equals_per_head_attention_with_capped_scores(case, pads, q_len, k_len, masked):
+    """Gemma 2's attention-logit soft-capping (kvcache._softcapped) against the oracle, scores large
+    enough (x4) for a cap of 1.0 to bind."""
+    heads, kv_heads = 6, 2
+    query, key, value = gqa_inputs(len(pads), heads, kv_heads, q_len, k_len, seed=2)
+    query = query * 4
+    allowed = padded(pads, q_len, k_len)
+    mask = as_mask(allowed, additive=False) if masked else None
+    got, _ = kvcache.grouped_sdpa(GqaLayer(heads // kv_heads), query, key, value, mask, scaling=0.25, softcap=1.0)
+    compare(got, attention_oracle(query, key, value, allowed, 0.25, softcap=1.0), allowed)
+    uncapped, _ = kvcache.grouped_sdpa(GqaLayer(heads // kv_heads), query, key, value, mask, scaling=0.25)
+    assert (uncapped - got).abs().max() > 1e-2                     # the cap binds on these scores
+
+
+def test_features_qtier_attention_does_not_implement_raise():
+    query, key, value = gqa_inputs(1, 4, 2, 6, 6)
+    with pytest.raises(kvcache.UnhandledAttention, match="s_aux"):
+        kvcache.grouped_sdpa(GqaLayer(2), query, key, value, None, s_aux=torch.zeros(4))
+    with pytest.raises(kvcache.UnhandledAttention, match="sliding window of 4 with 6 keys"):
+        kvcache.grouped_sdpa(GqaLayer(2), query, key, value, None, sliding_window=4)
+    # bookkeeping a module passes along changes nothing: no error
+    kvcache.grouped_sdpa(GqaLayer(2), query, key, value, None, position_ids=torch.arange(6), use_cache=True,
+                         sliding_window=8, s_aux=None)

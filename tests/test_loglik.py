@@ -82,13 +82,16 @@ def test_shared_prefixes_give_the_same_numbers(hflm):
         assert a == pytest.approx(b, abs=1e-4) and ga == gb
 
 
-def test_plain_decoder_models_are_supported(hflm):
+def test_plain_decoder_models_are_supported_and_the_forward_decides(hflm):
+    """The head is checked against the model's own forward (arch.head_handback), not its config: a Llama
+    ignores a final_logit_softcapping set on its config, which arch.logits would apply, so a copy with it
+    set is handed back to HFLM (Gemma 2's forward applies it: tests/test_architectures.py)."""
+    from transformers import LlamaForCausalLM
+
     assert loglik.supported(hflm.model)
-    hflm.model.config.final_logit_softcapping = 30.0
-    try:
-        assert not loglik.supported(hflm.model)
-    finally:
-        hflm.model.config.final_logit_softcapping = None
+    capped = LlamaForCausalLM(hflm.model.config.__class__(**{**hflm.model.config.to_dict(),
+                                                              "final_logit_softcapping": 0.5})).eval()
+    assert not loglik.supported(capped)
 
 
 def test_activation_quantized_checkpoints_score_each_input_whole():

@@ -6,6 +6,9 @@ fidelity_base stage keeps.
 The LM head runs in float32 whatever the model computes in: at bfloat16 a logit of 20 is rounded by
 up to 0.06, which alone puts a KL floor of ~1e-3 nats between two runs of one model - the size of an
 8-bit tier's whole effect. The decoder stays in the compute dtype, like every other measurement.
+The model's final soft-cap (Gemma 2) follows the head, in float32 (arch.logits); a model whose forward
+does anything else after its head gives its own logits, in the compute dtype (arch.head_handback;
+the session info says so).
 """
 from __future__ import annotations
 
@@ -13,23 +16,22 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from pipeline.backends import arch
 from pipeline.backends.base import TokenDists
 
 
 def _logprobs(model, seq: list[int]) -> torch.Tensor:
     """[len(seq) - 1, vocab] float32 log-probs of the token after each prefix seq[:t], t = 1..len-1."""
-    hidden = model.get_decoder()(input_ids=torch.tensor([seq[:-1]], device=model.device)).last_hidden_state[0]
-    return head_logprobs(model, hidden)
+    ids = torch.tensor([seq[:-1]], device=model.device)
+    if arch.head_handback(model) is not None:   # the forward does more after its head: its own logits
+        return F.log_softmax(model(input_ids=ids).logits[0].float(), dim=-1)
+    return head_logprobs(model, model.get_decoder()(input_ids=ids).last_hidden_state[0])
 
 
 def head_logprobs(model, hidden: torch.Tensor) -> torch.Tensor:
-    """[positions, hidden] last hidden states -> [positions, vocab] float32 log-probs, the head in float32."""
-    head = model.get_output_embeddings()
-    if head.weight.dtype.is_floating_point:
-        logits = F.linear(hidden.float(), head.weight.float(), None if head.bias is None else head.bias.float())
-    else:   # a load-time quantized head (bitsandbytes) has no float weight to upcast
-        logits = head(hidden).float()
-    return F.log_softmax(logits, dim=-1)
+    """[positions, hidden] last hidden states -> [positions, vocab] float32 log-probs: the head in float32,
+    the final soft-cap as the model's forward applies it (pipeline/backends/arch.py)."""
+    return F.log_softmax(arch.logits(model, hidden, float32=True), dim=-1)
 
 
 def token_dists(model, seqs: list[list[int]], k: int) -> list[TokenDists]:

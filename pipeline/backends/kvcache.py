@@ -17,6 +17,15 @@ when attention reads them. Every attention read therefore sees fp8-rounded K/V, 
 for generated tokens alike. We reproduce that exactly by rounding K and V (after RoPE, as cached)
 through float8_e4m3fn inside the attention function; rounding is per element and idempotent, so
 re-rounding cached entries at each step equals storing them rounded once.
+
+Architectures. Sliding windows reach the attention as its mask (transformers builds a window mask for
+the layers that have one, with the mask function registered beside the attention: sdpa's), head_dim
+and the query scale as the query's shape and `scaling`, query/key norms are applied by the attention
+module before it calls here. Attention-logit soft-capping (Gemma 2: tanh(s / cap) * cap on the scaled
+scores) is applied here as the model's eager attention applies it; transformers' own sdpa drops it.
+Any other feature an attention module passes (attention sinks, position biases, packed sequences...)
+raises UnhandledAttention rather than being ignored: pipeline/backends/arch.py finds that at load and
+hands the model back to its own attention.
 """
 from __future__ import annotations
 
@@ -35,16 +44,66 @@ def fp8_round(x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
     return (y.to(torch.float8_e4m3fn).float() * scale).to(x.dtype)
 
 
+# what attention modules pass that changes nothing here: bookkeeping of the forward, not of the attention
+_PASSIVE = {"position_ids", "cache_position", "use_cache", "output_attentions", "output_hidden_states",
+            "return_dict", "past_key_values"}
+
+
+class UnhandledAttention(RuntimeError):
+    """An attention module passed a feature qtier's attention does not implement."""
+
+
+def _check_features(module, key, attention_mask, sliding_window, kwargs) -> None:
+    foreign = sorted(k for k, v in kwargs.items() if k not in _PASSIVE and v is not None and v is not False)
+    if foreign:
+        raise UnhandledAttention(f"{type(module).__name__} passes {', '.join(foreign)} to its attention, "
+                                 "which qtier's attention does not implement")
+    if sliding_window and attention_mask is None and key.shape[2] > sliding_window:
+        # transformers materializes the window in the mask whenever the keys outrun it: never here
+        raise UnhandledAttention(f"{type(module).__name__}: a sliding window of {sliding_window} with "
+                                 f"{key.shape[2]} keys and no mask")
+
+
+def _softcapped(module, query, key, value, attention_mask, dropout, scaling, softcap, is_causal):
+    """Eager attention with tanh soft-capping of the scaled scores, as Gemma 2's eager_attention_forward
+    computes it (scores * scale, tanh(s / cap) * cap, + mask, float32 softmax), with the query heads of a
+    group folded as in grouped_sdpa."""
+    batch, heads, q_len, dim = query.shape
+    kv_heads, k_len = key.shape[1], key.shape[2]
+    groups = heads // kv_heads
+    folded = query.reshape(batch, kv_heads, groups * q_len, dim)
+    scores = torch.matmul(folded, key.transpose(2, 3)) * (dim ** -0.5 if scaling is None else scaling)
+    scores = torch.tanh(scores / softcap) * softcap
+    causal = getattr(module, "is_causal", True) if is_causal is None else is_causal
+    if attention_mask is None and causal and q_len > 1:
+        # what sdpa's is_causal means when the mask was skipped: upper-left aligned (prefill)
+        attention_mask = torch.ones(q_len, k_len, dtype=torch.bool, device=query.device).tril()[None, None]
+    if attention_mask is not None:
+        if attention_mask.shape[2] == q_len:
+            attention_mask = attention_mask.repeat(1, 1, groups, 1)
+        if attention_mask.dtype == torch.bool:
+            attention_mask = torch.where(attention_mask, 0.0, torch.finfo(scores.dtype).min).to(scores.dtype)
+        scores = scores + attention_mask
+    weights = torch.nn.functional.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+    weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
+    out = torch.matmul(weights, value)
+    return out.reshape(batch, heads, q_len, dim).transpose(1, 2).contiguous(), None
+
+
 def grouped_sdpa(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None,
-                 is_causal=None, **kwargs):
-    """transformers' sdpa attention, with grouped query heads read against un-repeated K/V."""
+                 is_causal=None, softcap=None, sliding_window=None, **kwargs):
+    """transformers' sdpa attention, with grouped query heads read against un-repeated K/V, and the
+    eager attention's soft-capping when the module asks for it."""
     from transformers.integrations.sdpa_attention import (
         sdpa_attention_forward,  # lazy: transformers
     )
 
+    _check_features(module, key, attention_mask, sliding_window, kwargs)
+    if softcap is not None:
+        return _softcapped(module, query, key, value, attention_mask, dropout, scaling, softcap, is_causal)
     groups = getattr(module, "num_key_value_groups", 1)
     if (groups == 1 or attention_mask is None or attention_mask.dim() != 4 or attention_mask.shape[1] != 1
-            or kwargs.get("position_bias") is not None or kwargs.get("output_attentions")):
+            or kwargs.get("output_attentions")):
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       is_causal=is_causal, **kwargs)
     batch, heads, q_len, dim = query.shape

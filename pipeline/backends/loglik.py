@@ -6,7 +6,9 @@ position of every request (for a 49k vocabulary that is ~20% of a small model's 
 Here the decoder runs once per distinct input, the token prefix every input of a batch shares (chat
 template, system prompt, instruction: half of a short classification prompt) runs once per batch and
 is attended from the cache, and the head and softmax run only at the positions a continuation is
-scored on. Inputs, truncation, right padding without a mask and the greedy check
+scored on (then the model's final soft-cap, if it has one: arch.logits; a model whose forward does
+anything else after its head is scored by HFLM itself, arch.head_handback). Inputs, truncation, right
+padding without a mask and the greedy check
 are HFLM's own, so the numbers are the same up to float rounding of the smaller head GEMM
 (tests/test_loglik.py compares the two on a tiny model).
 """
@@ -16,16 +18,14 @@ import torch
 import torch.nn.functional as F
 
 from pipeline import runlog
+from pipeline.backends import arch
 
 Request = tuple[tuple[str, str], list[int], list[int]]
 
 
 def supported(model) -> bool:
-    """A plain decoder + LM head: nothing between the last hidden state and the logits."""
-    cfg = model.config
-    return (hasattr(model, "get_decoder") and model.get_output_embeddings() is not None
-            and not getattr(cfg, "final_logit_softcapping", None) and not getattr(cfg, "logit_scale", None)
-            and not getattr(cfg, "is_encoder_decoder", False))
+    """The decoder's last hidden state -> arch.logits is the model's own forward (arch.head_handback)."""
+    return arch.head_handback(model) is None
 
 
 def shared_prefix(inputs: list[tuple[int, ...]], scored: list[int]) -> int:
@@ -55,7 +55,7 @@ def score(model, requests: list[Request], max_length: int, batch_size: int,
         DynamicCache,  # lazy: transformers takes seconds to import, only model stages need it
     )
 
-    decoder, head = model.get_decoder(), model.get_output_embeddings()
+    decoder = model.get_decoder()
     with torch.inference_mode():
         for start in range(0, len(order), batch_size):
             chunk = order[start:start + batch_size]
@@ -77,7 +77,7 @@ def score(model, requests: list[Request], max_length: int, batch_size: int,
                 rows += [i] * k
                 cols += range(len(inp) - k - shared, len(inp) - shared)
             # in the logits' dtype, as HFLM does with its default softmax_dtype
-            picked = F.log_softmax(head(hidden[rows, cols]), dim=-1)
+            picked = F.log_softmax(arch.logits(model, hidden[rows, cols]), dim=-1)
             at = 0
             for inp in chunk:
                 k = inputs[inp]

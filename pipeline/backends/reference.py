@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from pipeline.backends import arithmetic, dists, generate, kvcache, loglik, w8a8, w8a8_gemm
+from pipeline.backends import arch, arithmetic, dists, generate, kvcache, loglik, w8a8, w8a8_gemm
 from pipeline.backends.base import TokenDists, Unsupported, Variant
 from pipeline.domain import compute
 from pipeline.domain.machine import accelerator_available, cpu_info, native_bf16
@@ -235,7 +235,7 @@ class ReferenceBackend:
             # W8A8 layers are then re-routed to the engine's arithmetic (w8a8.install, below).
             kwargs["quantization_config"] = CompressedTensorsConfig(run_compressed=False)
         tokenizer = AutoTokenizer.from_pretrained(path)
-        model = AutoModelForCausalLM.from_pretrained(path, **kwargs).eval()
+        model = arch.load(AutoModelForCausalLM, path, kwargs, info, fp8=kv.cache_dtype == "fp8_e4m3")
         info["weight_bytes_serving"] = serving_weight_bytes(model, variant.model_cfg.dtype)
         if alt is not None:
             layers = arithmetic.bf16_operands(model) if alt == arithmetic.BF16_OPERANDS else None
