@@ -30,6 +30,18 @@ def check(p: Params, root: Path) -> None:
         folder = sources.local_folder(m.source, root)
         if folder is not None:      # embedded and hub sources: prepare resolves it, still before quantize
             chat.resolve_folder(name, m.apply_chat_template, folder, m.source.partition(":")[2])
+    check_tiers(p, root, kinds)
+    if not (root / p.calibration.path).is_file():
+        raise ConfigError(f"calibration.path: file not found: {p.calibration.path}")
+    calibration.texts(p.calibration, root)
+    check_tasks(p, root)
+    if p.eval.fidelity is not None:
+        fidelity_set.texts(p.eval.fidelity, root)
+    check_group_sizes(p, root)
+
+
+def check_tiers(p: Params, root: Path, kinds: list[str]) -> None:
+    """Each tier's recipe, published checkpoint and hardware kind."""
     for name, t in p.tiers.items():
         if t.recipe and not (root / t.recipe).is_file():
             raise ConfigError(f"tiers.{name}.recipe: file not found: {t.recipe}")
@@ -44,13 +56,6 @@ def check(p: Params, root: Path) -> None:
                 raise ConfigError(str(e)) from None
         if t.hardware is not None and t.hardware not in kinds:
             raise ConfigError(f"tiers.{name}.hardware: unknown kind {t.hardware!r}; known: {', '.join(kinds)}")
-    if not (root / p.calibration.path).is_file():
-        raise ConfigError(f"calibration.path: file not found: {p.calibration.path}")
-    calibration.texts(p.calibration, root)
-    check_tasks(p, root)
-    if p.eval.fidelity is not None:
-        fidelity_set.texts(p.eval.fidelity, root)
-    check_group_sizes(p, root)
 
 
 def check_tasks(p: Params, root: Path) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from scripts.depgraph import ROOT, closure, import_targets, modules, syntax
+from scripts.depgraph import ROOT, closure, fingerprint, import_targets, modules, syntax
 
 Fn = tuple[str, str]   # (module, qualified name in it: `f` or `Class.method`)
 
@@ -110,6 +110,7 @@ class Graph:
         known = set(by_path.values())
         self.mods = {by_path[p]: parse(by_path[p], p, known) for p in files if p in by_path}
         self.methods: dict[str, set[Fn]] = {}
+        self._reachable: dict[str, dict[Fn, ast.AST]] = {}
         self.properties: set[Fn] = set()
         for m in self.mods.values():
             for q, fn in m.funcs.items():
@@ -155,7 +156,12 @@ class Graph:
 
     def reachable(self, entry: str) -> dict[Fn, ast.AST]:
         """Every function `python -m entry` can run; the pseudo-function (module, "<module>") holds
-        the module-level code of each module."""
+        the module-level code of each module. Computed once per entry (callers only read it)."""
+        if entry not in self._reachable:
+            self._reachable[entry] = self._reach(entry)
+        return self._reachable[entry]
+
+    def _reach(self, entry: str) -> dict[Fn, ast.AST]:
         bodies: dict[Fn, ast.AST] = {}
         todo: list[Fn] = []
         for m in self.mods.values():
@@ -172,6 +178,13 @@ class Graph:
 
 
 def stage_graph(entry: str, root: Path = ROOT) -> Graph:
+    """The graph of a stage's closure (cached while no file of it changes: the deps checks build it
+    once per stage for code, data and params)."""
+    return _graph(entry, root, fingerprint(entry, root))
+
+
+@lru_cache(maxsize=None)
+def _graph(entry: str, root: Path, _fingerprint: tuple) -> Graph:
     return Graph(closure(entry, root), root)
 
 

@@ -27,7 +27,8 @@ EVAL_FILES = "eval_sets"    # task YAMLs, data and fidelity texts named in param
 # (pipeline/runlog.py), "outside" no file of the repo
 READERS: dict[str, list[str] | str] = {
     "pipeline.schema:load": ["params.yaml"],            # dvc.yaml's params, or the file itself for check
-    "pipeline.config:check": ["recipes", "${calibration.path}"],        # every tier's recipe exists
+    "pipeline.config:check": ["${calibration.path}"],
+    "pipeline.config:check_tiers": ["recipes"],         # every tier's recipe exists (and a published tier's folder)
     "pipeline.domain.calibration:texts": ["${calibration.path}"],
     "pipeline.domain.fidelity_set:texts": [EVAL_FILES],                 # eval.fidelity.data
     "pipeline.domain.long_texts:texts": [EVAL_FILES],                   # the long-context probe's texts (issue 21)

@@ -50,7 +50,7 @@ def serve():
 
     def start(**kw):
         srv = ThreadingHTTPServer(("127.0.0.1", 0), fake(**kw))
-        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
         servers.append(srv)
         return f"http://127.0.0.1:{srv.server_address[1]}"
     yield start

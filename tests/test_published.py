@@ -42,17 +42,17 @@ def test_with_several_models_a_published_tier_says_whose_it_is(params_dict):
     assert parse(params_dict).tiers["pub"].model == "other"
 
 
-def test_check_refuses_a_local_checkpoint_without_config_json(params_dict, root, tmp_path):
-    for name in ("eval_sets", "recipes", "calibration"):
-        (tmp_path / name).symlink_to(root / name)
+def test_check_refuses_a_local_checkpoint_without_config_json(params_dict, tmp_path):
+    kinds = ["int8-w8a8"]
+    params_dict["tiers"] = {"fp16": params_dict["tiers"]["fp16"]}
     params_dict["tiers"]["pub"] = {"method": "published", "checkpoint": "local:ckpt", "hardware": "int8-w8a8"}
     with pytest.raises(ConfigError, match=r"^tiers\.pub\.checkpoint: no config\.json in ckpt \(folder not found\)$"):
-        config.check(parse(params_dict), tmp_path)
+        config.check_tiers(parse(params_dict), tmp_path, kinds)
     (tmp_path / "ckpt").mkdir()
     with pytest.raises(ConfigError, match=r"^tiers\.pub\.checkpoint: no config\.json in ckpt$"):
-        config.check(parse(params_dict), tmp_path)
+        config.check_tiers(parse(params_dict), tmp_path, kinds)
     (tmp_path / "ckpt" / "config.json").write_text(json.dumps(BASE))
-    config.check(parse(params_dict), tmp_path)
+    config.check_tiers(parse(params_dict), tmp_path, kinds)
 
 
 def test_the_tier_spec_changes_with_the_checkpoint_and_only_then(tmp_path):
