@@ -250,6 +250,7 @@ def capture(log: Path, label: str) -> Iterator[Console]:
             err.close()
 
 
-def _tick(bar: Bar, stop: threading.Event) -> None:
-    while not stop.wait(1.0):
+def _tick(bar: Bar, stop: threading.Event, every_s: float = 1.0) -> None:
+    """Redraw the bar (its clock) every `every_s` until `stop`."""
+    while not stop.wait(every_s):
         bar.tick()

@@ -122,10 +122,10 @@ def test_paired_corpus_is_the_bootstrap_recomputed_with_sacrebleus_public_scores
         return public([hyps[i] for i in idx], [[refs[i] for i in idx]]).score
 
     everything = range(len(refs))
-    draws = np.random.default_rng(5).integers(0, len(refs), size=(100, len(refs)))
+    draws = np.random.default_rng(5).integers(0, len(refs), size=(40, len(refs)))
     deltas = [score(tier, d) - score(base, d) for d in draws]
     lo, hi = np.quantile(deltas, [0.025, 0.975])
-    found = stats.paired_corpus(metric, refs, base, tier, 100, seed=5)
+    found = stats.paired_corpus(metric, refs, base, tier, 40, seed=5)
     assert found.delta == pytest.approx(score(tier, everything) - score(base, everything), abs=1e-9)
     assert (found.lo, found.hi) == (pytest.approx(lo, abs=1e-9), pytest.approx(hi, abs=1e-9))
     assert found.n == 24 and found.lo < found.delta < found.hi
