@@ -71,7 +71,7 @@ def test_the_checkpoint_format_stands_in_for_a_group_without_one():
     (group(weights=args(num_bits=4)), "weights.num_bits = 4"),
     (group(acts=args("int", "token", True, num_bits=16)), "input_activations.num_bits = 16"),
     (group(weights=args(scale_dtype="float8_e4m3fn")), "weights.scale_dtype"),
-    (group(weights=args(actorder="group")), "weights.actorder"),
+    (group(weights=args(actorder="bogus")), "weights.actorder"),
     (group(acts=args("float", "token", True)), "weights.type 'int' and input_activations.type 'float' differ"),
     (group(fmt="naive-quantized"), "format 'naive-quantized'"),
     ({**group(), "output_activations": args("int", "token", True)}, "output_activations is set"),
@@ -88,3 +88,9 @@ def test_a_scheme_the_arithmetic_does_not_implement_is_refused_naming_the_field(
 def test_transforms_and_sparsity_are_refused_for_w8a8(key):
     with pytest.raises(W8A8SchemeError, match=f"quantization_config.{key} is set"):
         checkpoint_schemes(config(group(), **{key: {"config_groups": {"x": {}}}}))
+
+
+def test_gptq_s_activation_order_without_groups_is_the_weights_own_order():
+    """The default int8 tier (SmoothQuant + GPTQ) records actorder 'static' per channel: nothing stored."""
+    for order in ("static", "weight", "group", None):
+        assert scheme_of(group(weights=args(actorder=order)), "here") is not None

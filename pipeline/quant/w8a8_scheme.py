@@ -49,9 +49,14 @@ def _args(d: dict, role: str, where: str) -> dict:
         raise refuse("strategy", "dynamic per-token or static per-tensor activations")
     elif d.get("dynamic") is not (d["strategy"] == "token"):
         raise refuse("dynamic", "dynamic per-token or static per-tensor activations")
-    for field in ("group_size", "block_structure", "scale_dtype", "actorder"):
+    for field in ("group_size", "block_structure", "scale_dtype"):
         if d.get(field) is not None:
             raise refuse(field, f"{role} without {field}")
+    # GPTQ's activation order is the order it quantized the columns in; without groups (per channel or
+    # per tensor) nothing of it is stored (no g_idx): the weights are in their own order. "group" and
+    # "weight" orders store a permutation only with groups, refused above; any other value is unknown.
+    if d.get("actorder") not in (None, "static", "weight", "group"):
+        raise refuse("actorder", f"{role} with no stored column order")
     return d
 
 
