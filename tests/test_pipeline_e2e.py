@@ -149,9 +149,9 @@ def test_adding_a_model_adds_only_its_stages(project):
     assert changed, r.stdout
     # check re-validates the edited params.yaml (fast, and it changes nothing downstream)
     assert all("tiny-copy" in s for s in changed - {"decide", "check"}), changed
-    # prepare, fidelity_base, a quantize and a kvscales stage per tier, an evaluate stage per variant
+    # prepare, fidelity_base, noise, a quantize and a kvscales stage per tier, an evaluate stage per variant
     tiers, kv_modes = p["tiers"], p["kv_modes"]
-    assert sum("tiny-copy" in s for s in changed) == 1 + 1 + 2 * len(tiers) + len(tiers) * len(kv_modes)
+    assert sum("tiny-copy" in s for s in changed) == 1 + 1 + 1 + 2 * len(tiers) + len(tiers) * len(kv_modes)
     p["models"].pop("tiny-copy")
     (project / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
 
