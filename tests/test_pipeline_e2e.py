@@ -242,8 +242,9 @@ def _wait_for_process(project: Path, needle: str, min_age_s: float, timeout_s: f
 def test_ctrl_c_during_a_stage_stops_everything_and_keeps_results(project):
     import signal
 
+    # evaluations (evals/, and noise/: the baseline evaluated again) re-run on the edit; nothing else may change
     keep = {p: p.read_bytes() for p in (project / "results").rglob("*") if p.is_file()
-            and "evals" not in p.parts}
+            and "evals" not in p.parts and "noise" not in p.parts}
     p = yaml.safe_load((project / "params.yaml").read_text())
     original = p["eval"]["throughput"]["new_tokens"]
     p["eval"]["throughput"]["new_tokens"] = original + 1          # every evaluate stage is now stale
@@ -275,9 +276,10 @@ def test_ctrl_c_during_a_stage_stops_everything_and_keeps_results(project):
     stale = set(json.loads(r.stdout))
     # at most the interrupted stage (DVC clears a stage's outputs before running it) and decide;
     # check and fidelity_base ran on the edited params.yaml before the interrupt, so they re-run on the
-    # restored one (fidelity_base depends on the eval section whole: DVC cannot declare the optional
-    # eval.fidelity key alone, scripts/dvc_params.py)
-    assert stale <= {"decide", "check", "fidelity_base@tiny"} | {s for s in stale if s.startswith("evaluate@")}
+    # restored one (fidelity_base and noise depend on the eval section whole: DVC cannot declare the
+    # optional eval.fidelity key alone, scripts/dvc_params.py)
+    assert stale <= {"decide", "check", "fidelity_base@tiny", "noise@tiny"} | {
+        s for s in stale if s.startswith("evaluate@")}
     assert len([s for s in stale if s.startswith("evaluate@")]) <= 1
     r = run(["dvc", "repro"], project)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
