@@ -85,6 +85,7 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.backends.arch:load": "arg",                               # the serve_path session passes
     "pipeline.backends.vllm_backend:VllmBackend.session": "arg",
     "pipeline.backends.vllm_backend:_has_kv_scales": "arg",
+    "pipeline.backends.vllm_backend:_quantization_config": "arg",      # the served checkpoint's config.json
     "pipeline.backends.vllm_backend:_encoder": "arg",                   # the served checkpoint's tokenizer
     "pipeline.backends.preflight:main": "outside",      # its CLI: a tokenizer folder given on its command line
 }

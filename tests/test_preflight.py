@@ -82,11 +82,19 @@ def test_another_tokenizer_and_a_looping_answer_are_named(serve):
 
 
 @pytest.mark.parametrize("choice, expected", [
+    # 2 requested: "b" is in its top 2, "c" is not and comes as a third entry (vLLM's answer)
+    ({"logprobs": {"tokens": ["a", "b", "c"], "token_logprobs": [None, -1.0, -5.0],
+                   "top_logprobs": [None, {"b": -1.0, "z": -3.0}, {"x": -0.1, "y": -2.0, "c": -5.0}]}}, (True, 2)),
+    # every prompt token outside its top 2 (a random model): 3 entries each, still depth 2
+    ({"logprobs": {"tokens": ["a", "b", "c"], "token_logprobs": [None, -9.0, -9.0],
+                   "top_logprobs": [None, {"x": -0.1, "y": -2.0, "b": -9.0}, {"x": -0.1, "y": -2.0, "c": -9.0}]}},
+     (True, 2)),
+    # a server that returns fewer than asked
     ({"logprobs": {"tokens": ["a", "b", "c"], "token_logprobs": [None, -1.0, -2.0],
-                   "top_logprobs": [None, {"b": -1.0, "z": -3.0}, {"c": -2.0}]}}, (True, 2)),
+                   "top_logprobs": [None, {"b": -1.0}, {"c": -2.0}]}}, (True, 1)),
     ({"logprobs": {"tokens": ["c"], "token_logprobs": [-2.0], "top_logprobs": [{"c": -2.0}]}}, (False, 0)),
     ({"logprobs": None}, (False, 0)),
     ({"logprobs": {"tokens": ["a", "b", "c"], "token_logprobs": [None, None, -2.0]}}, (False, 0)),
 ])
 def test_prompt_logprobs_are_read_from_the_echo(choice, expected):
-    assert preflight.prompt_logprobs(choice) == expected
+    assert preflight.prompt_logprobs(choice, 2) == expected

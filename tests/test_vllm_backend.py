@@ -419,6 +419,10 @@ def test_session_records_the_served_compute_dtype_and_load(tmp_path, monkeypatch
     seen = {}
     monkeypatch.setattr(vllm_backend, "_local_completions",
                         lambda url, served, tok, cfg, ev, **k: seen.setdefault("num_concurrent", cfg.num_concurrent))
+    # the server contract has its own fake servers (tests/test_preflight.py); this engine only starts and answers
+    monkeypatch.setattr(vllm_backend, "_encoder", lambda target: None)
+    monkeypatch.setattr(vllm_backend.preflight, "check",
+                        lambda *a, **k: vllm_backend.preflight.Contract(prompt_logprobs=True, logprob_depth=20))
     backend = vllm_backend.VllmBackend(Vllm(python=sys.executable, startup_timeout_s=30), Eval(tasks={}))
     with backend.session(variant(tmp_path, dtype="float16")) as session:
         assert session.info["device"] == ("gpu" if gpu else "cpu")
@@ -448,3 +452,28 @@ def test_kv_scales_note_says_whether_vllm_applied_calibrated_scales():
     assert vllm_backend.kv_scales_note(False, True) == "uncalibrated: vLLM's default scale 1.0"
     assert vllm_backend.kv_scales_note(True, False).startswith("calibrated")
     assert vllm_backend.kv_scales_note(True, True).startswith("NOT applied")
+
+
+INT8_W8A8 = {"format": "int-quantized", "config_groups": {"group_0": {
+    "targets": ["Linear"],
+    "weights": {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "channel", "dynamic": False},
+    "input_activations": {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "token", "dynamic": True}}}}
+
+
+@pytest.mark.parametrize("isa, refused", [
+    (["avx2"], True), (["avx2", "avx512f"], True),
+    (["avx2", "avx512f", "avx512_vnni"], False), (["avx2", "avx_vnni"], False), (["avx2", "amx_int8"], False),
+])
+def test_int8_w8a8_is_refused_on_vllm_cpu_without_an_exact_int8_dot(isa, refused):
+    reason = vllm_backend.cpu_int8_refusal(INT8_W8A8, {"isa": isa})
+    assert (reason is not None) == refused
+    if refused:
+        assert "saturates" in reason and ", ".join(isa) in reason
+
+
+def test_other_schemes_are_not_refused_for_the_int8_kernel():
+    fp8 = json.loads(json.dumps(INT8_W8A8).replace('"int"', '"float"').replace("int-quantized", "float-quantized"))
+    assert vllm_backend.cpu_int8_refusal(fp8, {"isa": ["avx2"]}) is None
+    assert vllm_backend.cpu_int8_refusal({}, {"isa": ["avx2"]}) is None          # unquantized, bitsandbytes
+    w4 = {"config_groups": {"g": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int"}}}}
+    assert vllm_backend.cpu_int8_refusal(w4, {"isa": ["avx2"]}) is None           # weight-only

@@ -60,14 +60,16 @@ def _echo(base_url: str, model: str, depth: int, timeout_s: float, api_key: str 
                                                 "logprobs": depth, "temperature": 0}, timeout_s, api_key)
 
 
-def prompt_logprobs(choice: dict) -> tuple[bool, int]:
-    """(the answer carries a log-prob for every prompt token after the first, the top-log-prob depth). Pure."""
+def prompt_logprobs(choice: dict, requested: int) -> tuple[bool, int]:
+    """(the answer carries a log-prob for every prompt token after the first, the top-log-prob depth). Pure.
+    A prompt token outside the top `requested` is listed with them (vLLM: `requested` + 1 entries), so the
+    depth is the shortest list, at most `requested`."""
     lp = choice.get("logprobs") or {}
     values, tokens, tops = lp.get("token_logprobs") or [], lp.get("tokens") or [], lp.get("top_logprobs") or []
     # echo puts the prompt's tokens first; their first has no log-prob (nothing precedes it)
     ok = len(tokens) >= 2 and len(values) == len(tokens) and all(v is not None for v in values[1:-1])
-    depth = max((len(t) for t in tops[1:] if t), default=0)
-    return ok, depth
+    depth = min((len(t) for t in tops[1:] if t), default=0)
+    return ok, min(depth, requested)
 
 
 def check(base_url: str, model: str, encode: Callable[[str], list[int]], timeout_s: float = 60,
@@ -86,7 +88,7 @@ def check(base_url: str, model: str, encode: Callable[[str], list[int]], timeout
         c.failures.append("every echo request with logprobs was refused")
         return c
     choice = (answer.get("choices") or [{}])[0]
-    c.prompt_logprobs, c.logprob_depth = prompt_logprobs(choice)
+    c.prompt_logprobs, c.logprob_depth = prompt_logprobs(choice, depth)
     if not c.prompt_logprobs:
         c.failures.append(c.loglik_refusal)
     c.server_tokens = (answer.get("usage") or {}).get("prompt_tokens")

