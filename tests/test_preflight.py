@@ -89,6 +89,9 @@ def test_another_tokenizer_and_a_looping_answer_are_named(serve):
     ({"logprobs": {"tokens": ["a", "b", "c"], "token_logprobs": [None, -9.0, -9.0],
                    "top_logprobs": [None, {"x": -0.1, "y": -2.0, "b": -9.0}, {"x": -0.1, "y": -2.0, "c": -9.0}]}},
      (True, 2)),
+    # two of "b"'s top 2 decode alike and share a key: one entry there, depth still 2
+    ({"logprobs": {"tokens": ["a", "b", "c"], "token_logprobs": [None, -1.0, -2.0],
+                   "top_logprobs": [None, {"b": -1.0}, {"c": -2.0, "y": -3.0}]}}, (True, 2)),
     # a server that returns fewer than asked
     ({"logprobs": {"tokens": ["a", "b", "c"], "token_logprobs": [None, -1.0, -2.0],
                    "top_logprobs": [None, {"b": -1.0}, {"c": -2.0}]}}, (True, 1)),

@@ -62,13 +62,14 @@ def _echo(base_url: str, model: str, depth: int, timeout_s: float, api_key: str 
 
 def prompt_logprobs(choice: dict, requested: int) -> tuple[bool, int]:
     """(the answer carries a log-prob for every prompt token after the first, the top-log-prob depth). Pure.
-    A prompt token outside the top `requested` is listed with them (vLLM: `requested` + 1 entries), so the
-    depth is the shortest list, at most `requested`."""
+    A prompt token outside the top `requested` is listed with them (vLLM: `requested` + 1 entries), and
+    tokens that decode alike share one key of the answer's dict (fewer entries), so the depth is the
+    longest list, at most `requested`."""
     lp = choice.get("logprobs") or {}
     values, tokens, tops = lp.get("token_logprobs") or [], lp.get("tokens") or [], lp.get("top_logprobs") or []
     # echo puts the prompt's tokens first; their first has no log-prob (nothing precedes it)
     ok = len(tokens) >= 2 and len(values) == len(tokens) and all(v is not None for v in values[1:-1])
-    depth = min((len(t) for t in tops[1:] if t), default=0)
+    depth = max((len(t) for t in tops[1:] if t), default=0)
     return ok, min(depth, requested)
 
 
