@@ -24,20 +24,12 @@ from dataclasses import replace
 
 import torch
 
+from benchmarks.timing import best_of
 from pipeline import io, paths, schema
 from pipeline.backends import Variant
 from pipeline.backends.reference import ReferenceBackend
 from pipeline.domain import machine, tasks
 from pipeline.backends.lm_eval_runner import run_tasks
-
-
-def best_of(fn, repeats: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def prefill_limit(model, vocab: int, batch: int = 16, length: int = 256) -> float:

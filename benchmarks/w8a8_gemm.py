@@ -20,10 +20,10 @@ comparable within one run on one machine: compare the ratios.
 from __future__ import annotations
 
 import argparse
-import time
 
 import torch
 
+from benchmarks.timing import best_of
 from pipeline.backends import w8a8_gemm as g
 from pipeline.domain import compute, machine
 
@@ -33,15 +33,6 @@ LAYER = {  # (out, in) of each Linear of one decoder layer
     "v_proj": (KV_HEADS * HEAD_DIM, HIDDEN), "o_proj": (HIDDEN, HEADS * HEAD_DIM),
     "gate_proj": (INTERMEDIATE, HIDDEN), "up_proj": (INTERMEDIATE, HIDDEN), "down_proj": (HIDDEN, INTERMEDIATE),
 }
-
-
-def best_of(fn, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def fake_quant_linear(dtype: torch.dtype):

@@ -40,19 +40,24 @@ def run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
 
 
+def init_project(proj: Path, root: Path, params: dict) -> Path:
+    """The project's files (COPY) in `proj`, `params` as its params.yaml, git and DVC initialised."""
+    for name in COPY:
+        src = root / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, proj / name)
+    (proj / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"]):
+        assert run(cmd, proj).returncode == 0
+    return proj
+
+
 @pytest.fixture(scope="module")
 def project(tmp_path_factory, request) -> Path:
     root = Path(request.config.rootpath)
     proj = tmp_path_factory.mktemp("proj")
-    for name in COPY:
-        src = root / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, proj / name)
     tiny_model.build(proj / "tiny-model", root)
     tiny = {"source": "local:tiny-model", "dtype": "float16"}
-    (proj / "params.yaml").write_text(yaml.safe_dump(small_params(root, {"tiny": tiny}), sort_keys=False))
-    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"]):
-        assert run(cmd, proj).returncode == 0
-    return proj
+    return init_project(proj, root, small_params(root, {"tiny": tiny}))
 
 
 def md_table(md: str, head: str) -> list[list[str]]:

@@ -5,14 +5,13 @@ with one line (e2e: DVC on a tiny random model, about two minutes)."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests import tiny_model
-from tests.test_pipeline_e2e import COPY, run, small_params
+from tests.test_pipeline_e2e import init_project, run, small_params
 
 pytestmark = pytest.mark.e2e
 
@@ -34,9 +33,6 @@ def fp8_dynamic(src: Path, out: Path) -> None:
 def project(tmp_path_factory, request) -> Path:
     root = Path(request.config.rootpath)
     proj = tmp_path_factory.mktemp("pub")
-    for name in COPY:
-        src = root / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, proj / name)
     tiny_model.build(proj / "tiny-model", root)
     fp8_dynamic(proj / "tiny-model", proj / "published-fp8")
     p = small_params(root, {"tiny": {"source": "local:tiny-model", "dtype": "float16"}})
@@ -47,10 +43,7 @@ def project(tmp_path_factory, request) -> Path:
                               "hardware": "fp8-w8a8"},
                   "fp8": p["tiers"]["fp8"]}
     p["kv_modes"] = {"auto": p["kv_modes"]["auto"]}
-    (proj / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
-    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"]):
-        assert run(cmd, proj).returncode == 0
-    return proj
+    return init_project(proj, root, p)
 
 
 def test_a_published_checkpoint_scores_as_the_pipelines_own(project):

@@ -6,7 +6,7 @@ Samples are the JSONL records evaluate writes per task (tasks.sample_row), keyed
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from pipeline.domain.metrics import split_id
@@ -37,6 +37,13 @@ def task_metrics(r: Measured, task: str) -> dict[str, str]:
     return found
 
 
+def paired_tasks(theirs: Samples, mine: Samples) -> Iterator[tuple[str, list[tuple[dict, dict]]]]:
+    """(task, its (reference, row) sample pairs) for every task both logged."""
+    for task, rows in mine.items():
+        if task in theirs:
+            yield task, analysis.align(theirs[task], rows)
+
+
 def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision,
             tolerance: Callable[[str], Tolerance | None]) -> Comparison:
     """`samples`: every ok row's; `tolerance`: a metric id's tolerance (params.gate), None if not gated."""
@@ -49,10 +56,7 @@ def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision,
             continue
         mine, theirs = samples[r.key], samples[base.key]
         intervals, power, regress = {}, {}, {}
-        for task, task_rows in mine.items():
-            if task not in theirs:
-                continue
-            pairs = analysis.align(theirs[task], task_rows)
+        for task, pairs in paired_tasks(theirs, mine):
             reported = task_metrics(r, task)
             limits = {m: decision.allowed_drop(tol, base.metrics[mid]) for m, mid in reported.items()
                       if (tol := tolerance(mid)) is not None and mid in base.metrics}
@@ -61,7 +65,7 @@ def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision,
             intervals.update({reported[m]: iv for m, iv in ivs.items()})
             pws = analysis.powers(list(reported), pairs, limits, rule.bootstrap.confidence, hib, ivs)
             power.update({reported[m]: p for m, p in pws.items()})
-            if "logliks" in task_rows[0]:
+            if "logliks" in mine[task][0]:
                 found.flips.setdefault(r.model, {}).setdefault(r.variant, {})[task] = analysis.flips(pairs)
             regress[task] = analysis.largest_regressions(pairs, rule.regressions_per_task)
         found.evidence[r.key] = Evidence(decision.deltas(r, base), intervals, power)

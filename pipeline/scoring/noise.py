@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from pipeline.schema import Bootstrap
 from pipeline.scoring import analysis
-from pipeline.scoring.comparison import Samples, task_metrics
+from pipeline.scoring.comparison import Samples, paired_tasks, task_metrics
 from pipeline.scoring.rows import Measured
 from pipeline.scoring.stats import Flips, Interval
 
@@ -48,14 +48,11 @@ def floor(result: dict, base: Measured, base_samples: Samples, noise_samples: Sa
     if result.get("status") != "ok":
         return NoiseFloor(result.get("status", "missing"), result.get("reason"))
     intervals, flips, margins = {}, {}, {}
-    for task, rows in noise_samples.items():
-        if task not in base_samples:
-            continue
-        pairs = analysis.align(base_samples[task], rows)
+    for task, pairs in paired_tasks(base_samples, noise_samples):
         reported = task_metrics(base, task)
         ivs = analysis.intervals(list(reported), pairs, boot)
         intervals.update({reported[m]: iv for m, iv in ivs.items()})
-        if rows and "logliks" in rows[0]:
+        if pairs and "logliks" in pairs[0][1]:
             flips[task] = analysis.flips(pairs)
             flipped = [margin(b) for b, t in pairs if b["pred"] != t["pred"]]
             margins[task] = max((m for m in flipped if m is not None), default=0.0)

@@ -102,9 +102,22 @@ def engine_kv_check(hf: dict, cache_dtype: str, serving: dict, block_size: int) 
             f"in blocks of {block_size}")
 
 
-def compare(params: schema.Params, rows: list[Measured]) -> Comparison:
+Samples = dict[tuple[str, str, str], dict[str, list[dict]]]   # (model, tier, kv) -> task -> per-sample rows
+
+
+def read_all_samples(rows: list[Measured]) -> Samples:
+    """The per-sample logs evaluate wrote, read once for every use below."""
+    return {r.key: tasks.read_samples(paths.eval_dir(*r.key)) for r in rows if r.status == "ok"}
+
+
+def baseline_of(params: schema.Params, measured: list[Measured], model: str) -> Measured | None:
+    """`model`'s baseline row (decision.baseline), None when it did not run."""
+    b = params.decision.baseline
+    return next((r for r in measured if (r.model, r.tier, r.kv) == (model, b.tier, b.kv) and r.status == "ok"), None)
+
+
+def compare(params: schema.Params, rows: list[Measured], samples: Samples) -> Comparison:
     """Every ok row against its baseline, from the per-sample logs evaluate wrote."""
-    samples = {r.key: tasks.read_samples(paths.eval_dir(*r.key)) for r in rows if r.status == "ok"}
     return comparison.compare(rows, samples, params.decision, lambda mid: params.gate(mid).tolerance)
 
 
@@ -143,9 +156,7 @@ def regression_links(model: str, found: Comparison) -> dict[str, str]:
 
 def plot_spec(params: schema.Params, model: str, mine: list[Row]) -> PlotSpec:
     """results/plots/<model>-quality_vs_memory.png, tolerance lines at the baseline's allowed drop."""
-    b = params.decision.baseline
-    base = next((r.facts for r in mine if (r.facts.tier, r.facts.kv) == (b.tier, b.kv) and r.facts.status == "ok"),
-                None)
+    base = baseline_of(params, [r.facts for r in mine], model)
     gated = [mid for mid in dict.fromkeys(m for r in mine for m in r.facts.metrics)
              if params.gate(mid).tolerance is not None]
     limits = {mid: decision.allowed_drop(params.gate(mid).tolerance, base.metrics.get(mid, 0.0))
@@ -157,9 +168,10 @@ def plot_spec(params: schema.Params, model: str, mine: list[Row]) -> PlotSpec:
 
 
 def model_report(params: schema.Params, rows: list[Row], model: str, found: Comparison,
-                 planned: planner.Planned, floor: noise.NoiseFloor | None = None) -> ModelReport:
+                 planned: planner.Planned, samples: Samples, floor: noise.NoiseFloor | None = None) -> ModelReport:
     """One model's section of the report. Pure: write() writes it."""
     mine = [r for r in rows if r.facts.model == model]
+    base = baseline_of(params, [r.facts for r in mine], model)
     rec = decision.recommend(rows, model)
     if rec.row is not None:
         rec = dataclasses.replace(rec, command=serve_command(params, model, rec.row))
@@ -171,48 +183,37 @@ def model_report(params: schema.Params, rows: list[Row], model: str, found: Comp
         kv_length=[k for k in found.kv_length if k.model == model], plans=planned.for_model(model),
         gpu_recs=gpu_recommendations(params, rows, model, planned), plot=plot_spec(params, model, mine),
         kv_pairs=kv_scale_pairs(params.kv_modes), min_speed_vs_baseline=params.decision.min_speed_vs_baseline,
-        sanity=baseline_sanity(params, mine), noise=floor,
-        noise_flips=noise_flips(params, mine, floor) if floor is not None else {})
+        sanity=sanity.findings(samples[base.key]) if base else [], noise=floor,
+        noise_flips=noise_flips(mine, base, samples, floor) if floor is not None and base else {})
 
 
-def noise_floor(params: schema.Params, measured: list[Measured], model: str) -> noise.NoiseFloor:
+def noise_floor(params: schema.Params, measured: list[Measured], model: str, samples: Samples) -> noise.NoiseFloor:
     """The baseline in the engine's second arithmetic (stage noise) against the baseline as run."""
     result_file = paths.noise_dir(model) / paths.RESULT_FILE
     if not result_file.is_file():
         return noise.NoiseFloor("missing", f"no noise result: {result_file} is missing")
-    b = params.decision.baseline
-    base = next((r for r in measured if (r.model, r.tier, r.kv) == (model, b.tier, b.kv) and r.status == "ok"), None)
+    base = baseline_of(params, measured, model)
     if base is None:
         return noise.NoiseFloor("missing", "the baseline did not run")
-    return noise.floor(io.read_json(result_file), base, tasks.read_samples(paths.eval_dir(*base.key)),
+    return noise.floor(io.read_json(result_file), base, samples[base.key],
                        tasks.read_samples(paths.noise_dir(model)), params.decision.bootstrap)
 
 
-def noise_flips(params: schema.Params, mine: list[Row], floor: noise.NoiseFloor) -> dict[str, dict[str, tuple[int, int]]]:
+def noise_flips(mine: list[Row], base: Measured, samples: Samples, floor: noise.NoiseFloor
+                ) -> dict[str, dict[str, tuple[int, int]]]:
     """variant -> choice task -> (its flips against the baseline, those inside the noise floor's margin)."""
-    b = params.decision.baseline
-    base = next((r.facts for r in mine if (r.facts.tier, r.facts.kv) == (b.tier, b.kv) and r.facts.status == "ok"),
-                None)
-    if base is None or not floor.margin:
+    if not floor.margin:
         return {}
-    theirs = tasks.read_samples(paths.eval_dir(*base.key))
+    theirs = samples[base.key]
     out: dict[str, dict[str, tuple[int, int]]] = {}
     for r in mine:
         if r.facts.status != "ok" or r.facts is base:
             continue
-        samples = tasks.read_samples(paths.eval_dir(*r.key))
+        own = samples[r.key]
         for task, limit in floor.margin.items():
-            if task in samples and task in theirs:
-                out.setdefault(r.variant, {})[task] = noise.inside(analysis.align(theirs[task], samples[task]), limit)
+            if task in own and task in theirs:
+                out.setdefault(r.variant, {})[task] = noise.inside(analysis.align(theirs[task], own[task]), limit)
     return out
-
-
-def baseline_sanity(params: schema.Params, mine: list[Row]) -> list[sanity.Finding]:
-    """The baseline's own outputs checked before they judge anything (none when it did not run)."""
-    b = params.decision.baseline
-    base = next((r.facts for r in mine if (r.facts.tier, r.facts.kv) == (b.tier, b.kv) and r.facts.status == "ok"),
-                None)
-    return sanity.findings(tasks.read_samples(paths.eval_dir(base.model, b.tier, b.kv))) if base else []
 
 
 def kv_scale_pairs(modes: dict[str, schema.KvMode]) -> list[KvPair]:
@@ -277,12 +278,14 @@ def exit_if_failed(rows: list[Row]) -> None:
 def main(st: runner.Stage) -> None:
     params = st.params
     measured = [build_row(params, *v) for v in params.variants()]
-    found = compare(params, measured)
-    floors = {m: noise_floor(params, measured, m) for m in params.models}
+    samples = read_all_samples(measured)
+    found = compare(params, measured, samples)
+    floors = {m: noise_floor(params, measured, m, samples) for m in params.models}
     rows = decision.judge(measured, found.evidence, params.decision, params.eval.tasks,
                           {m: f.widths() for m, f in floors.items()})
     planned = plan_rows(params, rows)
-    models = {name: model_report(params, rows, name, found, planned, floors[name]) for name in params.models}
+    models = {name: model_report(params, rows, name, found, planned, samples, floors[name])
+              for name in params.models}
     write(models, header(params, rows, planned))
     st.done("ok", None, [line for line in summary(models) if line.strip()])
     exit_if_failed(rows)
