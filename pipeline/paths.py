@@ -12,6 +12,7 @@ RECIPES = ARTIFACTS / "recipes"          # the check stage's copy of each tier's
 LOAD_SPEC = "qtier_load.json"   # in a tier folder: "load <source> with this load-time quantization"
 SOURCE_SPEC = "qtier_source.json"   # in a source folder: the models.<name>.source it was prepared from
 PUBLISHED_REF = "qtier_published.json"   # in a tier folder: the published checkpoint it serves
+ENDPOINT_REF = "qtier_endpoint.json"     # in a tier folder: the server an endpoint tier names
 FAILED_MARKER = "FAILED.txt"        # in a tier folder whose quantize failed: the reason
 
 # in an eval dir (eval_dir): evaluate's record, per-task sample rows, a vLLM server's log

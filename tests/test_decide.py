@@ -10,7 +10,7 @@ from pipeline import io, paths
 from pipeline.domain import machine
 from pipeline.report import plots
 from pipeline.schema.yaml_io import safe_dump, safe_load
-from pipeline.stages import decide
+from pipeline.stages import decide, decide_inputs
 
 HF = {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
       "hidden_size": 64, "intermediate_size": 128}
@@ -181,10 +181,10 @@ def test_a_missing_serving_record_is_a_failed_row_naming_the_file(project, calib
 
 
 def test_compute_dtype_from_the_result_or_older_serving_records():
-    assert decide.compute_dtype_of({"backend": "vllm", "compute_dtype": "bfloat16"}) == "bfloat16"
-    assert decide.compute_dtype_of({"backend": "reference", "serving": {"dtype": "float32"}}) == "float32"
-    assert decide.compute_dtype_of({"backend": "vllm", "serving": {"engine": {"dtype": "torch.float32"}}}) == "float32"
-    assert decide.compute_dtype_of({"backend": "vllm", "serving": {}}) is None
+    assert decide_inputs.compute_dtype_of({"backend": "vllm", "compute_dtype": "bfloat16"}) == "bfloat16"
+    assert decide_inputs.compute_dtype_of({"backend": "reference", "serving": {"dtype": "float32"}}) == "float32"
+    assert decide_inputs.compute_dtype_of({"backend": "vllm", "serving": {"engine": {"dtype": "torch.float32"}}}) == "float32"
+    assert decide_inputs.compute_dtype_of({"backend": "vllm", "serving": {}}) is None
 
 
 def test_a_tier_at_another_compute_dtype_is_not_compared_with_the_baseline(project):
@@ -241,13 +241,13 @@ def test_decide_and_the_report_import_no_torch_and_no_backend(root):
 def test_the_engine_kv_check_uses_the_planner_s_block_size_and_needs_the_engine_s_dtype():
     serving = {"kv_cache_gib": 1.0, "kv_cache_tokens": 16000, "engine": {"dtype": "torch.bfloat16"}}
     # 2 layers x 2 KV heads x 16 dims x 2 (K, V) x 2 bytes = 256 B/token: 2^30 / 256 = 4,194,304 tokens
-    assert decide.engine_kv_check(HF, "auto", serving, 16).startswith("4,194,304 tokens (")
-    assert decide.engine_kv_check(HF, "auto", serving, 16).endswith("x 256 B/token in blocks of 16")
+    assert decide_inputs.engine_kv_check(HF, "auto", serving, 16).startswith("4,194,304 tokens (")
+    assert decide_inputs.engine_kv_check(HF, "auto", serving, 16).endswith("x 256 B/token in blocks of 16")
     # 1.5 GiB at 256 B/token: 6,291,456 tokens, a whole number of 16-token blocks but not of 5,000-token ones
     serving["kv_cache_gib"] = 1.5
-    assert decide.engine_kv_check(HF, "auto", serving, 16).startswith("6,291,456 tokens")
-    assert decide.engine_kv_check(HF, "auto", serving, 5000).startswith("6,290,000 tokens")
-    assert decide.engine_kv_check(HF, "auto", {**serving, "engine": {}}, 16) is None
+    assert decide_inputs.engine_kv_check(HF, "auto", serving, 16).startswith("6,291,456 tokens")
+    assert decide_inputs.engine_kv_check(HF, "auto", serving, 5000).startswith("6,290,000 tokens")
+    assert decide_inputs.engine_kv_check(HF, "auto", {**serving, "engine": {}}, 16) is None
 
 
 @pytest.mark.parametrize("ratio, note", [(0.1, True), (0.01, False), (None, False)])
@@ -276,26 +276,26 @@ def test_engine_kv_check_applies_the_planners_formula_to_the_memory_vllm_reporte
     # 0.5 GiB = 536,870,912 B; bf16: 23,040 B/token, a 16-token block 368,640 B -> 1,456 whole blocks
     # (1,456 x 368,640 = 536,739,840) = 23,296 tokens, vs the 23,000 vLLM logged: +1.29%
     serving = {"kv_cache_gib": 0.5, "kv_cache_tokens": 23_000, "engine": {"dtype": "torch.bfloat16"}}
-    assert decide.engine_kv_check(SMOL_KV, "auto", serving, 16) == \
+    assert decide_inputs.engine_kv_check(SMOL_KV, "auto", serving, 16) == \
         "23,296 tokens (+1.29%) from 0.5 GiB x 23,040 B/token in blocks of 16"
     # fp8: 11,520 B/token, 184,320 B a block -> 2,912 blocks = 46,592 tokens, exactly what was logged
     serving["kv_cache_tokens"] = 46_592
-    assert decide.engine_kv_check(SMOL_KV, "fp8_e4m3", serving, 16) == \
+    assert decide_inputs.engine_kv_check(SMOL_KV, "fp8_e4m3", serving, 16) == \
         "46,592 tokens (+0.00%) from 0.5 GiB x 11,520 B/token in blocks of 16"
 
 
 def test_engine_kv_check_needs_both_figures_from_the_engine_log():
-    assert decide.engine_kv_check(SMOL_KV, "auto", {}, 16) is None
-    assert decide.engine_kv_check(SMOL_KV, "auto", {"kv_cache_gib": 0.5}, 16) is None
-    assert decide.engine_kv_check(SMOL_KV, "auto", {"kv_cache_tokens": 100}, 16) is None
+    assert decide_inputs.engine_kv_check(SMOL_KV, "auto", {}, 16) is None
+    assert decide_inputs.engine_kv_check(SMOL_KV, "auto", {"kv_cache_gib": 0.5}, 16) is None
+    assert decide_inputs.engine_kv_check(SMOL_KV, "auto", {"kv_cache_tokens": 100}, 16) is None
 
 
 def test_engine_kv_check_reads_the_served_dtype_and_assumes_none():
     # float32 served: 46,080 B/token, 737,280 B a block -> 728 blocks (728 x 737,280 = 536,739,840) = 11,648
-    f32 = decide.engine_kv_check(SMOL_KV, "auto", {"kv_cache_gib": 0.5, "kv_cache_tokens": 11_648,
+    f32 = decide_inputs.engine_kv_check(SMOL_KV, "auto", {"kv_cache_gib": 0.5, "kv_cache_tokens": 11_648,
                                                     "engine": {"dtype": "float32"}}, 16)
     assert f32 == "11,648 tokens (+0.00%) from 0.5 GiB x 46,080 B/token in blocks of 16"
-    unrecorded = decide.engine_kv_check(SMOL_KV, "auto", {"kv_cache_gib": 0.5, "kv_cache_tokens": 23_296}, 16)
+    unrecorded = decide_inputs.engine_kv_check(SMOL_KV, "auto", {"kv_cache_gib": 0.5, "kv_cache_tokens": 23_296}, 16)
     assert unrecorded is None     # no dtype logged: no figure, rather than one computed for a guessed dtype
 
 

@@ -34,8 +34,9 @@ def small_params(root: Path, models: dict) -> dict:
     return p
 
 
-def run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}", PYTHONUNBUFFERED="1")
+def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}", PYTHONUNBUFFERED="1",
+               **(env or {}))
     env.pop("PYTHONPATH", None)
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
 

@@ -100,7 +100,7 @@ def test_bitsandbytes_tier_serves_the_source_with_quantization_flag(tmp_path):
 
 def test_bench_line():
     cfg = Vllm(python="p", bench=VllmBench(concurrency=[2], num_prompts=5, input_len=64, output_len=8, seed=3))
-    argv = vllm_argv.bench_argv(cfg, "ckpt", "m-t-auto", 8123, 2, Path("out"))
+    argv = vllm_argv.bench_argv(cfg, "ckpt", "m-t-auto", "http://127.0.0.1:8123", 2, Path("out"))
     s = " ".join(argv)
     assert argv[2:4] == ["bench", "serve"]
     for part in ("--base-url http://127.0.0.1:8123", "--model m-t-auto", "--tokenizer ckpt", "--dataset-name random",
@@ -230,14 +230,14 @@ def test_bench_line_with_an_slo_counts_goodput_at_its_percentile():
 
     cfg = Vllm(python="p", bench=VllmBench(num_prompts=5))
     s = Slo(ttft_ms=2000, tpot_ms=200, percentile=95)
-    argv = vllm_argv.bench_argv(cfg, "ckpt", "m-t-auto", 8123, 8, Path("out"), s)
+    argv = vllm_argv.bench_argv(cfg, "ckpt", "m-t-auto", "http://127.0.0.1:8123", 8, Path("out"), s)
     line = " ".join(argv)
     assert "--goodput ttft:2000 tpot:200 --save-result" in line
     assert "--metric-percentiles 50,95,99" in line and "--num-prompts 8" in line
     assert line.endswith("--result-filename slo-c8.json")
     raw = {"p95_ttft_ms": 1.0, "p95_tpot_ms": 2.0, "request_goodput": 0.5, "p90_ttft_ms": 9.0}
     assert vllm_bench.bench_summary(raw, s) == {"p95_ttft_ms": 1.0, "p95_tpot_ms": 2.0, "request_goodput": 0.5}
-    assert "--goodput" not in " ".join(vllm_argv.bench_argv(cfg, "ckpt", "m", 1, 1, Path("out")))
+    assert "--goodput" not in " ".join(vllm_argv.bench_argv(cfg, "ckpt", "m", "http://127.0.0.1:1", 1, Path("out")))
 
 
 def test_too_slow_reason():

@@ -86,6 +86,7 @@ class Session(Protocol):
     full_logits: bool          # exact_fidelity works (the full vocabulary), else token_dists' top-k only
     engine_version: str | None  # the serving engine's version, read from the environment that serves
     chat: bool                 # prompts wrapped in the model's chat template (Variant.chat)
+    loglik_refusal: str | None  # why log-likelihood tasks cannot be scored here (None: they can)
 
     def remaining_s(self) -> float | None:
         """Seconds left of the session's time budget; None: this backend has no budget."""

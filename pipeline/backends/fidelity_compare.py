@@ -10,18 +10,20 @@ from pipeline.scoring import fidelity
 
 
 def measure_fidelity(session: Session, base: fidelity_set.Baseline, backend: str,
-                     baseline: Callable[[], Variant] | None = None, any_dtype: bool = False
-                     ) -> tuple[dict[str, Any], list[dict]]:
+                     baseline: Callable[[], Variant] | None = None, any_dtype: bool = False,
+                     any_engine: bool = False) -> tuple[dict[str, Any], list[dict]]:
     """This variant's next-token distributions against the baseline's on the same token ids: per text,
     the KL at each position and whether the top-1 tokens agree (decide summarizes them with intervals).
     Only against a baseline of the same backend and compute dtype. A backend with full logits loads the
     baseline (`baseline()` names it) beside the variant: exact, full vocabulary; vLLM compares its top-k
-    with the baseline's. any_dtype: compare across compute dtypes too (stage noise: that is its point)."""
+    with the baseline's. any_dtype: compare across compute dtypes too (stage noise: that is its point);
+    any_engine: against the baseline's top-k whatever engine made it (an endpoint: its engine is not ours)."""
     meta = base.meta
     if meta.get("unavailable"):
         return {"status": "unavailable", "why": f"no baseline distributions: {meta['unavailable']}"}, []
     mine = (backend, session.info.get("compute_dtype"))
-    if (meta.get("backend"), meta.get("compute_dtype")) != mine and not (any_dtype and meta.get("backend") == backend):
+    if (meta.get("backend"), meta.get("compute_dtype")) != mine and not any_engine \
+            and not (any_dtype and meta.get("backend") == backend):
         return {"status": "unavailable", "why": f"the baseline's distributions come from {meta.get('backend')} "
                                                 f"at {meta.get('compute_dtype')}, this variant runs on {mine[0]} "
                                                 f"at {mine[1]}"}, []
@@ -37,6 +39,9 @@ def measure_fidelity(session: Session, base: fidelity_set.Baseline, backend: str
                    f"bucket: a lower bound of the full KL (the baseline's top-{meta['k']} holds "
                    f"{base.coverage():.0%} of its probability mass per position, on average)")
     rows = [{"kl": [float(f"{x:.6g}") for x in kl], "agree": [bool(x) for x in agree]} for kl, agree in pairs]
+    if (meta.get("backend"), meta.get("compute_dtype")) != mine:
+        support += (f"; against the baseline as {meta.get('backend')} computed it at {meta.get('compute_dtype')}: "
+                    "the engines' difference is included")
     info = {"status": "ok", "support": support, "k": meta["k"], "exact": exact,
             "texts": len(rows), "tokens": sum(len(r["kl"]) for r in rows)}
     return info, rows

@@ -94,3 +94,15 @@ def run_within(session, specs: list[tasks.TaskSpec], ev: Eval, seconds: float | 
         return metrics, samples, (f"too slow here: lm-eval stopped after {time.monotonic() - t0:.0f} s "
                                   f"(serving.vllm.budget.max_wall_s); not measured: {', '.join(missed)}")
     return metrics, samples, None
+
+
+def without_refused(specs: list[tasks.TaskSpec], refusal: str | None, result: dict) -> list[tasks.TaskSpec]:
+    """The tasks the server can score: without prompt log-probs (refusal: why) the log-likelihood ones
+    are dropped and result["refused"] names them, never scored at chance. Nothing left: Unsupported."""
+    if not refusal:
+        return specs
+    kept = [s for s in specs if not tasks.is_loglik(s)]
+    result["refused"] = {s.name: refusal for s in specs if tasks.is_loglik(s)}
+    if not kept:
+        raise Unsupported(refusal)
+    return kept

@@ -123,6 +123,7 @@ def reference_lm_class():
 
 
 class ReferenceSession:
+    loglik_refusal = None      # the model itself: every log-prob is there
     full_logits = True      # exact_fidelity: the full-vocabulary KL against the baseline
 
     def __init__(self, model, tokenizer, lm, info: dict[str, Any], chat: bool, backend: ReferenceBackend | None = None):

@@ -9,17 +9,21 @@ import dataclasses
 from pathlib import Path
 
 from pipeline.backends.base import Backend
+from pipeline.backends.endpoint import EndpointBackend
 from pipeline.backends.reference import ReferenceBackend
 from pipeline.backends.vllm_backend import VllmBackend
 from pipeline.domain.machine import accelerator_available
-from pipeline.schema import Params
+from pipeline.schema import Params, Tier
 
 
-def select(params: Params, noise: bool = False) -> Backend:
+def select(params: Params, noise: bool = False, tier: Tier | None = None) -> Backend:
     """`serving.backend`: reference | vllm | auto (vLLM when installed and a GPU is present). noise: the
     same engine in its second arithmetic (stage noise): on the reference backend
     serving.reference.noise_arithmetic, on vLLM another batch composition (lm-eval's requests one at a
-    time, or two at once when the run sends them one at a time)."""
+    time, or two at once when the run sends them one at a time). A tier of method endpoint is its own
+    server, whatever serving.backend says."""
+    if tier is not None and tier.method == "endpoint":
+        return EndpointBackend(params.serving.vllm, params.eval, params.serving.slo, params.decision.baseline.kv)
     choice = params.serving.backend
     if choice == "auto":
         choice = "vllm" if _vllm_usable(params) else "reference"

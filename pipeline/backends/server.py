@@ -26,10 +26,15 @@ class ServerDied(RuntimeError):
     pass
 
 
-def _complete(base_url: str, body: dict, timeout_s: float) -> tuple[bytes, float]:
+def auth_headers(api_key: str | None) -> dict[str, str]:
+    """JSON content type, and the bearer token when the server takes one."""
+    return {"Content-Type": "application/json", **({"Authorization": f"Bearer {api_key}"} if api_key else {})}
+
+
+def _complete(base_url: str, body: dict, timeout_s: float, api_key: str | None = None) -> tuple[bytes, float]:
     """(the server's raw answer, seconds) for one /v1/completions request; TimeoutError past timeout_s."""
     req = urllib.request.Request(f"{base_url}/v1/completions", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
+                                 headers=auth_headers(api_key))
     t0 = time.monotonic()
     try:
         with urllib.request.urlopen(req, timeout=timeout_s) as r:
@@ -43,11 +48,11 @@ def _complete(base_url: str, body: dict, timeout_s: float) -> tuple[bytes, float
     return raw, time.monotonic() - t0
 
 
-def first_completion(base_url: str, model: str, timeout_s: float) -> float:
+def first_completion(base_url: str, model: str, timeout_s: float, api_key: str | None = None) -> float:
     """Seconds for one 1-token completion: proof that the engine can run this model at a usable
     speed. TimeoutError when it does not answer within timeout_s."""
     body = {"model": model, "prompt": "Hello", "max_tokens": 1, "temperature": 0}
-    return _complete(base_url, body, timeout_s)[1]
+    return _complete(base_url, body, timeout_s, api_key)[1]
 
 
 class NoTokenCount(ValueError):
@@ -69,12 +74,12 @@ def completion_tokens(raw: bytes | str) -> int:
     return done
 
 
-def decode_speed(base_url: str, model: str, tokens: int, timeout_s: float) -> float:
+def decode_speed(base_url: str, model: str, tokens: int, timeout_s: float, api_key: str | None = None) -> float:
     """Tokens/s of one greedy `tokens`-token completion (EOS ignored, so it decodes them all): the
     variant's single-stream decode speed, measured in seconds, from the tokens the server says it
     decoded. TimeoutError past timeout_s; NoTokenCount when the answer does not say."""
     body = {"model": model, "prompt": "Hello", "max_tokens": tokens, "temperature": 0, "ignore_eos": True}
-    raw, seconds = _complete(base_url, body, timeout_s)
+    raw, seconds = _complete(base_url, body, timeout_s, api_key)
     return completion_tokens(raw) / max(seconds, 1e-6)
 
 
@@ -94,16 +99,19 @@ def parse_prompt_logprobs(raw: bytes | str, k: int):
     return ids, lps, ids[:, 0].copy()
 
 
-def prompt_logprobs(base_url: str, model: str, ids: list[int], k: int, timeout_s: float):
-    """The server's top-k next-token log-probs at every position of a token-id prompt (one request)."""
+def prompt_logprobs(base_url: str, model: str, ids: list[int], k: int, timeout_s: float, api_key: str | None = None):
+    """The server's top-k next-token log-probs at every position of a token-id prompt (one request;
+    `prompt_logprobs` is vLLM's extension of the completions API)."""
     body = {"model": model, "prompt": ids, "max_tokens": 1, "temperature": 0, "prompt_logprobs": k}
-    return parse_prompt_logprobs(_complete(base_url, body, timeout_s)[0], k)
+    return parse_prompt_logprobs(_complete(base_url, body, timeout_s, api_key)[0], k)
 
 
 class Server:
     def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, port: int):
         self.argv, self.env, self.log_path, self.port = argv, env, log_path, port
         self.proc: subprocess.Popen | None = None
+
+    api_key = None          # qtier's own server takes none
 
     @property
     def base_url(self) -> str:

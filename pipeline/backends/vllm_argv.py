@@ -44,7 +44,7 @@ def bench_file(concurrency: int, slo: Slo | None = None) -> str:
     return f"{'slo' if slo else 'bench'}-c{concurrency}.json"
 
 
-def bench_argv(cfg: Vllm, target: str, served: str, port: int, concurrency: int, out_dir: Path,
+def bench_argv(cfg: Vllm, target: str, served: str, base_url: str, concurrency: int, out_dir: Path,
                slo: Slo | None = None) -> list[str]:
     """`vllm bench serve` at one concurrency. With an SLO (an SLO probe): its percentile is reported too,
     vLLM counts goodput (`--goodput ttft:<ms> tpot:<ms>`, requests meeting both limits) and every
@@ -56,7 +56,7 @@ def bench_argv(cfg: Vllm, target: str, served: str, port: int, concurrency: int,
         percentiles = sorted(set(percentiles) | {slo_search.percentile_word(slo.percentile)}, key=float)
         num_prompts = max(num_prompts, concurrency)
     argv = [cfg.python, str(LAUNCHER), "bench", "serve", "--backend", "vllm",
-            "--base-url", f"http://127.0.0.1:{port}", "--model", served, "--tokenizer", target,
+            "--base-url", base_url, "--model", served, "--tokenizer", target,
             "--dataset-name", "random", "--random-input-len", str(b.input_len),
             "--random-output-len", str(b.output_len), "--ignore-eos", "--num-prompts", str(num_prompts),
             "--max-concurrency", str(concurrency), "--seed", str(b.seed),

@@ -126,17 +126,22 @@ class VllmBackend:
             server.stop()
 
     def _decode_probe(self, server: Server, served: str, wall: WallBudget) -> dict[str, Any]:
-        """{tokens, tokens_per_s}; tokens_per_s None when it did not finish in the time allowed
-        (timeout_s) or the answer did not say how many tokens it decoded (unknown: why)."""
-        n = self.cfg.budget.probe_tokens
-        timeout = wall.remaining(self.cfg.first_request_timeout_s * n)
-        try:
-            speed = decode_speed(server.base_url, served, n, max(timeout, 1.0))
-        except TimeoutError:
-            return {"tokens": n, "tokens_per_s": None, "timeout_s": round(timeout, 1)}
-        except NoTokenCount as e:
-            return {"tokens": n, "tokens_per_s": None, "unknown": str(e)}
-        return {"tokens": n, "tokens_per_s": round(speed, 2)}
+        return decode_probe(self.cfg, server.base_url, served, wall)
+
+
+def decode_probe(cfg: Vllm, base_url: str, served: str, wall: WallBudget, api_key: str | None = None
+                 ) -> dict[str, Any]:
+    """{tokens, tokens_per_s} of one budget.probe_tokens-token request; tokens_per_s None when it did not
+    finish in the time allowed (timeout_s) or the answer did not say how many tokens it decoded (unknown: why)."""
+    n = cfg.budget.probe_tokens
+    timeout = wall.remaining(cfg.first_request_timeout_s * n)
+    try:
+        speed = decode_speed(base_url, served, n, max(timeout, 1.0), api_key)
+    except TimeoutError:
+        return {"tokens": n, "tokens_per_s": None, "timeout_s": round(timeout, 1)}
+    except NoTokenCount as e:
+        return {"tokens": n, "tokens_per_s": None, "unknown": str(e)}
+    return {"tokens": n, "tokens_per_s": round(speed, 2)}
 
 
 def _encoder(checkpoint: str):
@@ -189,10 +194,12 @@ def _has_kv_scales(checkpoint: str) -> bool:
     return bool(_quantization_config(checkpoint).get("kv_cache_scheme"))
 
 
-def _local_completions(base_url: str, served: str, tokenizer: str, cfg: Vllm, ev: Eval, timeout: float | None = 600):
+def _local_completions(base_url: str, served: str, tokenizer: str, cfg: Vllm, ev: Eval, timeout: float | None = 600,
+                       api_key: str | None = None):
     from lm_eval.api.registry import get_model
 
     return get_model("local-completions").create_from_arg_obj({
+        **({"header": {"Authorization": f"Bearer {api_key}"}} if api_key else {}),
         "model": served, "base_url": f"{base_url}/v1/completions", "tokenizer": tokenizer,
         "tokenizer_backend": "huggingface", "tokenized_requests": True, "num_concurrent": cfg.num_concurrent,
         "max_retries": 1, "max_length": cfg.max_model_len,

@@ -34,6 +34,8 @@ OUT_OF_WALL = "the wall budget ran out (serving.vllm.budget.max_wall_s)"
 
 
 class VllmSession:
+    loglik_refusal: str | None = None       # why log-likelihood tasks cannot be scored here (an endpoint's contract)
+
     def __init__(self, server: Server, cfg: Vllm, target: str, served: str, lm, info: dict, out_dir: Path, env,
                  slo: Slo | None = None, wall: WallBudget | None = None, engine_version: str | None = None, *,
                  chat: bool):
@@ -60,12 +62,13 @@ class VllmSession:
             timeout = self.wall.remaining(600)      # a request's own cap, never past the wall budget
             if timeout <= 0:
                 raise TimeoutError(OUT_OF_WALL)
-            out.append(TokenDists(*prompt_logprobs(self.server.base_url, self.served, seq, k, timeout)))
+            out.append(TokenDists(*prompt_logprobs(self.server.base_url, self.served, seq, k, timeout,
+                                                   self.server.api_key)))
         return out
 
     def bench(self, concurrency: int, slo: Slo | None = None, cap_s: float = 1800) -> dict[str, float]:
         """One `vllm bench serve` run, bounded by the wall budget left (TimeoutError past it)."""
-        argv = bench_argv(self.cfg, self.target, self.served, self.server.port, concurrency, self.out_dir, slo)
+        argv = bench_argv(self.cfg, self.target, self.served, self.server.base_url, concurrency, self.out_dir, slo)
         timeout = self.wall.remaining(cap_s)
         if timeout is not None and timeout <= 0:
             raise TimeoutError(OUT_OF_WALL)

@@ -224,6 +224,19 @@ def build_registry(name: str, task: Task) -> TaskSpec:
                     higher_is_better=hib)
 
 
+LOGLIK_OUTPUTS = ("loglikelihood", "loglikelihood_rolling", "multiple_choice")
+
+
+def is_loglik(spec: TaskSpec) -> bool:
+    """The task scores log-likelihoods (prompt log-probs), not generated text."""
+    if spec.kind == "classify":
+        return True
+    cfg = spec.config
+    output = cfg.get("output_type") if isinstance(cfg, dict) else (
+        getattr(cfg, "OUTPUT_TYPE", None) or getattr(getattr(cfg, "config", None), "output_type", None))
+    return output in LOGLIK_OUTPUTS
+
+
 def build_all(tasks: dict[str, Task]) -> list[TaskSpec]:
     configs = [t.config for t in tasks.values() if t.config]
     return [build(name, t, shared=configs.count(t.config) > 1) for name, t in tasks.items()]

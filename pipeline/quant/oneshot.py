@@ -53,6 +53,12 @@ def quantize(params: schema.Params, model_name: str, tier_name: str, out: Path, 
         if kv_scheme is not None:
             raise ValueError("a published checkpoint is served as it is: no k/v scales are calibrated for it")
         return published_tier(tier, f"tiers.{tier_name}", paths.source_dir(model_name), out)
+    if tier.method == "endpoint":
+        if tier.model not in (None, model_name):
+            raise NotThisModel(f"tiers.{tier_name} is an endpoint serving model {tier.model}")
+        if kv_scheme is not None:
+            raise ValueError("an endpoint is served as it is: no k/v scales are calibrated for it")
+        return endpoint_tier(tier, out)
     src = paths.source_dir(model_name)
     hf_config = json.loads((src / "config.json").read_text())
     model_cfg = resolved_model(params.models[model_name], hf_config)
@@ -134,20 +140,32 @@ def published_tier(tier: schema.Tier, key: str, source: Path, out: Path) -> dict
     return {"method": tier.method, "label": tier.label, "scheme": found["scheme"]["summary"], "published": ref}
 
 
+def endpoint_tier(tier: schema.Tier, out: Path) -> dict:
+    """An endpoint's record: where it is and what it answers to (never its key). Nothing is downloaded:
+    evaluate's preflight checks the server against the source's tokenizer before any task."""
+    ref = {"base_url": tier.base_url.rstrip("/"), "served_model": tier.served_model, "api_key_env": tier.api_key_env}
+    with io.AtomicDir(out) as tmp:
+        io.atomic_write_json(tmp / paths.ENDPOINT_REF, ref)
+    return {"method": tier.method, "label": tier.label,
+            "scheme": f"as served by {ref['served_model']} at {ref['base_url']}", "endpoint": ref}
+
+
 def handoff(params: schema.Params, model_name: str, out: Path, info: dict) -> dict:
     """What evaluate and decide read about a checkpoint, so neither opens its folder or the source.
     A published checkpoint is served from where it is, described by its own config.json."""
-    pub = info.get("published")
+    pub, endpoint = info.get("published"), info.get("endpoint")
     if pub is not None:
         out = Path(pub["path"])
     hf = json.loads(((out if pub else paths.source_dir(model_name)) / "config.json").read_text())
     bnb = info.get("bitsandbytes")
     return {
-        "serve_path": str(paths.source_dir(model_name) if bnb else out),
+        # an endpoint's tokenizer is the source's (evaluate's preflight checks the server counts alike)
+        "serve_path": str(paths.source_dir(model_name) if bnb or endpoint else out),
         **({"serve_name": pub["serve_name"]} if pub else {}),
         "load_quantization": bnb,
-        # bitsandbytes packs at load time: evaluate measures those bytes after loading
-        "weight_bytes": None if bnb else memory.weight_bytes(out),
+        # bitsandbytes packs at load time: evaluate measures those bytes after loading; an endpoint's
+        # weights are on its server, which does not say
+        "weight_bytes": None if bnb or endpoint else memory.weight_bytes(out),
         "storage_dtype": compute.model_dtype(params.models[model_name].dtype, hf),   # `auto` resolved
         "geometry": memory.kv_geometry(hf),
     }

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pipeline.schema.errors import FieldError, near
 
-METHODS = ("baseline", "rtn", "gptq", "awq", "smoothquant-gptq", "bnb-int8", "bnb-nf4", "published")
+METHODS = ("baseline", "rtn", "gptq", "awq", "smoothquant-gptq", "bnb-int8", "bnb-nf4", "published", "endpoint")
 RECIPE_METHODS = ("rtn", "gptq", "awq", "smoothquant-gptq")
 CALIBRATED_METHODS = ("gptq", "awq", "smoothquant-gptq")
 BNB_METHODS = ("bnb-int8", "bnb-nf4")
@@ -43,6 +43,10 @@ class Tier:
     checkpoint: str | None = None
     revision: str | None = None      # hub: a branch, tag or commit
     model: str | None = None         # the models.<name> it is a checkpoint of (required with several models)
+    # method endpoint: an OpenAI-compatible server already running this model (pipeline/backends/endpoint.py)
+    base_url: str | None = None      # http(s)://host:port, without /v1
+    served_model: str | None = None  # the model name the server answers to
+    api_key_env: str | None = None   # the environment variable holding its API key (the key is never written)
 
     # keys no longer read, each rejected with its reason (pipeline/schema/builder.py)
     RETIRED = {"activations": "removed: a tier's activation quantization is implied by its recipe "
@@ -70,9 +74,17 @@ class Tier:
                                           "says how it is quantized")
             if self.bnb_options:
                 raise FieldError("bnb_options", "a published checkpoint is not re-quantized")
-        elif self.checkpoint is not None or self.revision is not None or self.model is not None:
-            key = "checkpoint" if self.checkpoint is not None else "revision" if self.revision is not None else "model"
-            raise FieldError(key, "only a tier with method 'published' names a checkpoint, its revision and model")
+        elif self.checkpoint is not None or self.revision is not None:
+            key = "checkpoint" if self.checkpoint is not None else "revision"
+            raise FieldError(key, "only a tier with method 'published' names a checkpoint and its revision")
+        if self.model is not None and self.method not in ("published", "endpoint"):
+            raise FieldError("model", "only a published checkpoint or an endpoint names the model it serves")
+        if self.method == "endpoint":
+            self._check_endpoint()
+        else:
+            for key in ("base_url", "served_model", "api_key_env"):
+                if getattr(self, key) is not None:
+                    raise FieldError(key, "only a tier with method 'endpoint' names a server")
         if self.revision is not None and not (self.checkpoint or "").startswith("hub:"):
             raise FieldError("revision", "only a hub: checkpoint has a revision")
         if self.method != "baseline" and self.hardware is None:
@@ -80,6 +92,22 @@ class Tier:
                                          "(a kind in pipeline/data/vllm_hardware.yaml)")
         if isinstance(self.group_size, int) and self.group_size <= 0:
             raise FieldError("group_size", f"must be positive, got {self.group_size}")
+
+    def _check_endpoint(self) -> None:
+        url = self.base_url or ""
+        if not url.startswith(("http://", "https://")) or url.rstrip("/").endswith("/v1"):
+            raise FieldError("base_url", f"method 'endpoint' needs the server's http(s)://host:port (without /v1), "
+                                         f"got {self.base_url!r}")
+        if not self.served_model:
+            raise FieldError("served_model", "method 'endpoint' needs the model name the server answers to")
+        if self.api_key_env is not None and not self.api_key_env.replace("_", "").isalnum():
+            raise FieldError("api_key_env", f"the name of an environment variable, got {self.api_key_env!r} "
+                                            "(the key itself never goes in params.yaml)")
+        for key in ("recipe", "weight_bits"):
+            if getattr(self, key) is not None:
+                raise FieldError(key, "an endpoint is served as it is: its server says how it is quantized")
+        if self.bnb_options:
+            raise FieldError("bnb_options", "an endpoint is served as it is")
 
 
 @dataclass(frozen=True)

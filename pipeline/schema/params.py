@@ -35,10 +35,10 @@ class Params:
                 raise FieldError(f"eval.tasks.{n}", "names must be lower-case letters, digits, '.', '_' and single "
                                                     "'-' (they name sample files and metrics `<task>/<metric>`)")
         for n, tier in self.tiers.items():
-            if tier.method != "published":
+            if tier.method not in ("published", "endpoint"):
                 continue
             if tier.model is None and len(self.models) > 1:
-                raise FieldError(f"tiers.{n}.model", f"required: which model this checkpoint is of "
+                raise FieldError(f"tiers.{n}.model", f"required: which model this {tier.method} tier serves "
                                                      f"(models: {', '.join(self.models)})")
             if tier.model is not None and tier.model not in self.models:
                 raise FieldError(f"tiers.{n}.model", f"{tier.model!r} is not a model (models: {', '.join(self.models)})")

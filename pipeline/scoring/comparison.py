@@ -51,7 +51,7 @@ def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision,
     by_backend = {(r.model, r.tier, r.kv, r.backend): r for r in rows}
     found = Comparison()
     for r in rows:
-        base = bases.get(decision.comparable(r))
+        base = decision.baseline_for(r, bases)
         if r.status != "ok" or base is None or base is r:
             continue
         mine, theirs = samples[r.key], samples[base.key]

@@ -109,6 +109,19 @@ def comparable(r: Measured) -> Pairing:
     return Pairing(r.model, r.backend, r.compute_dtype)
 
 
+ENDPOINT = "endpoint"     # a server qtier does not run (pipeline/backends/endpoint.py)
+
+
+def baseline_for(r: Measured, base_rows: dict[Pairing, Measured]) -> Measured | None:
+    """The baseline a row is judged against: the one of its backend and compute dtype; an endpoint's
+    engine and dtype are its server's, so it is judged against the model's baseline as this run
+    measured it (when there is exactly one): the deltas then include any engine difference."""
+    if r.backend == ENDPOINT:
+        mine = [b for k, b in base_rows.items() if k.model == r.model]
+        return mine[0] if len(mine) == 1 else None
+    return base_rows.get(comparable(r))
+
+
 def baselines(rows: list[Measured], rule: Decision) -> dict[Pairing, Measured]:
     """The baseline row per (model, backend, compute dtype)."""
     return {comparable(r): r for r in rows
@@ -139,7 +152,7 @@ def judgement(r: Measured, ev: Evidence, base_rows: dict[Pairing, Measured], rul
               tasks: dict[str, Task], noise: dict[str, float] | None = None) -> Judgement:
     if r.status != "ok":
         return Judgement(r.status)
-    base = base_rows.get(comparable(r))
+    base = baseline_for(r, base_rows)
     if base is r:
         return Judgement("baseline")
     verdicts: dict[str, Verdict] = {}

@@ -33,6 +33,8 @@ def tier_spec(tier: schema.Tier, root: Path) -> bytes:
         head = f"# published checkpoint {tier.checkpoint}" + (f"@{tier.revision}" if tier.revision else "") + "\n"
         kind, _, name = tier.checkpoint.partition(":")
         return (head + (published.fingerprint(root / name) if kind == "local" else "")).encode()
+    if tier.method == "endpoint":       # the server's answers are evaluate's to measure; its address is the spec
+        return f"# endpoint {tier.served_model} at {tier.base_url}\n".encode()
     return NO_RECIPE
 
 

@@ -23,7 +23,7 @@ from pipeline import errors, io, paths, schema
 from pipeline.backends import Unsupported, Variant
 from pipeline.backends.base import baseline_variant
 from pipeline.backends.fidelity_compare import measure_fidelity
-from pipeline.backends.lm_eval_runner import flat, run_within
+from pipeline.backends.lm_eval_runner import flat, run_within, without_refused
 from pipeline.domain import fidelity_set, provenance, tasks
 from pipeline.domain.prompts import throughput_prompts
 from pipeline.scoring.planner import roofline
@@ -45,7 +45,7 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
     # read before any model work: a missing file stops the stage, not an hour of evaluation
     base = fidelity_set.load(paths.fidelity_base(model)) if params.eval.fidelity is not None else None
     variant = Variant.of(params, model, tier, kv, checkpoint, record, out_dir)
-    backend = select(params)
+    backend = select(params, tier=params.tiers[tier])
     result["backend"] = backend.name
     result["chat_template"] = variant.chat      # the prompts' format, as prepare resolved it for the model
     fidelity_rows: list[dict] = []
@@ -54,6 +54,7 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
             result["serving"] = session.info
             result["compute_dtype"] = session.info.get("compute_dtype")   # decide compares only equal ones
             result["measured_on"] = provenance.of_session(backend.name, session.engine_version, session.info)
+            specs = without_refused(specs, getattr(session, "loglik_refusal", None), result)
             metrics, samples, cut = run_within(session, specs, params.eval, session.remaining_s())
             if cut:
                 result["cut"] = cut
@@ -61,7 +62,8 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
             if base is not None:
                 try:
                     result["fidelity"], fidelity_rows = measure_fidelity(
-                        session, base, backend.name, lambda: baseline_variant(params, model))
+                        session, base, backend.name, lambda: baseline_variant(params, model),
+                        any_engine=backend.name == "endpoint")
                 except Exception as e:  # noqa: BLE001 - the task metrics already measured are kept
                     traceback.print_exc()
                     result["fidelity"] = {"status": "failed", "why": errors.one_line(e)}

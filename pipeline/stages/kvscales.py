@@ -67,9 +67,9 @@ def calibrate(params: schema.Params, model: str, tier: str, out: Path) -> dict:
     if params.tiers[tier].method in schema.BNB_METHODS:
         return {"status": "unsupported", "reason": "bitsandbytes quantizes at load time: no llm-compressor "
                                                    "checkpoint carries calibrated k/v scales for it"}
-    if params.tiers[tier].method == "published":
-        return {"status": "unsupported", "reason": "a published checkpoint is served as it is: k/v scales "
-                                                   "are calibrated only for tiers qtier quantizes"}
+    if params.tiers[tier].method in ("published", "endpoint"):
+        return {"status": "unsupported", "reason": f"a {params.tiers[tier].method} tier is served as it is: k/v "
+                                                   "scales are calibrated only for tiers qtier quantizes"}
     set_threads()          # only here: a tier that cannot be calibrated is recorded without importing torch
     t0 = time.perf_counter()
     try:

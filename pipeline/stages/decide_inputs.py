@@ -1,0 +1,108 @@
+"""decide's inputs: each variant's row from its declared results (evaluate's result.json, the serving
+record), and the per-sample logs, read once. Used by pipeline/stages/decide.py; reads files, judges nothing."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from pipeline import io, paths, schema
+from pipeline.domain import memory, sources, tasks
+from pipeline.scoring import fidelity, planner
+from pipeline.scoring.rows import Measured
+
+
+def tier_kind(params: schema.Params, model: str, tier: str) -> str:
+    t = params.tiers[tier]
+    return t.hardware or ("bf16" if sources.storage_dtype(params, model) == "bfloat16" else "fp16")
+
+
+def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured:
+    """One variant's row from its declared results: evaluate's result.json and the serving record
+    (quantize's, or kvscales' for calibrated k/v scales). Either missing: a failed row saying which."""
+    out = paths.eval_dir(model, tier, kv)
+    result_file = paths.eval_result(model, tier, kv)
+    scheme, kind = params.tiers[tier].label or params.tiers[tier].method, tier_kind(params, model, tier)
+    if not result_file.is_file():
+        return Measured(model, tier, kv, "failed", reason=f"no result: {result_file} is missing", scheme=scheme,
+                        hardware=kind)
+    record_file = paths.serving_record(model, tier, kv, params.kv_modes[kv].calibrated)
+    if not record_file.is_file():
+        # evaluate read this record to serve the variant: without it neither the weights nor the
+        # serve path are known, and the result cannot be trusted to be of this checkpoint
+        return Measured(model, tier, kv, "failed", reason=f"no serving record: {record_file} is missing",
+                        scheme=scheme, hardware=kind)
+    res = io.read_json(result_file)
+    record = io.read_json(record_file)
+    serving = res.get("serving", {})
+    hf = record.get("geometry")
+    nbytes = memory.kv_dtype_bytes(params.kv_modes[kv].cache_dtype, sources.storage_dtype(params, model))
+    # metrics are `<task>/<metric>` in result.json, with each one's direction from its task's YAML
+    return Measured(
+        model, tier, kv, res["status"], reason=res.get("reason") or res.get("cut") or refused(res),
+        backend=res.get("backend"),
+        compute_dtype=compute_dtype_of(res), scheme=scheme, hardware=kind, metrics=dict(res.get("metrics", {})),
+        higher_is_better=dict(res.get("higher_is_better", {})),
+        weight_bytes=record.get("weight_bytes") or serving.get("weight_bytes_serving"),
+        kv_bytes_per_token=memory.kv_bytes_per_token(hf, nbytes) if hf else None,
+        tokens_per_s=res.get("throughput", {}).get("gen_tokens_per_s"), serve_path=record.get("serve_name", record.get("serve_path")),
+        num_samples=res.get("num_samples", {}), versions=res.get("versions", {}), measured_on=res.get("measured_on"),
+        serving=serving,
+        throughput=res.get("throughput", {}),
+        kv_formula=engine_kv_check(hf, params.kv_modes[kv].cache_dtype, serving, params.memory.block_size)
+        if hf else None,
+        fidelity=fidelity_summary(res.get("fidelity"), out, params.decision.bootstrap))
+
+
+def refused(res: dict) -> str | None:
+    """The tasks the server could not score, and why (an endpoint without prompt log-probs)."""
+    found = res.get("refused") or {}
+    return f"refused {', '.join(found)}: {next(iter(found.values()))}" if found else None
+
+
+def fidelity_summary(recorded: dict | None, eval_dir: Path, boot: schema.Bootstrap) -> dict | None:
+    """evaluate's per-position KL and top-1 agreement, summarized with intervals over texts."""
+    if not recorded or recorded.get("status") != "ok":
+        return recorded
+    rows = io.read_jsonl(eval_dir / paths.FIDELITY_ROWS, ("kl", "agree"))
+    found = fidelity.summarize([np.asarray(r["kl"], dtype=float) for r in rows],
+                               [np.asarray(r["agree"], dtype=bool) for r in rows],
+                               boot.resamples, boot.seed, boot.confidence)
+    return {**recorded, **found.as_dict(), "band": fidelity.band(found.kl_mean)}
+
+
+def compute_dtype_of(res: dict) -> str | None:
+    """The activation dtype a variant ran at, as evaluate recorded it; results written before it did
+    say it in their serving record (reference: `dtype`; vLLM: the engine's `dtype`)."""
+    serving = res.get("serving") or {}
+    found = res.get("compute_dtype") or serving.get("compute_dtype") or (
+        serving.get("dtype") if res.get("backend") == "reference" else (serving.get("engine") or {}).get("dtype"))
+    return str(found).replace("torch.", "") if found else None
+
+
+def engine_kv_check(hf: dict, cache_dtype: str, serving: dict, block_size: int) -> str | None:
+    """The planner's formula applied to the KV memory vLLM reported, beside the tokens it logged, in
+    blocks of `block_size` tokens (memory.block_size, what the planner assumes). None when the engine
+    logged no KV memory, tokens or dtype."""
+    gib, tokens = serving.get("kv_cache_gib"), serving.get("kv_cache_tokens")
+    served = (serving.get("engine") or {}).get("dtype")
+    if not gib or not tokens or not served:
+        return None
+    per_token = memory.kv_bytes_per_token(hf, memory.kv_dtype_bytes(cache_dtype, str(served).replace("torch.", "")))
+    formula = planner.kv_capacity_tokens(gib * planner.GIB, per_token, block_size)
+    return (f"{formula:,} tokens ({(formula - tokens) / tokens:+.2%}) from {gib} GiB x {per_token:,} B/token "
+            f"in blocks of {block_size}")
+
+
+Samples = dict[tuple[str, str, str], dict[str, list[dict]]]   # (model, tier, kv) -> task -> per-sample rows
+
+
+def read_all_samples(rows: list[Measured]) -> Samples:
+    """The per-sample logs evaluate wrote, read once for every use below."""
+    return {r.key: tasks.read_samples(paths.eval_dir(*r.key)) for r in rows if r.status == "ok"}
+
+
+def baseline_of(params: schema.Params, measured: list[Measured], model: str) -> Measured | None:
+    """`model`'s baseline row (decision.baseline), None when it did not run."""
+    b = params.decision.baseline
+    return next((r for r in measured if (r.model, r.tier, r.kv) == (model, b.tier, b.kv) and r.status == "ok"), None)

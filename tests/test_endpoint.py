@@ -1,0 +1,155 @@
+"""An existing server as a tier (pipeline/backends/endpoint.py): the schema, the key read from the
+environment, the session against fake servers in this process (with and without prompt log-probs),
+the refused log-likelihood tasks, and the endpoint judged against the run's baseline. No model: the
+real server is tests/test_endpoint_e2e.py."""
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
+
+import pytest
+
+from pipeline import paths
+from pipeline.backends import endpoint
+from pipeline.backends.base import Unsupported
+from pipeline.domain.tasks import TaskSpec, is_loglik
+from pipeline.report import commands
+from pipeline.schema import FieldError, Tier
+from pipeline.scoring import decision
+from pipeline.scoring.rows import Measured
+from pipeline.backends.lm_eval_runner import without_refused
+from tests.test_vllm_backend import variant
+
+SERVER = {"method": "endpoint", "base_url": "http://10.0.0.5:8000", "served_model": "m-int8", "hardware": "int8-w8a8"}
+
+
+def test_an_endpoint_tier_names_a_server_and_nothing_to_quantize_with():
+    t = Tier(**SERVER, api_key_env="MY_KEY")
+    assert (t.base_url, t.served_model, t.api_key_env) == ("http://10.0.0.5:8000", "m-int8", "MY_KEY")
+    for kw, key in [({"base_url": "10.0.0.5:8000"}, "base_url"), ({"base_url": "http://h:1/v1"}, "base_url"),
+                    ({"served_model": ""}, "served_model"), ({"api_key_env": "sk-abc123!"}, "api_key_env"),
+                    ({"recipe": "r.yaml"}, "recipe"), ({"weight_bits": 8}, "weight_bits")]:
+        with pytest.raises(FieldError) as e:
+            Tier(**{**SERVER, **kw})
+        assert e.value.field == key
+    with pytest.raises(FieldError, match="only a tier with method 'endpoint' names a server"):
+        Tier(method="rtn", recipe="r.yaml", weight_bits=8, hardware="int8-w8a8", base_url="http://h:1")
+
+
+def test_the_key_comes_from_the_named_variable_and_an_unset_one_is_unsupported():
+    assert endpoint.api_key(None, "t", {}) is None
+    assert endpoint.api_key("K", "t", {"K": "secret"}) == "secret"
+    with pytest.raises(Unsupported, match=r"^tiers\.t\.api_key_env: the environment variable K is not set$"):
+        endpoint.api_key("K", "t", {})
+
+
+def spec(name, kind, output_type=None):
+    return TaskSpec(name, kind, {"output_type": output_type} if output_type else {}, name, 4, {})
+
+
+def test_loglik_tasks_are_dropped_with_the_reason_and_none_left_is_unsupported():
+    assert is_loglik(spec("c", "classify")) and is_loglik(spec("r", "lm_eval", "multiple_choice"))
+    assert not is_loglik(spec("g", "generate", "generate_until"))
+    specs = [spec("g", "generate", "generate_until"), spec("c", "classify")]
+    result = {}
+    assert without_refused(specs, None, result) == specs and result == {}
+    assert [s.name for s in without_refused(specs, "no prompt log-probs", result)] == ["g"]
+    assert result == {"refused": {"c": "no prompt log-probs"}}
+    with pytest.raises(Unsupported, match="no prompt log-probs"):
+        without_refused([spec("c", "classify")], "no prompt log-probs", {})
+
+
+def fake(prompt_logprobs: bool, seen: list):
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_GET(self):
+            self.send_response(404)
+            self.end_headers()
+
+        def do_POST(self):
+            seen.append(self.headers.get("Authorization"))
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            toks = str(body.get("prompt", "")).split()
+            shown = toks + ["x"] if prompt_logprobs and body.get("echo") else ["x"]
+            k = body.get("logprobs") or 1
+            lp = {"tokens": shown, "token_logprobs": [None] + [-1.0] * (len(shown) - 1),
+                  "top_logprobs": [None] + [{f"t{i}": -1.0 for i in range(k)}] * (len(shown) - 1)}
+            out = {"choices": [{"text": " The sea is wide and blue.", "logprobs": lp}],
+                   "usage": {"prompt_tokens": len(toks), "completion_tokens": 6}}
+            data = json.dumps(out).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+    return Handler
+
+
+@pytest.fixture
+def serve():
+    servers = []
+
+    def start(prompt_logprobs=True):
+        seen: list = []
+        srv = ThreadingHTTPServer(("127.0.0.1", 0), fake(prompt_logprobs, seen))
+        threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+        servers.append(srv)
+        return f"http://127.0.0.1:{srv.server_address[1]}", seen
+    yield start
+    for s in servers:
+        s.shutdown()
+
+
+def endpoint_variant(tmp_path, url, kv="auto", key_env=None):
+    v = variant(tmp_path, kv=kv)
+    (v.checkpoint / paths.ENDPOINT_REF).write_text(json.dumps({"base_url": url, "served_model": "m",
+                                                              "api_key_env": key_env}))
+    return v
+
+
+@pytest.mark.parametrize("prompt_logprobs", [True, False])
+def test_a_session_checks_the_contract_and_sends_the_key(tmp_path, monkeypatch, serve, prompt_logprobs):
+    from pipeline.schema import Eval, Vllm
+
+    url, seen = serve(prompt_logprobs)
+    monkeypatch.setattr(endpoint, "_encoder", lambda tok: str.split)
+    monkeypatch.setattr(endpoint, "_local_completions", lambda *a, **k: SimpleNamespace(args=a, kwargs=k))
+    monkeypatch.setenv("EP_KEY", "sk-test")
+    backend = endpoint.EndpointBackend(Vllm(python="/nonexistent/python"), Eval(tasks={}))
+    with backend.session(endpoint_variant(tmp_path, url, key_env="EP_KEY")) as s:
+        assert s.info["backend"] == "endpoint" and s.info["base_url"] == url
+        assert s.info["contract"]["prompt_logprobs"] is prompt_logprobs
+        assert (s.loglik_refusal is None) is prompt_logprobs
+        assert s.lm.kwargs["api_key"] == "sk-test" and s.env["OPENAI_API_KEY"] == "sk-test"
+        assert "serving.vllm.python" in s.info["load_skipped"]
+    assert seen and set(seen) == {"Bearer sk-test"}
+    assert "sk-test" not in json.dumps(s.info)
+
+
+def test_another_kv_mode_and_a_dead_server_are_unsupported(tmp_path):
+    from pipeline.schema import Eval, Vllm
+
+    backend = endpoint.EndpointBackend(Vllm(python="/nonexistent/python", first_request_timeout_s=2), Eval(tasks={}))
+    with pytest.raises(Unsupported, match="KV cache is its server's"):
+        with backend.session(endpoint_variant(tmp_path, "http://127.0.0.1:9", kv="fp8")):
+            pass
+    with pytest.raises(Unsupported, match=r"^endpoint http://127\.0\.0\.1:9 did not answer"):
+        with backend.session(endpoint_variant(tmp_path, "http://127.0.0.1:9")):
+            pass
+
+
+def row(tier, backend, compute=None, **kw):
+    return Measured("m", tier, "auto", "ok", backend=backend, compute_dtype=compute, metrics={"t/acc": 90.0},
+                    higher_is_better={"t/acc": True}, **kw)
+
+
+def test_an_endpoint_is_judged_against_the_runs_baseline_and_says_where_it_is_served():
+    base = row("fp16", "reference", "float32")
+    ep = row("served", "endpoint", serving={"base_url": "http://h:8000", "served_model": "m-int8"},
+             hardware="int8-w8a8")
+    bases = decision.baselines([base, ep], SimpleNamespace(baseline=SimpleNamespace(tier="fp16", kv="auto")))
+    assert decision.baseline_for(ep, bases) is base
+    assert decision.baseline_for(row("int8", "vllm", "bfloat16"), bases) is None     # others pair by engine
+    assert commands.serve_command(SimpleNamespace(facts=ep), "float16", "auto") == \
+        "# already served: m-int8 at http://h:8000"
