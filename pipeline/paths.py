@@ -83,6 +83,11 @@ def eval_dir(model: str, tier: str, kv: str) -> Path:
     return RESULTS / EVALS / model / f"{tier}-{kv}"
 
 
+def baseline_dir(model: str) -> Path:
+    """Stage baseline@<model>: the baseline evaluated to every cap, before any variant."""
+    return RESULTS / "baseline" / model
+
+
 def noise_dir(model: str) -> Path:
     """Stage noise@<model>: the baseline in the engine's second arithmetic (result.json, samples/)."""
     return RESULTS / "noise" / model

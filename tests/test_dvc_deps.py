@@ -117,16 +117,24 @@ def test_params_are_what_the_stage_reads(stage, remove, add, expected):
     assert any(p.startswith(expected) for p in problems), problems
 
 
+# what evaluate's looks judge at each look (eval.sequential: pipeline/backends/looks_runner.py)
+LOOKS_RULE = ("decision.baseline", "decision.tolerances", "decision.min_baseline", "decision.bootstrap")
+
+
 def test_a_rule_decide_applies_is_no_param_of_another_stage():
     """decision.* holds the rules decide applies: changing one re-runs no evaluation. Other stages read
-    only which variant is the baseline, in code and in dvc.yaml."""
+    only which variant is the baseline, in code and in dvc.yaml; evaluate also what its looks judge
+    (tolerances, floors, bootstrap), never a rule decide alone applies (min_speed_vs_baseline, ...)."""
     dvc = load_dvc()
     for stage, module in stage_modules(dvc).items():
         if stage in ("decide", "check"):
             continue
+        allowed = LOOKS_RULE if stage == "evaluate" else ("decision.baseline",)
         read = [k for k in stage_keys(module) if k.startswith("decision")]
+        assert all(any(key_under(k, a) for a in allowed) for k in read), (stage, read)
         listed_ = [k for k in declared_params(stage_entry(dvc, stage)) if k.startswith("decision")]
-        assert all(key_under(k, "decision.baseline") for k in read + listed_), (stage, read, listed_)
+        assert all(any(key_under(k, a) for a in allowed) for k in listed_) or listed_ == ["decision"] == [
+            k for k in listed_ if stage == "evaluate"], (stage, listed_)
 
 
 def _paths(dvc: dict, stage: str, key: str) -> list[str]:

@@ -27,7 +27,7 @@ def run_tasks(session, specs: list[tasks.TaskSpec], ev: Eval,
         # index its ~10,000 task YAMLs first, 4 s per variant for nothing
         task_manager=TaskManager(include_defaults=False),
         tasks=[s.config for s in specs],
-        samples={s.lm_eval_name: list(range(s.num_docs)) for s in specs},
+        samples={s.lm_eval_name: s.doc_ids for s in specs},
         apply_chat_template=session.chat,      # the model's own prompt format (models.<name>.apply_chat_template)
         bootstrap_iters=0,
         log_samples=True,

@@ -36,6 +36,12 @@ class TaskSpec:
     lm_eval_name: str
     num_docs: int           # docs evaluated (after the limit)
     higher_is_better: dict[str, bool]
+    pool: int = 0           # rows in the task's data file (a local task's; 0: not known)
+    docs: tuple[int, ...] | None = None     # the row indices to evaluate, in order (None: the first num_docs)
+
+    @property
+    def doc_ids(self) -> list[int]:
+        return list(self.docs) if self.docs is not None else list(range(self.num_docs))
 
 
 def load_yaml(path: str | Path) -> dict:
@@ -211,7 +217,7 @@ def build(name: str, task: Task, shared: bool = False) -> TaskSpec:
     cfg["process_docs"] = process_docs
     hib = {m["metric"]: bool(m.get("higher_is_better", True)) for m in cfg.get("metric_list", [])}
     return TaskSpec(name=name, kind=task.kind, config=cfg, lm_eval_name=cfg["task"], num_docs=n,
-                    higher_is_better=hib)
+                    higher_is_better=hib, pool=len(rows))
 
 
 def build_registry(name: str, task: Task) -> TaskSpec:

@@ -9,7 +9,7 @@ model in, text out.
 """
 from __future__ import annotations
 
-from pipeline.report import fidelity, gpus, noise, provenance, quality, serving, summary, verdicts
+from pipeline.report import fidelity, gpus, looks, noise, provenance, quality, serving, summary, verdicts
 from pipeline.report.document import Header, ModelReport
 from pipeline.report.notes import notes
 from pipeline.scoring.rows import Row
@@ -32,6 +32,7 @@ def details(m: ModelReport, header: Header) -> list[str]:
     lines += verdicts.why_lines(m, base, header.bootstrap.confidence) + verdicts.power_lines(m, base)
     lines += fidelity.fidelity_lines(m)
     lines += noise.noise_lines(m)
+    lines += looks.looks_lines(m)
     lines += fidelity.kv_scale_lines(m, base)
     lines += serving.serving_lines(m, base)
     if m.plot:
@@ -57,7 +58,7 @@ def render(models: dict[str, ModelReport], header: Header) -> str:
     for m in models.values():
         if len(models) > 1:
             lines += [f"## {m.name}", ""]
-        lines += summary.recommendation_lines(m) + noise.summary_line(m)
+        lines += summary.recommendation_lines(m) + noise.summary_line(m) + looks.summary_line(m)
         lines += summary.verdict_table(m, header.baseline, provenance.speed_header(rows), machines)
     lines += run_lines(header, rows)
     for m in models.values():

@@ -96,6 +96,19 @@ class Fidelity:
 
 
 @dataclass(frozen=True)
+class Sequential:
+    """Each variant's tasks evaluated in looks, each look a larger share of the task's `limit` (its cap),
+    its verdicts read at the group-sequential confidence of that look (pipeline/scoring/sequential.py);
+    a settled task stops, a failed gated metric stops the variant (docs/decision-rule.md "Looks")."""
+    looks: list[float] = field(default_factory=lambda: [0.25, 0.5, 0.75, 1.0])
+
+    def __post_init__(self) -> None:
+        f = self.looks
+        if not f or any(b <= a for a, b in zip(f, f[1:])) or f[0] <= 0 or f[-1] != 1:
+            raise FieldError("looks", f"shares of the cap, increasing within (0, 1] and ending at 1, got {f}")
+
+
+@dataclass(frozen=True)
 class Eval:
     tasks: dict[str, Task]
     batch_size: int = 8
@@ -106,6 +119,8 @@ class Eval:
     # serving.reference.noise_arithmetic; vLLM: another batch composition); decide widens every verdict's
     # interval by what that moved (docs/decision-rule.md "Engine noise")
     noise_floor: bool = True
+    # unset: every variant runs every task to its limit, read once at the fixed confidence
+    sequential: Sequential | None = None
 
     # keys no longer read, each rejected with where it went (pipeline/schema/builder.py)
     RETIRED = {"apply_chat_template": "moved to models.<name>.apply_chat_template (auto | true | false, per "

@@ -14,13 +14,21 @@ from pipeline.scoring import power, stats
 CORPUS_METRICS = ("bleu", "chrf")
 
 
-def align(base: list[dict], tier: list[dict]) -> list[tuple[dict, dict]]:
-    """Pair samples by doc_id; both runs must have scored the same documents."""
+def align(base: list[dict], tier: list[dict], subset: bool = False) -> list[tuple[dict, dict]]:
+    """Pair samples by doc_id; both runs must have scored the same documents (subset: the tier's are
+    some of the baseline's, as a variant stopped at a look is)."""
     b = {r["doc_id"]: r for r in base}
     t = {r["doc_id"]: r for r in tier}
-    if b.keys() != t.keys():
+    if (not t.keys() <= b.keys()) if subset else b.keys() != t.keys():
         raise ValueError(f"baseline and variant scored different samples ({len(b)} vs {len(t)})")
-    return [(b[k], t[k]) for k in sorted(b)]
+    return [(b[k], t[k]) for k in sorted(t)]
+
+
+def common(a: list[dict], b: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Both runs' samples of the documents both scored (two variants stopped at different looks read
+    two prefixes of one order)."""
+    shared = {r["doc_id"] for r in a} & {r["doc_id"] for r in b}
+    return [r for r in a if r["doc_id"] in shared], [r for r in b if r["doc_id"] in shared]
 
 
 def sample_score_key(task_rows: list[dict]) -> str:

@@ -6,7 +6,7 @@ Samples are the JSONL records evaluate writes per task (tasks.sample_row), keyed
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 
 from pipeline.domain.metrics import split_id
@@ -14,6 +14,7 @@ from pipeline.schema import Decision, Tolerance
 from pipeline.scoring import analysis, decision
 from pipeline.scoring.analysis import KvLength, Regression
 from pipeline.scoring.rows import Evidence, Key, Measured
+from pipeline.scoring import stats
 from pipeline.scoring.stats import Flips
 
 Samples = dict[str, list[dict]]              # task -> sample rows
@@ -37,11 +38,13 @@ def task_metrics(r: Measured, task: str) -> dict[str, str]:
     return found
 
 
-def paired_tasks(theirs: Samples, mine: Samples) -> Iterator[tuple[str, list[tuple[dict, dict]]]]:
-    """(task, its (reference, row) sample pairs) for every task both logged."""
+def paired_tasks(theirs: Samples, mine: Samples, looked: Collection[str] = ()
+                 ) -> Iterator[tuple[str, list[tuple[dict, dict]]]]:
+    """(task, its (reference, row) sample pairs) for every task both logged; a `looked` task (stopped
+    at a look) pairs its documents with the same ones of the reference's."""
     for task, rows in mine.items():
         if task in theirs:
-            yield task, analysis.align(theirs[task], rows)
+            yield task, analysis.align(theirs[task], rows, subset=task in looked)
 
 
 def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision,
@@ -56,19 +59,24 @@ def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision,
             continue
         mine, theirs = samples[r.key], samples[base.key]
         intervals, power, regress = {}, {}, {}
-        for task, pairs in paired_tasks(theirs, mine):
+        for task, pairs in paired_tasks(theirs, mine, r.looks):
+            conf = r.look_confidence(task)
             reported = task_metrics(r, task)
             limits = {m: decision.allowed_drop(tol, base.metrics[mid]) for m, mid in reported.items()
                       if (tol := tolerance(mid)) is not None and mid in base.metrics}
             hib = {m: r.higher_is_better.get(mid, True) for m, mid in reported.items()}
             ivs = analysis.intervals(list(reported), pairs, rule.bootstrap)
+            if conf is not None:        # a task read in looks: the repeated interval of its last look
+                ivs = {m: stats.repeated(iv, conf) for m, iv in ivs.items()}
             intervals.update({reported[m]: iv for m, iv in ivs.items()})
             pws = analysis.powers(list(reported), pairs, limits, rule.bootstrap.confidence, hib, ivs)
             power.update({reported[m]: p for m, p in pws.items()})
             if "logliks" in mine[task][0]:
                 found.flips.setdefault(r.model, {}).setdefault(r.variant, {})[task] = analysis.flips(pairs)
             regress[task] = analysis.largest_regressions(pairs, rule.regressions_per_task)
-        found.evidence[r.key] = Evidence(decision.deltas(r, base), intervals, power)
+        # a task stopped at a look: its delta over the documents both read (its prefix), as its interval's
+        looked = {m: iv.delta for m, iv in intervals.items() if split_id(m)[0] in r.looks}
+        found.evidence[r.key] = Evidence({**decision.deltas(r, base), **looked}, intervals, power)
         found.regressions.setdefault(r.model, {})[r.variant] = regress
         ref = by_backend.get((r.model, r.tier, rule.baseline.kv, r.backend))
         if r.kv != rule.baseline.kv and ref is not None and ref.status == "ok" and ref.compute_dtype == r.compute_dtype:
@@ -78,6 +86,6 @@ def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision,
 
 def kv_length(r: Measured, ref: Measured, mine: Samples, ref_samples: Samples, edges: list[int]) -> list[KvLength]:
     """Score delta by prompt length of a KV-quantized row against the same tier with the baseline's KV."""
-    return [KvLength(r.model, r.variant, ref.variant, task, analysis.by_length(analysis.align(ref_samples[task], rows),
+    return [KvLength(r.model, r.variant, ref.variant, task, analysis.by_length(analysis.align(*analysis.common(ref_samples[task], rows)),
                                                                               edges))
             for task, rows in mine.items() if task in ref_samples]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
+import dataclasses
 from dataclasses import dataclass
 
 from pipeline.domain import hardware
@@ -167,9 +168,11 @@ def judgement(r: Measured, ev: Evidence, base_rows: dict[Pairing, Measured], rul
         if base is None:
             verdicts[metric] = Verdict(INCONCLUSIVE, missing_baseline(r, base_rows))
             continue
-        verdicts[metric] = judge_metric(metric, base.metrics.get(metric), ev.intervals.get(metric), tol, floor,
-                                        r.higher_is_better.get(metric, True), rule.bootstrap.confidence,
-                                        (noise or {}).get(metric))
+        task = split_id(metric)[0]
+        found = judge_metric(metric, base.metrics.get(metric), ev.intervals.get(metric), tol, floor,
+                             r.higher_is_better.get(metric, True),
+                             r.look_confidence(task) or rule.bootstrap.confidence, (noise or {}).get(metric))
+        verdicts[metric] = dataclasses.replace(found, look=r.look_text(task)) if found.lo is not None else found
     return Judgement(overall(verdicts), verdicts)
 
 

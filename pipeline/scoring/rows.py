@@ -44,6 +44,18 @@ class Measured:
     throughput: dict[str, Any] = field(default_factory=dict)
     kv_formula: str | None = None                     # the planner's KV formula beside the engine's figure
     fidelity: dict[str, Any] | None = None            # next-token KL / top-1 agreement vs the baseline
+    looks: dict[str, dict[str, Any]] = field(default_factory=dict)     # task -> its looks (eval.sequential)
+
+    def look_confidence(self, task: str) -> float | None:
+        """The confidence of the task's last look (its repeated interval's), None for a fixed-n task."""
+        return (self.looks.get(task) or {}).get("confidence")
+
+    def look_text(self, task: str) -> str | None:
+        """Where the task stopped: 'look 2 of 4, 160 of 320 samples'; None for a fixed-n task."""
+        lk = self.looks.get(task) or {}
+        if "of" not in lk:
+            return None
+        return f"look {lk['looks']} of {lk['of']}, {lk['n']:,} of {lk['cap']:,} samples"
 
     @property
     def key(self) -> Key:
@@ -88,13 +100,14 @@ class Verdict:
     noise: float | None = None       # the engine's between-arithmetic SD of this delta (scoring/noise.py)
     unstable: str | None = None      # the verdict on sampling alone, when the engine's noise undoes it
     engine_interval: tuple[float, float] | None = None   # the interval with that noise folded in
+    look: str | None = None          # the look it was read at (eval.sequential), e.g. "look 2 of 4, ..."
 
     @property
     def why(self) -> str:
         """The one-line reason, as decision.json records it."""
         if self.note is not None:
             return self.note
-        ci = f"{self.confidence:.0%} CI [{self.lo:+.2f}, {self.hi:+.2f}] (n={self.n})"
+        ci = f"{confidence_text(self.confidence)} CI [{self.lo:+.2f}, {self.hi:+.2f}] (n={self.n})"
         relation = {"pass": "lies above", "fail": "lies below"}.get(self.verdict, "straddles")
         if self.noise is not None:
             elo, ehi = self.engine_interval
@@ -102,7 +115,14 @@ class Verdict:
         text = f"{ci} {relation} -{self.limit:.2f}"
         if self.unstable is not None:
             text = f"unstable: {self.unstable} on sampling alone, not once the engine's own noise is added; {text}"
+        if self.look is not None:
+            text += f" (read at {self.look})"
         return f"{text}; {self.settle.text()}" if self.settle is not None else text
+
+
+def confidence_text(c: float) -> str:
+    """95%, or 99.69% for a look's repeated interval."""
+    return f"{c:.0%}" if abs(c * 100 - round(c * 100)) < 1e-6 else f"{c:.2%}"
 
 
 @dataclass(frozen=True)

@@ -142,16 +142,21 @@ class Design:
         return cls(tuple(fractions), alpha, tuple(critical_values(fractions, alpha)))
 
     def sizes(self, cap: int) -> list[int]:
-        """Samples at each look for a task capped at `cap` (distinct, increasing, the last = cap)."""
-        out: list[int] = []
-        for f in self.fractions:
-            n = max(2, math.ceil(f * cap - 1e-9))
-            if not out or n > out[-1]:
-                out.append(min(n, cap))
-        return out
+        return look_sizes(self.fractions, cap)
 
     def confidence_at(self, look: int) -> float:
         return nominal_confidence(self.critical[look])
+
+
+def look_sizes(fractions: Sequence[float], cap: int) -> list[int]:
+    """Samples at each look for a task capped at `cap` (distinct, increasing, the last = cap; at least 2
+    where the cap allows: a paired interval needs two)."""
+    out: list[int] = []
+    for f in fractions:
+        n = min(max(2, math.ceil(f * cap - 1e-9)), cap)
+        if not out or n > out[-1]:
+            out.append(n)
+    return out
 
 
 def verdict(lo: float, hi: float, margin: float) -> str | None:

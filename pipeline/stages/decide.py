@@ -86,7 +86,7 @@ def model_report(params: schema.Params, rows: list[Row], model: str, found: Comp
         rec = dataclasses.replace(rec, command=serve_command(params, model, rec.row))
     return ModelReport(
         name=model, source=params.models[model].source, rows=mine, recommendation=rec,
-        num_samples=next((r.facts.num_samples for r in mine if r.facts.num_samples), {}),
+        num_samples=base.num_samples if base else next((r.facts.num_samples for r in mine if r.facts.num_samples), {}),
         flips=found.flips.get(model, {}), regressions=found.regressions.get(model, {}),
         regression_links=regression_links(model, found),
         kv_length=[k for k in found.kv_length if k.model == model], plans=planned.for_model(model),
@@ -121,7 +121,8 @@ def noise_flips(mine: list[Row], base: Measured, samples: Samples, floor: noise.
         own = samples[r.key]
         for task, limit in floor.margin.items():
             if task in own and task in theirs:
-                out.setdefault(r.variant, {})[task] = noise.inside(analysis.align(theirs[task], own[task]), limit)
+                out.setdefault(r.variant, {})[task] = noise.inside(
+                    analysis.align(theirs[task], own[task], subset=task in r.facts.looks), limit)
     return out
 
 

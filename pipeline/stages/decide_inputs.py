@@ -39,7 +39,7 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
     nbytes = memory.kv_dtype_bytes(params.kv_modes[kv].cache_dtype, sources.storage_dtype(params, model))
     # metrics are `<task>/<metric>` in result.json, with each one's direction from its task's YAML
     return Measured(
-        model, tier, kv, res["status"], reason=res.get("reason") or res.get("cut") or refused(res),
+        model, tier, kv, res["status"], reason=res.get("reason") or res.get("stopped") or res.get("cut") or refused(res),
         backend=res.get("backend"),
         compute_dtype=compute_dtype_of(res), scheme=scheme, hardware=kind, metrics=dict(res.get("metrics", {})),
         higher_is_better=dict(res.get("higher_is_better", {})),
@@ -51,7 +51,8 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
         throughput=res.get("throughput", {}),
         kv_formula=engine_kv_check(hf, params.kv_modes[kv].cache_dtype, serving, params.memory.block_size)
         if hf else None,
-        fidelity=fidelity_summary(res.get("fidelity"), out, params.decision.bootstrap))
+        fidelity=fidelity_summary(res.get("fidelity"), out, params.decision.bootstrap),
+        looks=dict(res.get("looks") or {}))
 
 
 def refused(res: dict) -> str | None:

@@ -13,28 +13,40 @@ as "failed"; neither stops the pipeline.
 """
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from pipeline import errors, io, paths, schema
 from pipeline.backends import Unsupported, Variant
 from pipeline.backends.base import baseline_variant
 from pipeline.backends.fidelity_compare import measure_fidelity
-from pipeline.backends.lm_eval_runner import flat, run_within, without_refused
-from pipeline.domain import fidelity_set, provenance, tasks
+from pipeline.backends.lm_eval_runner import WallBudgetExceeded, flat, run_within, wall_limit, without_refused
+from pipeline.backends.looks_runner import Looked, gates_from, run_looks
+from pipeline.domain import fidelity_set, looks, provenance, tasks
 from pipeline.domain.prompts import throughput_prompts
 from pipeline.scoring.planner import roofline
 from pipeline.stages import runner
 from pipeline.backends.selection import select
 
 
-def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Path) -> dict[str, Any]:
+Quality = Callable[[Any, list, dict], tuple[dict, dict, "str | None"]]   # (session, specs, result) -> run_within's
+
+
+def to_the_caps(ev: schema.Eval) -> Quality:
+    """Every task to its cap, read once, within the session's time budget."""
+    return lambda session, specs, result: run_within(session, specs, ev, session.remaining_s())
+
+
+def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Path, checkpoint: Path, record: dict,
+             quality: Quality | None = None) -> dict[str, Any]:
+    """One variant's result (its samples and fidelity rows written to out_dir), from its serving
+    checkpoint and record; `quality` runs the tasks (default: to_the_caps; a variant's: in looks)."""
+    quality = quality or to_the_caps(params.eval)
     calibrated = params.kv_modes[kv].calibrated
-    checkpoint = paths.serving_checkpoint(model, tier, kv, calibrated)
-    record = io.read_json(paths.serving_record(model, tier, kv, calibrated))
     result: dict[str, Any] = {"model": model, "tier": tier, "kv": kv}
     if record.get("status") != "ok":
         stage = "kvscales" if calibrated else "quantize"
@@ -42,6 +54,8 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
         result.update(status=status, reason=f"{stage}: {record.get('reason', 'no checkpoint')}")
         return result
     specs = tasks.build_all(params.eval.tasks)
+    if params.eval.sequential is not None:
+        specs = looks.in_look_order(specs, params.eval.seed)
     # read before any model work: a missing file stops the stage, not an hour of evaluation
     base = fidelity_set.load(paths.fidelity_base(model)) if params.eval.fidelity is not None else None
     variant = Variant.of(params, model, tier, kv, checkpoint, record, out_dir)
@@ -55,7 +69,7 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
             result["compute_dtype"] = session.info.get("compute_dtype")   # decide compares only equal ones
             result["measured_on"] = provenance.of_session(backend.name, session.engine_version, session.info)
             specs = without_refused(specs, getattr(session, "loglik_refusal", None), result)
-            metrics, samples, cut = run_within(session, specs, params.eval, session.remaining_s())
+            metrics, samples, cut = quality(session, specs, result)
             if cut:
                 result["cut"] = cut
             # quality before load: under a wall budget the load test is what gets cut
@@ -84,17 +98,49 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
         io.atomic_write_jsonl(out_dir / paths.FIDELITY_ROWS, fidelity_rows)
     scores, hib = flat(metrics)
     result.update(status="ok", metrics=scores, higher_is_better=hib,
-                  num_samples={s.name: s.num_docs for s in specs if s.name in metrics}, versions=provenance.versions())
+                  num_samples={name: len(rows) for name, rows in samples.items()}, versions=provenance.versions())
     return result
 
 
-@runner.stage_main("evaluate", ("model", "tier", "kv"))
-def main(st: runner.Stage) -> None:
-    (model, tier, kv), params = st.args, st.params
-    out_dir = paths.eval_dir(model, tier, kv)
+def copied_baseline(model: str, out_dir: Path) -> dict[str, Any]:
+    """The baseline's result as stage baseline measured it, with its samples: nothing evaluated twice."""
+    src = paths.baseline_dir(model)
+    shutil.copytree(src, out_dir, dirs_exist_ok=True)
+    return {**io.read_json(src / paths.RESULT_FILE), "copied_from": str(src)}
+
+
+def baseline_samples(params: schema.Params, model: str) -> tuple | None:
+    """(the baseline's samples, each gated metric's gate, the bootstrap) for the looks; None without
+    eval.sequential or when the baseline did not run (the variant then runs every task to its cap)."""
+    res = io.read_json(paths.baseline_dir(model) / paths.RESULT_FILE)
+    if params.eval.sequential is None or res.get("status") != "ok":
+        return None
+    gates = gates_from(res["metrics"], res.get("higher_is_better", {}), params.gate)
+    return tasks.read_samples(paths.baseline_dir(model)), gates, params.decision.bootstrap
+
+
+def in_looks(session, specs: list[tasks.TaskSpec], ev: schema.Eval, against: tuple, result: dict
+             ) -> tuple[dict, dict, str | None]:
+    """run_looks within the session's time budget; result gets the looks and where the variant stopped."""
+    done, cut = Looked(), None
+    try:
+        with wall_limit(session.remaining_s()):
+            run_looks(session, specs, ev, *against, done=done)
+    except WallBudgetExceeded as e:
+        if not done.metrics:
+            raise Unsupported(f"too slow here: lm-eval {e}") from None
+        cut = f"too slow here: lm-eval {e}; not measured: " + ", ".join(s.name for s in specs if s.name not in done.record)
+    result["looks"] = done.record
+    if done.stopped:
+        result["stopped"] = done.stopped
+    return done.metrics, done.samples, cut
+
+
+def run_stage(st: runner.Stage, model: str, tier: str, kv: str, out_dir: Path, work: Callable[[], dict]) -> None:
+    """work() (an evaluate) with a stage's outcome: bad input stops it (exit 2), any other failure is the row's."""
     t0 = time.perf_counter()
     try:
-        result = evaluate(params, model, tier, kv, out_dir)
+        result = work()
     except (io.DataError, schema.ConfigError) as e:
         print(f"qtier: {e}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -104,7 +150,26 @@ def main(st: runner.Stage) -> None:
                   "reason": errors.one_line(e)}
     result["seconds"] = round(time.perf_counter() - t0, 1)
     io.atomic_write_json(out_dir / paths.RESULT_FILE, result)
-    st.done(result["status"], result.get("reason") or result.get("cut"))
+    st.done(result["status"], result.get("reason") or result.get("stopped") or result.get("cut"))
+
+
+@runner.stage_main("evaluate", ("model", "tier", "kv"))
+def main(st: runner.Stage) -> None:
+    (model, tier, kv), params = st.args, st.params
+    out_dir, b = paths.eval_dir(model, tier, kv), params.decision.baseline
+    if (tier, kv) == (b.tier, b.kv):
+        run_stage(st, model, tier, kv, out_dir, lambda: copied_baseline(model, out_dir))
+        return
+    calibrated = params.kv_modes[kv].calibrated
+
+    def work() -> dict:
+        record = io.read_json(paths.serving_record(model, tier, kv, calibrated))
+        against = baseline_samples(params, model)
+        quality = None if against is None else (
+            lambda session, specs, result: in_looks(session, specs, params.eval, against, result))
+        return evaluate(params, model, tier, kv, out_dir, paths.serving_checkpoint(model, tier, kv, calibrated),
+                        record, quality)
+    run_stage(st, model, tier, kv, out_dir, work)
 
 
 if __name__ == "__main__":

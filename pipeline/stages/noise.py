@@ -22,7 +22,7 @@ from pipeline.backends.base import baseline_variant
 from pipeline.backends.fidelity_compare import measure_fidelity
 from pipeline.backends.lm_eval_runner import flat, run_within
 from pipeline.backends.selection import select
-from pipeline.domain import fidelity_set, provenance, tasks
+from pipeline.domain import fidelity_set, looks, provenance, tasks
 from pipeline.stages import runner
 
 
@@ -30,6 +30,8 @@ def measure(params: schema.Params, model: str) -> tuple[dict, dict[str, list[dic
     """(result, task -> sample rows, fidelity rows) of the baseline in the second arithmetic."""
     b = params.decision.baseline
     specs = tasks.build_all(params.eval.tasks)
+    if params.eval.sequential is not None:      # the baseline's own documents (stage baseline)
+        specs = looks.in_look_order(specs, params.eval.seed)
     base = fidelity_set.load(paths.fidelity_base(model)) if params.eval.fidelity is not None else None
     variant = baseline_variant(params, model, paths.noise_dir(model))
     backend = select(params, noise=True)

@@ -1,0 +1,31 @@
+"""Stage baseline@<model>: the baseline (decision.baseline) evaluated to every task's cap, before any
+variant, in the tasks' look order (eval.sequential). Each variant's evaluate judges its looks against
+these samples; evaluate@<model>-<baseline> copies them, so nothing is evaluated twice.
+
+    python -m pipeline.stages.baseline <model>
+
+Writes results/baseline/<model>/{result.json, samples/<task>.jsonl, ...} as evaluate writes a variant's.
+"""
+from __future__ import annotations
+
+from pipeline import io, paths
+from pipeline.stages import runner
+from pipeline.stages.evaluate import evaluate, run_stage
+
+
+@runner.stage_main("baseline", ("model",))
+def main(st: runner.Stage) -> None:
+    model, params = st.args[0], st.params
+    tier, kv = params.decision.baseline.tier, params.decision.baseline.kv
+    calibrated = params.kv_modes[kv].calibrated
+    out_dir = paths.baseline_dir(model)
+
+    def work() -> dict:
+        record = io.read_json(paths.serving_record(model, tier, kv, calibrated))
+        return evaluate(params, model, tier, kv, out_dir, paths.serving_checkpoint(model, tier, kv, calibrated),
+                        record)
+    run_stage(st, model, tier, kv, out_dir, work)
+
+
+if __name__ == "__main__":
+    main()

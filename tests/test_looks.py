@@ -1,0 +1,142 @@
+"""Sequential evaluation (eval.sequential): the seeded look order (pipeline/domain/looks.py) and the look
+runner (pipeline/backends/looks_runner.py) on fake lm-eval runs: where a variant stops, what it keeps,
+and the whole procedure's error rates simulated through the runner itself."""
+import random
+
+import numpy as np
+import pytest
+
+from pipeline.backends.looks_runner import Gate, gates_from, run_looks, settle
+from pipeline.domain import looks, metrics
+from pipeline.domain.tasks import TaskResult, TaskSpec
+from pipeline.schema import Bootstrap, Eval, Gate as ParamGate, Sequential, Tolerance
+from pipeline.scoring.stats import Interval
+
+EV = Eval(tasks={}, sequential=Sequential())
+BOOT = Bootstrap(resamples=200, seed=1, confidence=0.95)
+
+
+def spec(name="c", kind="classify", cap=320, pool=400, hib=None):
+    s = TaskSpec(name, kind, {}, name, cap, hib or {"acc": True}, pool=pool)
+    return looks.in_look_order([s], 7)[0]
+
+
+def test_the_order_is_a_seeded_permutation_the_same_for_every_variant():
+    a, b = looks.order(400, 7, "c"), looks.order(400, 7, "c")
+    assert a == b and sorted(a) == list(range(400)) and a != list(range(400))
+    assert looks.order(400, 8, "c") != a and looks.order(400, 7, "d") != a
+    s = spec()
+    assert list(s.docs) == a[:320] and s.num_docs == 320
+    part = looks.chunk(s, 80, 160)
+    assert list(part.docs) == a[80:160] and part.num_docs == 80
+    assert looks.in_look_order([TaskSpec("r", "lm_eval", {}, "r", 5, {})], 7)[0].docs is None
+
+
+def test_scores_from_rows_aggregate_as_the_task_yamls_do():
+    rows = [{"target": "Das ist gut.", "output": "Das ist gut.\nmore", "scores": {"rougeL": 50.0}},
+            {"target": "Ein Haus.", "output": "Ein Baum.", "scores": {"rougeL": 0.0}}]
+    found = looks.scores_from_rows(TaskSpec("t", "generate", {}, "t", 2, {"bleu": True, "chrf": True,
+                                                                             "rougeL": True}), rows)
+    assert found["bleu"] == metrics.corpus_bleu(["Das ist gut.", "Ein Haus."], ["Das ist gut.", "Ein Baum."])
+    assert found["chrf"] == metrics.corpus_chrf(["Das ist gut.", "Ein Haus."], ["Das ist gut.", "Ein Baum."])
+    assert found["rougeL"] == 25.0
+    cls = [{"gold": 0, "pred": 0, "choices": ["a", "b"], "scores": {"acc": 100.0}},
+           {"gold": 1, "pred": 0, "choices": ["a", "b"], "scores": {"acc": 0.0}}]
+    assert looks.scores_from_rows(spec(hib={"acc": True, "macro_f1": True}), cls) == {
+        "acc": 50.0, "macro_f1": metrics.macro_f1([0, 1], [0, 0], 2)}
+
+
+def test_gates_are_the_judged_metrics_the_baseline_can_do():
+    tol = Tolerance(abs=3.0)
+    gate = {"c/acc": ParamGate(tol, 60.0), "t/bleu": ParamGate(Tolerance(abs=1.0), 5.0),
+            "c/macro_f1": ParamGate(None, None)}
+    found = gates_from({"c/acc": 90.0, "t/bleu": 0.4, "c/macro_f1": 88.0}, {"c/acc": True}, gate.__getitem__)
+    assert found == {"c/acc": Gate(3.0, True)}
+    assert settle({"acc": Interval(-1, -2.0, 1.0, 80)}, {"acc": Gate(3.0)}) == {"acc": "pass"}
+    assert settle({"acc": Interval(-9, -12.0, -5.0, 80)}, {"acc": Gate(3.0)}) == {"acc": "fail"}
+    assert settle({"acc": Interval(-3, -5.0, 0.0, 80)}, {"acc": Gate(3.0)}) == {}
+    assert settle({"loss": Interval(9, 5.0, 12.0, 80)}, {"loss": Gate(3.0, higher_is_better=False)}) == {"loss": "fail"}
+
+
+def fake_run(correct: dict[int, bool], calls: list):
+    """An lm-eval run of a classification task whose sample d is right iff correct[d]."""
+    def run(session, specs, ev):
+        (s,) = specs
+        calls.append((s.name, list(s.docs)))
+        rows = [{"doc_id": d, "gold": 1, "pred": int(correct[d]), "choices": ["n", "y"], "logliks": [0.0, 0.0],
+                 "scores": {"acc": 100.0 * correct[d]}} for d in s.docs]
+        return {s.name: TaskResult({}, rows, dict(s.higher_is_better))}, {s.name: rows}
+    return run
+
+
+def baseline_rows(s, correct):
+    return [{"doc_id": d, "gold": 1, "pred": int(correct[d]), "scores": {"acc": 100.0 * correct[d]}} for d in s.docs]
+
+
+def test_a_failing_variant_stops_at_its_first_failing_look_and_runs_nothing_after():
+    c, g = spec("c"), spec("g", kind="generate", hib={"rougeL": True})
+    base = {d: True for d in range(400)}
+    broken = {d: d % 2 == 0 for d in range(400)}            # half wrong: -50 points
+    calls: list = []
+    done = run_looks(None, [g, c], EV, {"c": baseline_rows(c, base)}, {"c/acc": Gate(3.0)}, BOOT,
+                     run=fake_run(broken, calls))
+    assert [name for name, _ in calls] == ["c"]              # the log-likelihood task first; g never runs
+    assert calls[0][1] == list(c.docs[:80])
+    rec = done.record["c"]
+    assert rec["looks"] == 1 and rec["n"] == 80 and rec["settled"]["acc"] == {"verdict": "fail", "look": 1, "n": 80}
+    assert rec["confidence"] > 0.999
+    assert done.stopped == "stopped at look 1 of 4 of c (80 of 320 samples): c/acc failed; not run: g"
+    assert done.metrics["c"].metrics["acc"] == 100.0 * sum(broken[d] for d in c.docs[:80]) / 80
+
+
+def test_an_unchanged_variant_reads_until_it_passes_and_keeps_every_sample_it_read():
+    c = spec("c")
+    rng = random.Random(0)
+    same = {d: rng.random() < 0.9 for d in range(400)}
+    calls: list = []
+    done = run_looks(None, [c], EV, {"c": baseline_rows(c, same)}, {"c/acc": Gate(3.0)}, BOOT,
+                     run=fake_run(same, calls))
+    rec = done.record["c"]
+    assert rec["settled"]["acc"]["verdict"] == "pass" and done.stopped is None
+    assert [len(d) for _, d in calls] == [80] * rec["looks"]                   # each look only its new rows
+    assert sorted(r["doc_id"] for r in done.samples["c"]) == sorted(c.docs[: rec["n"]])
+
+
+def simulate(shift: float, peek: bool, sims: int, seed: int = 0) -> float:
+    """Share of variants passed by the look runner (or, peek: by the fixed 95% interval at every look)
+    when each sample's paired difference is -margin + shift with noise (margin 3, SD 30 points)."""
+    rng = np.random.default_rng(seed)
+    c = spec("c", cap=200, pool=200, hib={"score": True})
+    passes = 0
+    for _ in range(sims):
+        diff = -3.0 + shift + 30.0 * rng.standard_normal(200)
+        base = {d: 50.0 for d in range(200)}
+        tier = {d: 50.0 + diff[d] for d in range(200)}
+
+        def run(session, specs, ev):
+            (s,) = specs
+            rows = [{"doc_id": d, "scores": {"score": tier[d]}} for d in s.docs]
+            return {s.name: TaskResult({}, rows, {"score": True})}, {s.name: rows}
+        brows = [{"doc_id": d, "scores": {"score": base[d]}} for d in c.docs]
+        if peek:
+            import pipeline.backends.looks_runner as lr
+            fixed = lr.Design.of
+            lr.Design.of = lambda fr, conf: lr.Design(tuple(fr), 0.025, tuple([1.959964] * len(fr)))
+            try:
+                done = run_looks(None, [c], EV, {"c": brows}, {"c/score": Gate(3.0)}, BOOT, run=run)
+            finally:
+                lr.Design.of = fixed
+        else:
+            done = run_looks(None, [c], EV, {"c": brows}, {"c/score": Gate(3.0)}, BOOT, run=run)
+        passes += done.record["c"]["settled"].get("score", {}).get("verdict") == "pass"
+    return passes / sims
+
+
+def test_simulated_the_runner_passes_at_the_margin_at_most_alpha_and_peeking_does_not():
+    sims = 300
+    at_margin = simulate(0.0, peek=False, sims=sims)
+    peeking = simulate(0.0, peek=True, sims=sims, seed=1)
+    mc = 2.5 * (0.025 * 0.975 / sims) ** 0.5
+    assert at_margin <= 0.025 + mc, at_margin
+    assert peeking > 0.025 + mc, peeking                   # the fixed interval at 4 looks: about 0.06
+    assert simulate(6.0, peek=False, sims=100, seed=2) > 0.5    # a tier 6 points above the margin passes
