@@ -15,7 +15,8 @@ from scripts.depgraph import with_parents
 # inside a location its code names (PathsModule.is_name)
 NOT_READ = {"ARTIFACTS": "a root", "RESULTS": "a root", "LOGS": "the stage logs' root",
             "stage_log": "a stage's own log (pipeline/stages/runner.py)",
-            "timing": "wall times, which no stage reads", "fidelity_logs": "server logs, which no stage reads"}
+            "timing": "wall times, which no stage reads", "fidelity_logs": "server logs, which no stage reads",
+            "SAMPLE_CACHE": "per-sample rows kept across runs, keyed by all that makes them (backends/sample_cache.py)"}
 # deps that only order stages: a constant marker and the checked eval data
 ORDERING = {"artifacts/params.checked": "the check stage's constant marker",
             "artifacts/eval_data": "the evalsets stage's checked data (prepare waits for it)"}
@@ -64,6 +65,12 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.runlog:Terminal.__init__": "log", "pipeline.runlog:_fd_stream": "log",
     "pipeline.backends.vllm_session:VllmSession.bench": "own",          # its bench files
     "pipeline.backends.server:Server.start": "own", "pipeline.backends.server:Server.log": "own",
+    "pipeline.backends.sample_cache:_file_hash": "arg",     # the checkpoint (a dep) and the code (code deps)
+    "pipeline.backends.sample_cache:files_hash": "arg",
+    "pipeline.backends.sample_cache:variant_key": "arg",    # the variant's checkpoint, and pipeline/ (code deps)
+    "pipeline.backends.sample_cache:task_key": "arg",       # the task's YAML and data (eval_sets, a dep)
+    "pipeline.stages.evaluate:in_looks": "arg",             # the variant's checkpoint and the tasks' files (deps)
+    "pipeline.backends.sample_cache:SampleCache.load": "own",     # the cache, no DVC dep by design (NOT_READ)
     "pipeline.io:read_json": "arg", "pipeline.io:read_jsonl": "arg", "pipeline.io:read_text": "arg",
     "pipeline.io:AtomicDir.__enter__": "arg", "pipeline.io:AtomicDir.__exit__": "arg",
     "pipeline.domain.tasks:read_samples": "arg", "pipeline.domain.fidelity_set:load": "arg",

@@ -76,11 +76,18 @@ def test_repro_writes_complete_decision(project):
     tiers, kv_modes = params["tiers"], params["kv_modes"]
     assert len(rows) == len(tiers) * len(kv_modes)
     assert {(x["tier"], x["kv"]) for x in rows} == {(t, k) for t in tiers for k in kv_modes}
+    everything = {"translation/bleu", "translation/chrf", "summarization/rouge1", "summarization/rouge2",
+                  "summarization/rougeL", "classification/acc", "classification/macro_f1"}
     for x in rows:
         assert x["status"] == "ok", x
-        assert set(x["metrics"]) >= {"translation/bleu", "translation/chrf", "summarization/rouge1",
-                                     "summarization/rouge2", "summarization/rougeL", "classification/acc",
-                                     "classification/macro_f1"}
+        res = json.loads((project / f"results/evals/tiny/{x['tier']}-{x['kv']}/result.json").read_text())
+        if "stopped" in res:      # a failed gated metric stopped it: the log-likelihood task ran first
+            assert {"classification/acc", "classification/macro_f1"} <= set(x["metrics"]) < everything, x
+            assert "stopped at look" in x["reason"]
+        else:
+            assert set(x["metrics"]) >= everything, x
+        if x["tier"] != "fp16" or x["kv"] != "auto":      # every variant in looks; the baseline to its caps
+            assert set(res["looks"]) >= {"classification"} and res["sample_cache"]["computed"] > 0, res
         assert x["weight_bytes"] > 0 and x["gen_tokens_per_s"] > 0
         assert x["kv_bytes_per_token"] == 2 * 2 * 2 * 16 * (1 if x["kv"] == "fp8" else 2)
     sizes = {x["tier"]: x["weight_bytes"] for x in rows}
@@ -93,7 +100,11 @@ def test_repro_writes_complete_decision(project):
     quant = json.loads((project / "results/quantize/tiny-int4-awq.json").read_text())
     assert quant["status"] == "ok" and quant["group_size"] == 64
     samples = (project / "results/evals/tiny/int4-gptq-fp8/samples/classification.jsonl").read_text().splitlines()
-    assert len(samples) == 8 and "logliks" in json.loads(samples[0])
+    looked = json.loads((project / "results/evals/tiny/int4-gptq-fp8/result.json").read_text())["looks"]
+    assert len(samples) == looked["classification"]["n"] <= 8 and "logliks" in json.loads(samples[0])
+    base = (project / "results/baseline/tiny/samples/classification.jsonl").read_text().splitlines()
+    assert len(base) == 8 and base == (project / "results/evals/tiny/fp16-auto/samples/classification.jsonl"
+                                       ).read_text().splitlines()       # the baseline's row is stage baseline's
     fp8 = json.loads((project / "results/evals/tiny/fp16-fp8/result.json").read_text())
     assert "simulated" in fp8["serving"]["kv_cache"]
 
@@ -155,9 +166,9 @@ def test_adding_a_model_adds_only_its_stages(project):
     assert changed, r.stdout
     # check re-validates the edited params.yaml (fast, and it changes nothing downstream)
     assert all("tiny-copy" in s for s in changed - {"decide", "check"}), changed
-    # prepare, fidelity_base, noise, a quantize and a kvscales stage per tier, an evaluate stage per variant
+    # prepare, fidelity_base, baseline, noise, a quantize and a kvscales stage per tier, an evaluate per variant
     tiers, kv_modes = p["tiers"], p["kv_modes"]
-    assert sum("tiny-copy" in s for s in changed) == 1 + 1 + 1 + 2 * len(tiers) + len(tiers) * len(kv_modes)
+    assert sum("tiny-copy" in s for s in changed) == 1 + 1 + 1 + 1 + 2 * len(tiers) + len(tiers) * len(kv_modes)
     p["models"].pop("tiny-copy")
     (project / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
 
@@ -284,7 +295,7 @@ def test_ctrl_c_during_a_stage_stops_everything_and_keeps_results(project):
     # check and fidelity_base ran on the edited params.yaml before the interrupt, so they re-run on the
     # restored one (fidelity_base and noise depend on the eval section whole: DVC cannot declare the
     # optional eval.fidelity key alone, scripts/dvc_params.py)
-    assert stale <= {"decide", "check", "fidelity_base@tiny", "noise@tiny"} | {
+    assert stale <= {"decide", "check", "fidelity_base@tiny", "baseline@tiny", "noise@tiny"} | {
         s for s in stale if s.startswith("evaluate@")}
     assert len([s for s in stale if s.startswith("evaluate@")]) <= 1
     r = run(["dvc", "repro"], project)
@@ -292,8 +303,9 @@ def test_ctrl_c_during_a_stage_stops_everything_and_keeps_results(project):
     assert json.loads(run(["dvc", "status", "--json"], project).stdout) == {}
 
 
-def test_exp_run_set_param_reruns_only_decide(project):
-    """`dvc exp run -S` tries a tolerance change: only decide runs and the metrics show the effect."""
+def test_exp_run_of_a_tolerance_change_computes_no_sample_again(project):
+    """`dvc exp run -S` tries a tolerance change: the evaluations re-run (their looks stop on the
+    tolerances) but read every sample from the sample cache, and the metrics show the effect."""
     env_git = ["-c", "user.name=qtier-test", "-c", "user.email=qtier@localhost"]
     assert run(["git", "add", "-A"], project).returncode == 0
     r = run(["git", *env_git, "commit", "-qm", "baseline run"], project)
@@ -306,7 +318,11 @@ def test_exp_run_set_param_reruns_only_decide(project):
         r = run(["dvc", "exp", "run", "-n", name] + [a for s in sets for a in ("-S", s)], project)
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
         ran = [line for line in r.stdout.splitlines() if line.startswith("Running stage")]
-        assert ran == ["Running stage 'check':", "Running stage 'decide':"], ran
+        assert ran[0] == "Running stage 'check':" and ran[-1] == "Running stage 'decide':", ran
+        assert all("evaluate@" in x for x in ran[1:-1]), ran          # no quantize, baseline or noise
+        for res in (project / "results/evals/tiny").glob("*/result.json"):
+            res = json.loads(res.read_text())
+            assert res.get("sample_cache", {}).get("computed", 0) == 0, res.get("sample_cache")
         after = json.loads((project / "results/metrics.json").read_text())["tiny"]
         passes[name] = sum(v.get("passes", 0) for v in after.values())
     assert passes == {"strict": 0, "lenient": 13}

@@ -69,9 +69,12 @@ def gates_from(base_metrics: dict[str, float], higher_is_better: dict[str, bool]
 
 
 def run_looks(session, specs: list[tasks.TaskSpec], ev: Eval, baseline: dict[str, list[dict]],
-              gates: dict[str, Gate], boot: Bootstrap, run=run_tasks, done: Looked | None = None) -> Looked:
+              gates: dict[str, Gate], boot: Bootstrap, run=run_tasks, done: Looked | None = None,
+              chunk_run=None) -> Looked:
     """`baseline`: task -> the baseline's rows (every cap); `gates`: metric id -> its gate (gates_from).
-    `done` fills as tasks finish, so what a time limit interrupts is kept."""
+    `done` fills as tasks finish, so what a time limit interrupts is kept. `chunk_run` runs one look's
+    documents (default `run`; evaluate's reads what the sample cache has, backends/sample_cache.py)."""
+    chunk_run = chunk_run or run
     done = done if done is not None else Looked()
     fractions = ev.sequential.looks
     for spec in sorted(specs, key=lambda s: not tasks.is_loglik(s)):      # stable: YAML order otherwise
@@ -87,7 +90,7 @@ def run_looks(session, specs: list[tasks.TaskSpec], ev: Eval, baseline: dict[str
         rows: list[dict] = []
         settled: dict[str, dict] = {}
         for k, n in enumerate(sizes):
-            rows += run(session, [looks.chunk(spec, len(rows), n)], ev)[1][spec.name]
+            rows += chunk_run(session, [looks.chunk(spec, len(rows), n)], ev)[1][spec.name]
             open_ = {m: g for m, g in mine.items() if m not in settled}
             pairs = analysis.align(baseline[spec.name], rows, subset=True)
             ivs = {m: repeated(iv, design.confidence_at(k)) for m, iv in analysis.intervals(list(open_), pairs, boot).items()}

@@ -24,7 +24,9 @@ from pipeline import errors, io, paths, schema
 from pipeline.backends import Unsupported, Variant
 from pipeline.backends.base import baseline_variant
 from pipeline.backends.fidelity_compare import measure_fidelity
-from pipeline.backends.lm_eval_runner import WallBudgetExceeded, flat, run_within, wall_limit, without_refused
+from pipeline.backends import sample_cache
+from pipeline.backends.lm_eval_runner import (WallBudgetExceeded, flat, run_tasks, run_within, wall_limit,
+                                              without_refused)
 from pipeline.backends.looks_runner import Looked, gates_from, run_looks
 from pipeline.domain import fidelity_set, looks, provenance, tasks
 from pipeline.domain.prompts import throughput_prompts
@@ -119,18 +121,28 @@ def baseline_samples(params: schema.Params, model: str) -> tuple | None:
     return tasks.read_samples(paths.baseline_dir(model)), gates, params.decision.bootstrap
 
 
-def in_looks(session, specs: list[tasks.TaskSpec], ev: schema.Eval, against: tuple, result: dict
-             ) -> tuple[dict, dict, str | None]:
-    """run_looks within the session's time budget; result gets the looks and where the variant stopped."""
-    done, cut = Looked(), None
+def in_looks(session, specs: list[tasks.TaskSpec], params: schema.Params, variant: Variant, backend: str,
+             against: tuple, result: dict) -> tuple[dict, dict, str | None]:
+    """run_looks within the session's time budget, reading what the sample cache has (not for an
+    endpoint: its server may change); result gets the looks, the cache's counts and where it stopped."""
+    done, cut, counts = Looked(), None, {}
+    chunk_run = None
+    if backend != "endpoint":
+        ts = params.eval.tasks
+        keys = {s.name: sample_cache.task_key(ts[s.name], ts[s.name].config, str(tasks.data_file(s.name, ts[s.name])))
+                for s in specs if s.docs is not None}
+        cache = sample_cache.SampleCache(sample_cache.variant_key(params, variant, backend, session.info))
+        chunk_run = sample_cache.cached(cache, keys, run_tasks, counts)
     try:
         with wall_limit(session.remaining_s()):
-            run_looks(session, specs, ev, *against, done=done)
+            run_looks(session, specs, params.eval, *against, done=done, chunk_run=chunk_run)
     except WallBudgetExceeded as e:
         if not done.metrics:
             raise Unsupported(f"too slow here: lm-eval {e}") from None
         cut = f"too slow here: lm-eval {e}; not measured: " + ", ".join(s.name for s in specs if s.name not in done.record)
     result["looks"] = done.record
+    if counts:
+        result["sample_cache"] = counts
     if done.stopped:
         result["stopped"] = done.stopped
     return done.metrics, done.samples, cut
@@ -165,10 +177,14 @@ def main(st: runner.Stage) -> None:
     def work() -> dict:
         record = io.read_json(paths.serving_record(model, tier, kv, calibrated))
         against = baseline_samples(params, model)
-        quality = None if against is None else (
-            lambda session, specs, result: in_looks(session, specs, params.eval, against, result))
-        return evaluate(params, model, tier, kv, out_dir, paths.serving_checkpoint(model, tier, kv, calibrated),
-                        record, quality)
+        checkpoint = paths.serving_checkpoint(model, tier, kv, calibrated)
+        quality = None
+        if against is not None and record.get("status") == "ok":
+            variant = Variant.of(params, model, tier, kv, checkpoint, record, out_dir)
+            backend = select(params, tier=params.tiers[tier]).name
+            quality = lambda session, specs, result: in_looks(   # noqa: E731
+                session, specs, params, variant, backend, against, result)
+        return evaluate(params, model, tier, kv, out_dir, checkpoint, record, quality)
     run_stage(st, model, tier, kv, out_dir, work)
 
 

@@ -1,0 +1,104 @@
+"""Per-sample results kept across runs, so that re-running an evaluation computes only what is not
+already there: a tolerance change (which re-runs evaluate: its looks stop on the tolerances) or a
+raised cap reads every sample it already has from here.
+
+    .qtier-cache/samples/<variant key>/<task key>.jsonl      one row per document, as evaluate logs it
+
+A key hashes everything that determines a sample's output: the served checkpoint's files (content),
+the backend and the compute dtype it ran at, the KV mode, the model entry (prompt format), eval's
+batch size and seed, the whole serving section, this machine's CPU and ISA, the pipeline's own code
+(every .py of pipeline/ and the task hooks), and per task its params entry, its YAML and its data file.
+Anything else changed is a new key, so a stale row is never read; the cache is never a DVC output
+(delete the folder to drop it). An endpoint's answers are not cached: its server may change under it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+from pipeline import io, paths
+from pipeline.domain import tasks
+from pipeline.domain.machine import cpu_info
+
+CODE_GLOBS = ("pipeline/**/*.py", "eval_sets/tasks/*.py")
+
+
+def digest(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:24]
+
+
+@lru_cache(maxsize=64)
+def _file_hash(path: str, size: int, mtime_ns: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def files_hash(roots: list[Path], globs: tuple[str, ...] = ("**/*",)) -> str:
+    """One hash of every file under `roots` (names relative to each root, and contents)."""
+    parts = []
+    for root in roots:
+        found = sorted({p for g in globs for p in root.glob(g) if p.is_file()} if root.is_dir() else
+                       ({root} if root.is_file() else set()))
+        for p in found:
+            st = p.stat()
+            parts.append((str(root), str(p.relative_to(root) if root.is_dir() else p.name),
+                          _file_hash(str(p), st.st_size, st.st_mtime_ns)))
+    return digest(parts)
+
+
+def variant_key(params, variant, backend: str, info: dict) -> str:
+    """The part of a key the variant, its session and this run's settings make."""
+    cpu = cpu_info()
+    return digest({"checkpoint": files_hash([Path(variant.checkpoint), Path(variant.serve_path)]),
+                   "backend": backend, "compute_dtype": info.get("compute_dtype"),
+                   "kv": dataclasses.asdict(variant.kv_cfg), "model": dataclasses.asdict(variant.model_cfg),
+                   "eval": {"batch_size": params.eval.batch_size, "seed": params.eval.seed},
+                   "serving": dataclasses.asdict(params.serving), "machine": [cpu["cpu"], cpu["isa"]],
+                   "code": files_hash([Path(".")], CODE_GLOBS)})
+
+
+def task_key(task_params: Any, spec_config_path: str | None, data_path: str | None) -> str:
+    files = [Path(p) for p in (spec_config_path, data_path) if p]
+    return digest({"task": dataclasses.asdict(task_params) if dataclasses.is_dataclass(task_params) else task_params,
+                   "files": files_hash(files)})
+
+
+class SampleCache:
+    def __init__(self, key: str, root: Path = paths.SAMPLE_CACHE):
+        self.dir = root / key
+
+    def load(self, task: str) -> dict[int, dict]:
+        f = self.dir / f"{task}.jsonl"
+        return {r["doc_id"]: r for r in io.read_jsonl(f)} if f.is_file() else {}
+
+    def add(self, task: str, rows: list[dict]) -> None:
+        have = self.load(task)
+        have.update({r["doc_id"]: r for r in rows})
+        io.atomic_write_jsonl(self.dir / f"{task}.jsonl", [have[d] for d in sorted(have)])
+
+
+def cached(cache: SampleCache, task_keys: dict[str, str], run: Callable, counts: dict[str, int]) -> Callable:
+    """`run` (lm_eval_runner.run_tasks' signature, one task) that evaluates only the documents the cache
+    lacks; `counts` gets {"cached": n, "computed": n} summed over calls."""
+    def run_cached(session, specs, ev):
+        (s,) = specs
+        name = f"{s.name}-{task_keys[s.name]}"
+        have = cache.load(name)
+        missing = [d for d in s.doc_ids if d not in have]
+        counts["cached"] = counts.get("cached", 0) + len(s.doc_ids) - len(missing)
+        counts["computed"] = counts.get("computed", 0) + len(missing)
+        if missing:
+            _, rows = run(session, [replace(s, docs=tuple(missing), num_docs=len(missing))], ev)
+            cache.add(name, rows[s.name])
+            have.update({r["doc_id"]: r for r in rows[s.name]})
+        rows = [have[d] for d in s.doc_ids]
+        return {s.name: tasks.TaskResult({}, rows, dict(s.higher_is_better))}, {s.name: rows}
+    return run_cached

@@ -1,0 +1,50 @@
+"""The per-sample cache (pipeline/backends/sample_cache.py): a re-run computes only the documents it
+lacks, and every input that can change a sample's output changes its key."""
+import json
+
+from pipeline.backends import sample_cache
+from pipeline.domain.tasks import TaskResult, TaskSpec
+
+
+def fake_run(calls):
+    def run(session, specs, ev):
+        (s,) = specs
+        calls.append(list(s.docs))
+        rows = [{"doc_id": d, "scores": {"acc": 100.0 * (d % 2)}} for d in s.docs]
+        return {s.name: TaskResult({}, rows, {"acc": True})}, {s.name: rows}
+    return run
+
+
+def test_a_rerun_computes_only_the_documents_it_lacks(tmp_path):
+    cache = sample_cache.SampleCache("k", root=tmp_path)
+    calls, counts = [], {}
+    run = sample_cache.cached(cache, {"c": "t1"}, fake_run(calls), counts)
+    spec = TaskSpec("c", "classify", {}, "c", 4, {"acc": True}, pool=10, docs=(5, 1, 7, 3))
+    first = run(None, [spec], None)[1]["c"]
+    assert calls == [[5, 1, 7, 3]] and [r["doc_id"] for r in first] == [5, 1, 7, 3]
+    more = TaskSpec("c", "classify", {}, "c", 6, {"acc": True}, pool=10, docs=(5, 1, 7, 3, 9, 0))
+    second = run(None, [more], None)[1]["c"]
+    assert calls[1] == [9, 0] and [r["doc_id"] for r in second] == [5, 1, 7, 3, 9, 0]
+    assert run(None, [more], None)[1]["c"] == second and len(calls) == 2
+    assert counts == {"cached": 4 + 6, "computed": 4 + 2}
+    other = sample_cache.cached(cache, {"c": "t2"}, fake_run(calls), {})      # another task key: nothing shared
+    other(None, [spec], None)
+    assert calls[-1] == [5, 1, 7, 3]
+
+
+def test_the_keys_change_with_file_contents_and_task_params(tmp_path):
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"text": "a"}) + "\n")
+    yaml = tmp_path / "t.yaml"
+    yaml.write_text("task: x\n")
+    k = sample_cache.task_key({"limit": 4}, str(yaml), str(data))
+    assert sample_cache.task_key({"limit": 4}, str(yaml), str(data)) == k
+    assert sample_cache.task_key({"limit": 5}, str(yaml), str(data)) != k
+    data.write_text(json.dumps({"text": "b"}) + "\n")
+    assert sample_cache.task_key({"limit": 4}, str(yaml), str(data)) != k
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "model.safetensors").write_bytes(b"\x00" * 8)
+    h = sample_cache.files_hash([ckpt])
+    (ckpt / "model.safetensors").write_bytes(b"\x00" * 7 + b"\x01")
+    assert sample_cache.files_hash([ckpt]) != h
