@@ -17,7 +17,7 @@ from pipeline.domain.metrics import metric_id
 from pipeline.quant import recipes
 from pipeline.schema import PARAMS_FILE, ConfigError, Params, near
 from pipeline.schema import load as load_schema
-from pipeline.scoring import power
+from pipeline.scoring import power, sequential
 
 __all__ = ["ConfigError", "Params", "check", "load", "load_or_exit"]
 
@@ -125,7 +125,7 @@ def planned_power(p: Params, root: Path) -> list[str]:
         for metric in tasks.declared_metrics(task, root):
             mid = metric_id(name, metric)
             if p.gate(mid).tolerance is not None:
-                lines.append(f"    {metric}: " + metric_power(p, mid, n, last, confidence))
+                lines += (f"    {metric}: " + metric_power(p, mid, n, last, confidence)).split("\n")
     return lines
 
 
@@ -142,8 +142,16 @@ def metric_power(p: Params, metric: str, n: int | None, last: power.LastRun | No
         return f"tolerance {limit:.2f}, SD unknown{per_sd}"
     mdd = "–" if n is None else f"{power.min_detectable_drop(sd, n, confidence):.1f} at n={n}"
     n80 = power.samples_for_power(sd, limit, confidence)
-    return (f"tolerance {limit:.2f}, SD {sd:.1f} -> MDD {mdd}; "
+    text = (f"tolerance {limit:.2f}, SD {sd:.1f} -> MDD {mdd}; "
             f"n for 80% power: {'–' if n80 is None else f'{n80:,}'}")
+    if p.eval.sequential is None or not n or sd <= 0:
+        return text
+    sizes = sequential.look_sizes(p.eval.sequential.looks, n)
+    design = sequential.Design.of([s / n for s in sizes], confidence)
+    unchanged = sequential.expected_samples(sizes, design.critical, limit * n ** 0.5 / sd)
+    at_margin = sequential.expected_samples(sizes, design.critical, 0.0)
+    return (text + f"\n      in looks {'/'.join(map(str, sizes))}: expected samples {unchanged[0]:.0f} if unchanged "
+            f"(passes {unchanged[1]:.0%}), {at_margin[0]:.0f} at the margin; at most {n}")
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ import yaml
 
 from pipeline import paths
 from pipeline.domain import chat
-from pipeline.stages import check, evaluate, prepare, quantize
+from pipeline.stages import baseline, check, evaluate, prepare, quantize
 from tests import tiny_model
 
 pytestmark = pytest.mark.model
@@ -59,6 +59,7 @@ def test_a_base_and_an_instruct_model_evaluate_from_one_params_file(tmp_path, mo
     for model in ("instruct", "base"):
         run(prepare.main, model)
         run(quantize.main, model, "fp16")
+        run(baseline.main, model)                       # the baseline's row copies stage baseline's
         run(evaluate.main, model, "fp16", "auto")
     assert chat.recorded("instruct") is True and chat.recorded("base") is False
     results = {m: json.loads(paths.eval_result(m, "fp16", "auto").read_text()) for m in ("instruct", "base")}

@@ -85,6 +85,10 @@ def test_planned_power_from_the_last_run(project, params_dict):
     # n80 = ceil((2.8016 * 7 / 3)^2) = 43
     assert "    acc: tolerance 3.00, SD 7.0 -> MDD 1.1 at n=320; n for 80% power: 43" in lines
     assert "    rougeL: tolerance 3.00, SD unknown (MDD at n=32 = 0.50 x SD)" in lines
+    # in looks (params.yaml's eval.sequential): SD 7 makes an unchanged tier clear the 3-point margin early
+    looked = next(x for x in lines if x.startswith("      in looks 80/160/240/320: expected samples"))
+    expected = int(looked.split("expected samples ")[1].split()[0])
+    assert expected < 320 and looked.endswith("at most 320"), looked
 
 
 def test_planned_power_relative_tolerance_uses_the_last_baseline(project, params_dict):

@@ -7,7 +7,7 @@ import sys
 import pytest
 import yaml
 
-from pipeline.stages import decide, evaluate, prepare, quantize
+from pipeline.stages import baseline, decide, evaluate, prepare, quantize
 from tests import tiny_model
 
 pytestmark = pytest.mark.model
@@ -44,6 +44,7 @@ def test_broken_tier_is_a_row_not_a_crash(tmp_path, monkeypatch, root):
     run(quantize.main, "tiny", "broken")                     # must not raise
     record = json.loads((tmp_path / "results/quantize/tiny-broken.json").read_text())
     assert record["status"] == "failed" and "no_such_option" in record["reason"]
+    run(baseline.main, "tiny")
     run(evaluate.main, "tiny", "fp16", "auto")
     run(evaluate.main, "tiny", "broken", "auto")
     with pytest.raises(SystemExit) as e:

@@ -104,3 +104,16 @@ def test_verdict_reads_the_interval_against_the_margin():
     assert sequential.verdict(-2.9, 1.0, 3.0) == "pass"
     assert sequential.verdict(-5.0, -3.1, 3.0) == "fail"
     assert sequential.verdict(-3.5, 0.5, 3.0) is None
+
+
+def test_expected_samples_stop_early_on_a_clear_answer_and_pass_at_alpha_on_the_margin():
+    from pipeline.scoring.sequential import Design, expected_samples, look_sizes
+
+    sizes = look_sizes([0.25, 0.5, 0.75, 1.0], 320)
+    crit = Design.of([s / 320 for s in sizes], 0.95).critical
+    n_clear, p_clear = expected_samples(sizes, crit, 12.0)       # far above the margin
+    assert p_clear > 0.99 and n_clear < 170
+    n_margin, p_margin = expected_samples(sizes, crit, 0.0)      # exactly at the margin
+    assert p_margin <= 0.025 + 0.004 and n_margin > 300
+    n_fail, p_fail = expected_samples(sizes, crit, -12.0)        # far below: fails early, never passes
+    assert p_fail == 0.0 and n_fail < 170

@@ -159,6 +159,23 @@ def look_sizes(fractions: Sequence[float], cap: int) -> list[int]:
     return out
 
 
+def expected_samples(sizes: Sequence[int], critical: Sequence[float], theta: float, sims: int = 20000,
+                     seed: int = 0) -> tuple[float, float]:
+    """(expected samples read, probability of a pass) of one metric under the looks, simulated: the
+    standardized statistic for non-inferiority Z_k = B(t_k) / sqrt(t_k), B a Brownian motion with drift
+    theta = (true delta + margin) x sqrt(cap) / SD; a look stops on |Z_k| >= c_k (pass above, fail below)."""
+    cap = sizes[-1]
+    t = np.asarray(sizes, dtype=float) / cap
+    rng = np.random.default_rng(seed)
+    steps = rng.standard_normal((sims, len(t))) * np.sqrt(np.diff(t, prepend=0.0)) + theta * np.diff(t, prepend=0.0)
+    z = np.cumsum(steps, axis=1) / np.sqrt(t)
+    crossed = np.abs(z) >= np.asarray(critical)
+    first = np.where(crossed.any(axis=1), crossed.argmax(axis=1), len(t) - 1)
+    n = np.asarray(sizes)[first]
+    passed = crossed[np.arange(sims), first] & (z[np.arange(sims), first] > 0)
+    return float(n.mean()), float(passed.mean())
+
+
 def verdict(lo: float, hi: float, margin: float) -> str | None:
     """pass / fail when the look's repeated interval settles the metric against -margin, else None."""
     if lo >= -margin:
