@@ -65,8 +65,15 @@ def fake(prompt_logprobs: bool, seen: list):
             pass
 
         def do_GET(self):
-            self.send_response(404)
+            if self.path != "/v1/models":
+                self.send_response(404)
+                self.end_headers()
+                return
+            data = json.dumps({"data": [{"id": "m", "max_model_len": 777}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
             self.end_headers()
+            self.wfile.write(data)
 
         def do_POST(self):
             seen.append(self.headers.get("Authorization"))
@@ -122,6 +129,8 @@ def test_a_session_checks_the_contract_and_sends_the_key(tmp_path, monkeypatch, 
         assert s.info["contract"]["prompt_logprobs"] is prompt_logprobs
         assert (s.loglik_refusal is None) is prompt_logprobs
         assert s.lm.kwargs["api_key"] == "sk-test" and s.env["OPENAI_API_KEY"] == "sk-test"
+        # prompts truncated to the server's own context (GET /v1/models), not serving.vllm.max_model_len
+        assert s.info["max_model_len"] == 777 == s.lm.args[3].max_model_len
         assert "serving.vllm.python" in s.info["load_skipped"]
     assert seen and set(seen) == {"Bearer sk-test"}
     assert "sk-test" not in json.dumps(s.info)

@@ -58,8 +58,9 @@ def project(tmp_path_factory, request, vllm_python):
     proj = tmp_path_factory.mktemp("endpoint")
     model = tiny_model.build(proj / "tiny-model", root, **tiny_model.SMOLLM2_SHAPE)
     port = free_port()
-    argv = [vllm_python, str(LAUNCHER), "serve", str(model), "--dtype", "float32", "--max-model-len", "512",
-            "--host", "127.0.0.1", "--port", str(port), "--served-model-name", "tiny-served", "--api-key", KEY]
+    argv = [vllm_python, str(LAUNCHER), "serve", str(model), "--dtype", "float32", "--max-model-len", "1024",
+            "--gpu-memory-utilization", "0.1", "--host", "127.0.0.1", "--port", str(port),
+            "--served-model-name", "tiny-served", "--api-key", KEY]
     server = Server(argv, server_env("cpu"), proj / "endpoint-server.log", port)
     fake = ThreadingHTTPServer(("127.0.0.1", 0), NoPromptLogprobs)
     threading.Thread(target=fake.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
@@ -73,8 +74,8 @@ def project(tmp_path_factory, request, vllm_python):
                       "nolp": {"method": "endpoint", "base_url": f"http://127.0.0.1:{fake.server_address[1]}",
                                "served_model": "m", "hardware": "fp16", "label": "no prompt log-probs"}}
         p["kv_modes"] = {"auto": p["kv_modes"]["auto"]}
-        p["serving"]["vllm"]["python"] = vllm_python
-        p["serving"]["vllm"]["bench"].update(concurrency=[1], num_prompts=2, input_len=16, output_len=4)
+        p["serving"]["vllm"] = {"python": vllm_python,
+                                "bench": {"concurrency": [1], "num_prompts": 2, "input_len": 16, "output_len": 4}}
         init_project(proj, root, p)
         yield proj, run(["dvc", "repro"], proj, env={KEY_ENV: KEY})
     finally:

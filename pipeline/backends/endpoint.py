@@ -19,15 +19,18 @@ the baseline's KV mode is evaluated (any other is `unsupported`, with why).
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import urllib.error
+import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
 from pipeline.backends import preflight
 from pipeline.backends.base import Unsupported, Variant
-from pipeline.backends.server import first_completion
+from pipeline.backends.server import auth_headers, first_completion
 from pipeline.backends.vllm_backend import _encoder, _local_completions, decode_probe, served_version
 from pipeline.backends.vllm_argv import server_env
 from pipeline.backends.vllm_bench import too_slow
@@ -48,6 +51,19 @@ class Remote:
 
     def alive(self) -> bool:
         return True
+
+
+def served_context(base_url: str, served: str, api_key: str | None, timeout_s: float = 10) -> int | None:
+    """The context length the server serves the model with (vLLM's GET /v1/models `max_model_len`),
+    None when it does not say: lm-eval then truncates prompts to serving.vllm.max_model_len."""
+    req = urllib.request.Request(f"{base_url}/v1/models", headers=auth_headers(api_key))
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as r:
+            cards = json.loads(r.read()).get("data") or []
+    except (OSError, ValueError):
+        return None
+    found = next((c.get("max_model_len") for c in cards if c.get("id") == served), None)
+    return int(found) if isinstance(found, int) and found > 0 else None
 
 
 def api_key(env_name: str | None, tier: str, environ: dict[str, str] | None = None) -> str | None:
@@ -87,9 +103,13 @@ class EndpointBackend:
         contract = preflight.check(remote.base_url, served, _encoder(tokenizer), cfg.first_request_timeout_s,
                                    api_key=remote.api_key, chat=variant.chat)
         probe = decode_probe(cfg, remote.base_url, served, wall, remote.api_key)
+        context = served_context(remote.base_url, served, remote.api_key)
+        if context is not None:         # lm-eval truncates prompts to what the server accepts
+            cfg = dataclasses.replace(cfg, max_model_len=context)
         info: dict[str, Any] = {
             "backend": self.name, "device": "endpoint", "base_url": remote.base_url, "served_model": served,
             "first_request_s": round(first_s, 2), "contract": contract.as_dict(),
+            "max_model_len": cfg.max_model_len, "max_model_len_from": "the server" if context else "serving.vllm",
             # lm-eval renders the model's chat template client-side and sends completions
             "prompt_format": "the model's chat template, rendered by qtier" if variant.chat else "plain prompts",
             "compute_dtype": None, "num_concurrent": cfg.num_concurrent, "decode_probe": probe,
