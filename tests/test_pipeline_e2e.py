@@ -259,9 +259,10 @@ def _wait_for_process(project: Path, needle: str, min_age_s: float, timeout_s: f
 def test_ctrl_c_during_a_stage_stops_everything_and_keeps_results(project):
     import signal
 
-    # evaluations (evals/, and noise/: the baseline evaluated again) re-run on the edit; nothing else may change
+    # evaluations (evals/, baseline/: the baseline to its caps, noise/: it again) re-run on the edit;
+    # nothing else may change
     keep = {p: p.read_bytes() for p in (project / "results").rglob("*") if p.is_file()
-            and "evals" not in p.parts and "noise" not in p.parts}
+            and not {"evals", "baseline", "noise"} & set(p.parts)}
     p = yaml.safe_load((project / "params.yaml").read_text())
     original = p["eval"]["throughput"]["new_tokens"]
     p["eval"]["throughput"]["new_tokens"] = original + 1          # every evaluate stage is now stale
