@@ -18,7 +18,7 @@ BOOT = Bootstrap(resamples=200, seed=1, confidence=0.95)
 
 def spec(name="c", kind="classify", cap=320, pool=400, hib=None):
     s = TaskSpec(name, kind, {}, name, cap, hib or {"acc": True}, pool=pool)
-    return looks.in_look_order([s], 7)[0]
+    return looks.in_look_order([s], 7, {name: f"{name}.jsonl"})[0]
 
 
 def test_the_order_is_a_seeded_permutation_the_same_for_every_variant():
@@ -26,10 +26,14 @@ def test_the_order_is_a_seeded_permutation_the_same_for_every_variant():
     assert a == b and sorted(a) == list(range(400)) and a != list(range(400))
     assert looks.order(400, 8, "c") != a and looks.order(400, 7, "d") != a
     s = spec()
-    assert list(s.docs) == a[:320] and s.num_docs == 320
+    assert list(s.docs) == looks.order(400, 7, "c.jsonl")[:320] and s.num_docs == 320
+    a = list(s.docs) + [d for d in looks.order(400, 7, "c.jsonl")[320:]]
     part = looks.chunk(s, 80, 160)
     assert list(part.docs) == a[80:160] and part.num_docs == 80
-    assert looks.in_look_order([TaskSpec("r", "lm_eval", {}, "r", 5, {})], 7)[0].docs is None
+    assert looks.in_look_order([TaskSpec("r", "lm_eval", {}, "r", 5, {})], 7, {})[0].docs is None
+    two = looks.in_look_order([TaskSpec(n, "classify", {}, n, 8, {}, pool=40) for n in ("x", "y")], 7,
+                              {"x": "same.jsonl", "y": "same.jsonl"})
+    assert two[0].docs == two[1].docs          # one data file, one order: the same documents
 
 
 def test_scores_from_rows_aggregate_as_the_task_yamls_do():

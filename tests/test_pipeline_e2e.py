@@ -298,7 +298,10 @@ def test_ctrl_c_during_a_stage_stops_everything_and_keeps_results(project):
     # optional eval.fidelity key alone, scripts/dvc_params.py)
     assert stale <= {"decide", "check", "fidelity_base@tiny", "baseline@tiny", "noise@tiny"} | {
         s for s in stale if s.startswith("evaluate@")}
-    assert len([s for s in stale if s.startswith("evaluate@")]) <= 1
+    # every evaluate depends on stage baseline's output: when it re-ran on the edit, they all re-run
+    # (reading their samples from the sample cache); else at most the interrupted one
+    if "baseline@tiny" not in stale:
+        assert len([s for s in stale if s.startswith("evaluate@")]) <= 1
     r = run(["dvc", "repro"], project)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert json.loads(run(["dvc", "status", "--json"], project).stdout) == {}
@@ -392,7 +395,9 @@ def test_two_tasks_of_each_kind_keep_their_own_metrics_and_verdicts(tmp_path_fac
     for task in tasks:
         assert (proj / f"results/evals/tiny/nf4-bnb-auto/samples/{task}.jsonl").is_file()
     fr = [json.loads(x) for x in (proj / "results/evals/tiny/fp16-auto/samples/translation_fr.jsonl").read_text().splitlines()]
-    assert fr[0]["input"]["source"] == "The cat sleeps." and fr[0]["target"] == "Le chat dort."
+    mine = [json.loads(x) for x in (proj / "my_en_fr.jsonl").read_text().splitlines()]
+    assert fr and all(r["input"]["source"] == mine[r["doc_id"]]["english"] and r["target"] == mine[r["doc_id"]]["francais"]
+                      for r in fr)
     rows = {x["tier"]: x for x in json.loads((proj / "results/decision.json").read_text())["rows"]}
     tier = rows["nf4-bnb"]
     gated = {"translation/bleu", "translation/chrf", "translation_fr/bleu", "translation_fr/chrf",

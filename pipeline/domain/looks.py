@@ -11,7 +11,7 @@ import random
 from dataclasses import replace
 
 from pipeline.domain import metrics
-from pipeline.domain.tasks import TaskSpec
+from pipeline.domain.tasks import TaskSpec, data_file
 
 CORPUS = {"bleu": metrics.corpus_bleu, "chrf": metrics.corpus_chrf}
 
@@ -24,10 +24,16 @@ def order(pool: int, seed: int, task: str) -> list[int]:
     return idx
 
 
-def in_look_order(specs: list[TaskSpec], seed: int) -> list[TaskSpec]:
-    """Each local task's first num_docs rows of its seeded order (its cap, the limit)."""
+def in_look_order(specs: list[TaskSpec], seed: int, data: dict[str, str]) -> list[TaskSpec]:
+    """Each local task's first num_docs rows of its seeded order (its cap, the limit). `data`: task ->
+    its data file: the order is the file's, so two tasks on one file read the same documents."""
     return [s if s.kind == "lm_eval" or not s.pool else
-            replace(s, docs=tuple(order(s.pool, seed, s.name)[: s.num_docs])) for s in specs]
+            replace(s, docs=tuple(order(s.pool, seed, data[s.name])[: s.num_docs])) for s in specs]
+
+
+def data_keys(tasks_params: dict) -> dict[str, str]:
+    """task -> the data file its order is seeded with (local tasks)."""
+    return {n: str(data_file(n, t)) for n, t in tasks_params.items() if t.kind != "lm_eval"}
 
 
 def chunk(spec: TaskSpec, start: int, stop: int) -> TaskSpec:

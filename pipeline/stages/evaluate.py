@@ -57,7 +57,7 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
         return result
     specs = tasks.build_all(params.eval.tasks)
     if params.eval.sequential is not None:
-        specs = looks.in_look_order(specs, params.eval.seed)
+        specs = looks.in_look_order(specs, params.eval.seed, looks.data_keys(params.eval.tasks))
     # read before any model work: a missing file stops the stage, not an hour of evaluation
     base = fidelity_set.load(paths.fidelity_base(model)) if params.eval.fidelity is not None else None
     variant = Variant.of(params, model, tier, kv, checkpoint, record, out_dir)

@@ -31,7 +31,7 @@ def measure(params: schema.Params, model: str) -> tuple[dict, dict[str, list[dic
     b = params.decision.baseline
     specs = tasks.build_all(params.eval.tasks)
     if params.eval.sequential is not None:      # the baseline's own documents (stage baseline)
-        specs = looks.in_look_order(specs, params.eval.seed)
+        specs = looks.in_look_order(specs, params.eval.seed, looks.data_keys(params.eval.tasks))
     base = fidelity_set.load(paths.fidelity_base(model)) if params.eval.fidelity is not None else None
     variant = baseline_variant(params, model, paths.noise_dir(model))
     backend = select(params, noise=True)
