@@ -28,6 +28,8 @@ def small_params(root: Path, models: dict) -> dict:
         task["limit"] = limits[name]
     p["eval"]["throughput"] = {"batch_size": 2, "new_tokens": 4, "repeats": 1}
     p["eval"]["fidelity"].update(limit=2, max_tokens=24)
+    # two looks, not four: at these caps (2 to 8 samples) four would mostly repeat lm-eval's start-up
+    p["eval"]["sequential"] = {"looks": [0.5, 1.0]}
     # one dtype on every machine: in bfloat16 (the default on CPUs with native bf16) the tiny random
     # model's tiers all predict like its baseline, and the tolerance test below needs one that does not
     p["serving"]["reference"]["dtype"] = "float32"
