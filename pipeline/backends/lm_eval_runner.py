@@ -35,10 +35,6 @@ def run_tasks(session, specs: list[tasks.TaskSpec], ev: Eval,
     )
     found: dict[str, tasks.TaskResult] = {}
     for s in specs:
-        ids = s.doc_ids
-        for r in out["samples"][s.lm_eval_name]:
-            # lm-eval numbers the selected documents 0, 1, ... in `samples` order: back to the data's rows
-            r["doc_id"] = ids[r["doc_id"]]
         rows = sorted(out["samples"][s.lm_eval_name], key=lambda r: r["doc_id"])
         found[s.name] = tasks.task_result(s, out["results"][s.lm_eval_name], rows)
         if raw_samples is not None:
