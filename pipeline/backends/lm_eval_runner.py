@@ -27,7 +27,9 @@ def run_tasks(session, specs: list[tasks.TaskSpec], ev: Eval,
         # index its ~10,000 task YAMLs first, 4 s per variant for nothing
         task_manager=TaskManager(include_defaults=False),
         tasks=[s.config for s in specs],
-        samples={s.lm_eval_name: s.doc_ids for s in specs},
+        # sorted: lm-eval 0.4.13 numbers the selected documents in data order and logs doc_id as
+        # samples[k] (evaluator.py, doc_id_true), right only if the list is sorted
+        samples={s.lm_eval_name: selected(s) for s in specs},
         apply_chat_template=session.chat,      # the model's own prompt format (models.<name>.apply_chat_template)
         bootstrap_iters=0,
         log_samples=True,
@@ -40,6 +42,13 @@ def run_tasks(session, specs: list[tasks.TaskSpec], ev: Eval,
         if raw_samples is not None:
             raw_samples({s.name: rows})
     return found, {name: r.rows for name, r in found.items()}
+
+
+def selected(spec: tasks.TaskSpec) -> list[int]:
+    """The row indices lm-eval is given, sorted (see run_tasks); none is a bug: lm-eval would read all."""
+    if not spec.doc_ids:
+        raise ValueError(f"{spec.name}: no documents selected")
+    return sorted(spec.doc_ids)
 
 
 def flat(found: dict[str, tasks.TaskResult]) -> tuple[dict[str, float], dict[str, bool]]:
