@@ -23,6 +23,7 @@ class Echo(LM):
         raise NotImplementedError
 
 
+@pytest.mark.model                # lm-eval builds the task through `datasets`, which imports torch
 @pytest.mark.parametrize("docs", [(3, 0, 1), (1, 3)])
 def test_rows_keep_the_data_row_they_scored(tmp_path, in_repo, docs):
     rows = [{"en": f"sentence {i}", "de": f"Satz {i}"} for i in range(5)]
