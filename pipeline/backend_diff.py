@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline import io, paths, schema
-from pipeline.domain import tasks
+from pipeline.domain import task_rows
 from pipeline.domain.metrics import metric_id, split_id
 from pipeline.scoring import analysis
 from pipeline.scoring.stats import Interval
@@ -37,7 +37,7 @@ def load_run(variant_dir: Path) -> Run | None:
         return None
     res = io.read_json(result)
     return Run(res.get("backend", "?"), res["status"], res.get("reason"), res.get("metrics", {}),
-               tasks.read_samples(variant_dir))
+               task_rows.read_samples(variant_dir))
 
 
 def diff(a: Run, b: Run, boot: schema.Bootstrap) -> dict[str, Interval]:

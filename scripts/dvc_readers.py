@@ -73,7 +73,7 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.backends.sample_cache:SampleCache.load": "own",     # the cache, no DVC dep by design (NOT_READ)
     "pipeline.io:read_json": "arg", "pipeline.io:read_jsonl": "arg", "pipeline.io:read_text": "arg",
     "pipeline.io:AtomicDir.__enter__": "arg", "pipeline.io:AtomicDir.__exit__": "arg",
-    "pipeline.domain.tasks:read_samples": "arg", "pipeline.domain.fidelity_set:load": "arg",
+    "pipeline.domain.task_rows:read_samples": "arg", "pipeline.domain.fidelity_set:load": "arg",
     "pipeline.domain.memory:weight_bytes": "arg", "pipeline.quant.scales:checkpoint_scales": "arg",
     "pipeline.backends.w8a8:_tensor_files": "arg", "pipeline.backends.w8a8:_Reader.__init__": "arg",  # the served checkpoint
     "pipeline.quant.recipes:load_template": "arg",

@@ -1,4 +1,4 @@
-"""pipeline/scoring/analysis.py on hand-built sample rows (the shape tasks.sample_row writes),
+"""pipeline/scoring/analysis.py on hand-built sample rows (the shape task_rows.sample_row writes),
 with every expected number worked out by hand."""
 import pytest
 

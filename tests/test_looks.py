@@ -8,7 +8,8 @@ import pytest
 
 from pipeline.backends.looks_runner import Gate, gates_from, run_looks, settle
 from pipeline.domain import looks, metrics
-from pipeline.domain.tasks import TaskResult, TaskSpec
+from pipeline.domain.task_rows import TaskResult
+from pipeline.domain.tasks import TaskSpec
 from pipeline.schema import Bootstrap, Eval, Gate as ParamGate, Sequential, Tolerance
 from pipeline.scoring.stats import Interval
 

@@ -162,7 +162,7 @@ def test_tolerances_hold_with_a_real_bpe_tokenizer(tmp_path, root):
 def test_a_length_of_the_suite_is_a_generate_task_scored_by_exact_match(tmp_path, in_repo):
     """retrieval.write_jsonl's file is the data of eval_sets/tasks/retrieval.yaml: per-sample exact match
     (for the paired intervals) and lm-eval's aggregate (the hook) agree, in percent."""
-    from pipeline.domain import tasks
+    from pipeline.domain import task_rows, tasks
     from pipeline.schema import Task
 
     samples = retrieval.suite(["passkey", "niah_multikey"], [256], [0.5], 2, 5, words)
@@ -177,7 +177,7 @@ def test_a_length_of_the_suite_is_a_generate_task_scored_by_exact_match(tmp_path
         doc = {"prompt": s.prompt, "answer": s.answer, "id": s.id}
         record = {"doc_id": i, "doc": doc, "target": s.answer, "arguments": [(s.prompt, {})],
                   "resps": [[out]], "filtered_resps": [out], "filter": "none"}
-        rows.append(tasks.sample_row(spec, record))
+        rows.append(task_rows.sample_row(spec, record))
         per_doc.append(spec.config["process_results"](doc, [out]))
     assert [r["scores"]["exact_match"] for r in rows] == [100.0, 0.0, 100.0, 0.0]
     agg = spec.config["metric_list"][0]["aggregation"]([d["exact_match"] for d in per_doc])

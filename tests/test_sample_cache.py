@@ -3,7 +3,8 @@ lacks, and every input that can change a sample's output changes its key."""
 import json
 
 from pipeline.backends import sample_cache
-from pipeline.domain.tasks import TaskResult, TaskSpec
+from pipeline.domain.task_rows import TaskResult
+from pipeline.domain.tasks import TaskSpec
 
 
 def fake_run(calls):

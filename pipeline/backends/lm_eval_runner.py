@@ -9,13 +9,13 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from pipeline.backends.base import Unsupported
-from pipeline.domain import tasks
+from pipeline.domain import task_rows, tasks
 from pipeline.domain.metrics import metric_id
 from pipeline.schema import Eval
 
 
 def run_tasks(session, specs: list[tasks.TaskSpec], ev: Eval,
-              raw_samples=None) -> tuple[dict[str, tasks.TaskResult], dict[str, list[dict]]]:
+              raw_samples=None) -> tuple[dict[str, task_rows.TaskResult], dict[str, list[dict]]]:
     """lm-eval on the session's model: (task -> its result, task -> per-sample rows). `raw_samples`, if
     given, receives lm-eval's own logged samples per task (benchmarks count tokens from them)."""
     import lm_eval  # lazy: seconds of imports, kept out of argument and params errors
@@ -35,10 +35,10 @@ def run_tasks(session, specs: list[tasks.TaskSpec], ev: Eval,
         log_samples=True,
         random_seed=ev.seed, numpy_random_seed=ev.seed, torch_random_seed=ev.seed, fewshot_random_seed=ev.seed,
     )
-    found: dict[str, tasks.TaskResult] = {}
+    found: dict[str, task_rows.TaskResult] = {}
     for s in specs:
         rows = sorted(out["samples"][s.lm_eval_name], key=lambda r: r["doc_id"])
-        found[s.name] = tasks.task_result(s, out["results"][s.lm_eval_name], rows)
+        found[s.name] = task_rows.task_result(s, out["results"][s.lm_eval_name], rows)
         if raw_samples is not None:
             raw_samples({s.name: rows})
     return found, {name: r.rows for name, r in found.items()}
@@ -51,7 +51,7 @@ def selected(spec: tasks.TaskSpec) -> list[int]:
     return sorted(spec.doc_ids)
 
 
-def flat(found: dict[str, tasks.TaskResult]) -> tuple[dict[str, float], dict[str, bool]]:
+def flat(found: dict[str, task_rows.TaskResult]) -> tuple[dict[str, float], dict[str, bool]]:
     """(`<task>/<metric>` -> score, `<task>/<metric>` -> higher_is_better) for result.json."""
     scores = {metric_id(t, m): v for t, r in found.items() for m, v in r.metrics.items()}
     hib = {metric_id(t, m): v for t, r in found.items() for m, v in r.higher_is_better.items()}
@@ -82,12 +82,12 @@ def wall_limit(seconds: float | None) -> Iterator[None]:
 
 
 def run_within(session, specs: list[tasks.TaskSpec], ev: Eval, seconds: float | None, run=run_tasks
-               ) -> tuple[dict[str, tasks.TaskResult], dict[str, list[dict]], str | None]:
+               ) -> tuple[dict[str, task_rows.TaskResult], dict[str, list[dict]], str | None]:
     """run_tasks one task at a time within `seconds` (None: no limit): past it, the tasks finished are
     kept and the cut says which were not measured. No task finished: Unsupported (too slow here)."""
     if seconds is None:     # one call: lm-eval batches every task's requests of a kind together
         return (*run(session, specs, ev), None)
-    metrics: dict[str, tasks.TaskResult] = {}
+    metrics: dict[str, task_rows.TaskResult] = {}
     samples: dict[str, list[dict]] = {}
     t0 = time.monotonic()
     try:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from pipeline.backends.lm_eval_runner import run_tasks
-from pipeline.domain import looks, tasks
+from pipeline.domain import looks, task_rows, tasks
 from pipeline.domain.metrics import metric_id
 from pipeline import schema
 from pipeline.schema import Bootstrap, Eval
@@ -34,7 +34,7 @@ class Gate:
 
 @dataclass
 class Looked:
-    metrics: dict[str, tasks.TaskResult] = field(default_factory=dict)
+    metrics: dict[str, task_rows.TaskResult] = field(default_factory=dict)
     samples: dict[str, list[dict]] = field(default_factory=dict)
     record: dict[str, dict[str, Any]] = field(default_factory=dict)     # task -> its looks (result.json "looks")
     stopped: str | None = None
@@ -99,7 +99,7 @@ def run_looks(session, specs: list[tasks.TaskSpec], ev: Eval, baseline: dict[str
             if len(settled) == len(mine) or any(s["verdict"] == "fail" for s in settled.values()):
                 break
         rows.sort(key=lambda r: r["doc_id"])
-        done.metrics[spec.name] = tasks.TaskResult(looks.scores_from_rows(spec, rows), rows,
+        done.metrics[spec.name] = task_rows.TaskResult(looks.scores_from_rows(spec, rows), rows,
                                                    dict(spec.higher_is_better))
         done.samples[spec.name] = rows
         done.record[spec.name] = {"cap": spec.num_docs, "sizes": sizes, "looks": k + 1, "of": len(sizes),

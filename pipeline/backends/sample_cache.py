@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from pipeline import io, paths
-from pipeline.domain import tasks
+from pipeline.domain import task_rows
 from pipeline.domain.machine import cpu_info
 
 CODE_GLOBS = ("pipeline/**/*.py", "eval_sets/tasks/*.py")
@@ -100,5 +100,5 @@ def cached(cache: SampleCache, task_keys: dict[str, str], run: Callable, counts:
             cache.add(name, rows[s.name])
             have.update({r["doc_id"]: r for r in rows[s.name]})
         rows = [have[d] for d in s.doc_ids]
-        return {s.name: tasks.TaskResult({}, rows, dict(s.higher_is_better))}, {s.name: rows}
+        return {s.name: task_rows.TaskResult({}, rows, dict(s.higher_is_better))}, {s.name: rows}
     return run_cached

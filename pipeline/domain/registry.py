@@ -154,7 +154,7 @@ def scores(results: dict, samples: list[dict], higher_is_better: dict[str, bool]
 
 
 def sample_row(s: dict, scores: dict[str, float]) -> dict:
-    """A per-sample log row (the same keys as tasks.sample_row) from one lm-eval logged sample."""
+    """A per-sample log row (the same keys as task_rows.sample_row) from one lm-eval logged sample."""
     resps = s.get("filtered_resps") or []
     if resps and all(isinstance(r, (list, tuple)) and len(r) == 2 and _number(r[0]) is not None for r in resps):
         logliks = [float(r[0]) for r in resps]

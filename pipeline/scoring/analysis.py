@@ -1,7 +1,7 @@
 """Per-sample comparisons of a variant against its baseline: intervals, flips, the largest
 regressions and KV-cache sensitivity by input length. Pure: sample rows in, numbers out.
 
-Sample rows are the JSONL records written by pipeline/stages/evaluate.py (see tasks.sample_row).
+Sample rows are the JSONL records written by pipeline/stages/evaluate.py (see task_rows.sample_row).
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 power), and the classification flips, largest regressions and KV sensitivity by input length that
 the report shows beside them. Pure: rows and their per-sample logs in, numbers out.
 
-Samples are the JSONL records evaluate writes per task (tasks.sample_row), keyed by the row's Key.
+Samples are the JSONL records evaluate writes per task (task_rows.sample_row), keyed by the row's Key.
 """
 from __future__ import annotations
 

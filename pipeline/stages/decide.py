@@ -12,7 +12,7 @@ import datetime as dt
 import sys
 
 from pipeline import io, paths, schema
-from pipeline.domain import hardware, sources, tasks
+from pipeline.domain import hardware, sources, task_rows
 from pipeline.report import commands, exports, markdown, plots, regressions
 from pipeline.report.document import Header, KvPair, ModelReport, PlotSpec
 from pipeline.scoring import analysis, comparison, decision, noise, planner, sanity
@@ -105,7 +105,7 @@ def noise_floor(params: schema.Params, measured: list[Measured], model: str, sam
     if base is None:
         return noise.NoiseFloor("missing", "the baseline did not run")
     return noise.floor(io.read_json(result_file), base, samples[base.key],
-                       tasks.read_samples(paths.noise_dir(model)), params.decision.bootstrap)
+                       task_rows.read_samples(paths.noise_dir(model)), params.decision.bootstrap)
 
 
 def noise_flips(mine: list[Row], base: Measured, samples: Samples, floor: noise.NoiseFloor

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from pipeline import io, paths, schema
-from pipeline.domain import memory, sources, tasks
+from pipeline.domain import memory, sources, task_rows
 from pipeline.scoring import fidelity, planner
 from pipeline.scoring.rows import Measured
 
@@ -100,7 +100,7 @@ Samples = dict[tuple[str, str, str], dict[str, list[dict]]]   # (model, tier, kv
 
 def read_all_samples(rows: list[Measured]) -> Samples:
     """The per-sample logs evaluate wrote, read once for every use below."""
-    return {r.key: tasks.read_samples(paths.eval_dir(*r.key)) for r in rows if r.status == "ok"}
+    return {r.key: task_rows.read_samples(paths.eval_dir(*r.key)) for r in rows if r.status == "ok"}
 
 
 def baseline_of(params: schema.Params, measured: list[Measured], model: str) -> Measured | None:

@@ -28,19 +28,20 @@ from pipeline.backends import sample_cache
 from pipeline.backends.lm_eval_runner import (WallBudgetExceeded, flat, run_tasks, run_within, wall_limit,
                                               without_refused)
 from pipeline.backends.looks_runner import Looked, gates_from, run_looks
-from pipeline.domain import fidelity_set, looks, provenance, tasks
+from pipeline.domain import fidelity_set, looks, provenance, task_rows, tasks
 from pipeline.domain.prompts import throughput_prompts
 from pipeline.scoring.planner import roofline
 from pipeline.stages import runner
 from pipeline.backends.selection import select
 
 
-Quality = Callable[[Any, list, dict], tuple[dict, dict, "str | None"]]   # (session, specs, result) -> run_within's
+# (session, specs, result, variant, backend name) -> run_within's
+Quality = Callable[[Any, list, dict, Variant, str], tuple[dict, dict, "str | None"]]
 
 
 def to_the_caps(ev: schema.Eval) -> Quality:
     """Every task to its cap, read once, within the session's time budget."""
-    return lambda session, specs, result: run_within(session, specs, ev, session.remaining_s())
+    return lambda session, specs, result, variant, backend: run_within(session, specs, ev, session.remaining_s())
 
 
 def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Path, checkpoint: Path, record: dict,
@@ -71,7 +72,7 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
             result["compute_dtype"] = session.info.get("compute_dtype")   # decide compares only equal ones
             result["measured_on"] = provenance.of_session(backend.name, session.engine_version, session.info)
             specs = without_refused(specs, getattr(session, "loglik_refusal", None), result)
-            metrics, samples, cut = quality(session, specs, result)
+            metrics, samples, cut = quality(session, specs, result, variant, backend.name)
             if cut:
                 result["cut"] = cut
             # quality before load: under a wall budget the load test is what gets cut
@@ -118,7 +119,7 @@ def baseline_samples(params: schema.Params, model: str) -> tuple | None:
     if params.eval.sequential is None or res.get("status") != "ok":
         return None
     gates = gates_from(res["metrics"], res.get("higher_is_better", {}), params.gate)
-    return tasks.read_samples(paths.baseline_dir(model)), gates, params.decision.bootstrap
+    return task_rows.read_samples(paths.baseline_dir(model)), gates, params.decision.bootstrap
 
 
 def in_looks(session, specs: list[tasks.TaskSpec], params: schema.Params, variant: Variant, backend: str,
@@ -178,12 +179,9 @@ def main(st: runner.Stage) -> None:
         record = io.read_json(paths.serving_record(model, tier, kv, calibrated))
         against = baseline_samples(params, model)
         checkpoint = paths.serving_checkpoint(model, tier, kv, calibrated)
-        quality = None
-        if against is not None and record.get("status") == "ok":
-            variant = Variant.of(params, model, tier, kv, checkpoint, record, out_dir)
-            backend = select(params, tier=params.tiers[tier]).name
-            quality = lambda session, specs, result: in_looks(   # noqa: E731
-                session, specs, params, variant, backend, against, result)
+        quality = None if against is None else (
+            lambda session, specs, result, variant, backend: in_looks(
+                session, specs, params, variant, backend, against, result))
         return evaluate(params, model, tier, kv, out_dir, checkpoint, record, quality)
     run_stage(st, model, tier, kv, out_dir, work)
 
