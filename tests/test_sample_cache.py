@@ -9,10 +9,12 @@ from pipeline.domain.tasks import TaskSpec
 
 def fake_run(calls):
     def run(session, specs, ev):
-        (s,) = specs
-        calls.append(list(s.docs))
-        rows = [{"doc_id": d, "scores": {"acc": 100.0 * (d % 2)}} for d in s.docs]
-        return {s.name: TaskResult({}, rows, {"acc": True})}, {s.name: rows}
+        found, samples = {}, {}
+        for s in specs:
+            calls.append(list(s.docs) if s.docs is not None else s.name)
+            rows = [{"doc_id": d, "scores": {"acc": 100.0 * (d % 2)}} for d in s.doc_ids]
+            found[s.name], samples[s.name] = TaskResult({"acc": -1.0}, rows, {"acc": True}), rows
+        return found, samples
     return run
 
 
@@ -49,3 +51,31 @@ def test_the_keys_change_with_file_contents_and_task_params(tmp_path):
     h = sample_cache.files_hash([ckpt])
     (ckpt / "model.safetensors").write_bytes(b"\x00" * 7 + b"\x01")
     assert sample_cache.files_hash([ckpt]) != h
+
+
+def test_cached_tasks_score_from_their_rows_and_an_uncached_task_runs_as_it_is(tmp_path):
+    cache = sample_cache.SampleCache("k", root=tmp_path)
+    calls, counts = [], {}
+    run = sample_cache.cached(cache, {"c": "t1"}, fake_run(calls), counts)
+    local = TaskSpec("c", "classify", {}, "c", 4, {"acc": True}, pool=10, docs=(5, 1, 7, 2))
+    registry = TaskSpec("r", "lm_eval", {}, "r", 3, {"acc": True})
+    found, _ = run(None, [local, registry], None)
+    assert calls == ["r", [5, 1, 7, 2]]
+    assert found["c"].metrics == {"acc": 75.0}                 # 3 of 4 odd: from the rows, cached or not
+    assert found["r"].metrics == {"acc": -1.0}                 # lm-eval's own aggregate, untouched
+    assert run(None, [local], None)[0]["c"].metrics == {"acc": 75.0} and len(calls) == 2
+
+
+def test_a_measure_is_computed_once_per_spec_and_says_when(tmp_path):
+    cache = sample_cache.SampleCache("k", root=tmp_path)
+    made = []
+
+    def compute():
+        made.append(1)
+        return {"tok_s": 12.5, "rows": [1, 2]}
+    assert cache.measure("throughput", {"repeats": 2}, compute) == ({"tok_s": 12.5, "rows": [1, 2]}, None)
+    value, when = cache.measure("throughput", {"repeats": 2}, compute)
+    assert value == {"tok_s": 12.5, "rows": [1, 2]} and when and len(made) == 1
+    cache.measure("throughput", {"repeats": 3}, compute)      # another spec: measured again
+    sample_cache.SampleCache("k2", root=tmp_path).measure("throughput", {"repeats": 2}, compute)
+    assert len(made) == 3

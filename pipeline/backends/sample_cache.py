@@ -3,6 +3,7 @@ already there: a tolerance change (which re-runs evaluate: its looks stop on the
 raised cap reads every sample it already has from here.
 
     .qtier-cache/samples/<variant key>/<task key>.jsonl      one row per document, as evaluate logs it
+    .qtier-cache/samples/<variant key>/_<measure>-<key>.json  fidelity and the load test (SampleCache.measure)
 
 A key hashes everything that determines a sample's output: the served checkpoint's files (content),
 the backend and the compute dtype it ran at, the KV mode, the model entry (prompt format), eval's
@@ -16,13 +17,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import time
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
 from pipeline import io, paths
-from pipeline.domain import task_rows
+from pipeline.domain import looks, task_rows
 from pipeline.domain.machine import cpu_info
 
 CODE_GLOBS = ("pipeline/**/*.py", "eval_sets/tasks/*.py")
@@ -75,6 +77,17 @@ class SampleCache:
     def __init__(self, key: str, root: Path = paths.SAMPLE_CACHE):
         self.dir = root / key
 
+    def measure(self, name: str, spec: Any, compute: Callable[[], Any]) -> tuple[Any, str | None]:
+        """compute()'s value (JSON), kept under `name` and a digest of `spec` (what besides the variant key
+        determines it): (the value, when it was measured if it was read from here, else None)."""
+        f = self.dir / f"_{name}-{digest(spec)}.json"
+        if f.is_file():
+            kept = io.read_json(f)
+            return kept["value"], kept["measured_at"]
+        value = compute()
+        io.atomic_write_json(f, {"value": value, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        return value, None
+
     def load(self, task: str) -> dict[int, dict]:
         f = self.dir / f"{task}.jsonl"
         return {r["doc_id"]: r for r in io.read_jsonl(f)} if f.is_file() else {}
@@ -86,19 +99,27 @@ class SampleCache:
 
 
 def cached(cache: SampleCache, task_keys: dict[str, str], run: Callable, counts: dict[str, int]) -> Callable:
-    """`run` (lm_eval_runner.run_tasks' signature, one task) that evaluates only the documents the cache
-    lacks; `counts` gets {"cached": n, "computed": n} summed over calls."""
+    """`run` (lm_eval_runner.run_tasks' signature) that evaluates only the documents the cache lacks, for
+    the tasks in `task_keys` (the others are run as they are); `counts` gets {"cached": n, "computed": n}
+    summed over calls. A cached task's scores are recomputed from its rows (looks.scores_from_rows), so
+    a score is the same whether its rows were computed now or read."""
     def run_cached(session, specs, ev):
-        (s,) = specs
-        name = f"{s.name}-{task_keys[s.name]}"
-        have = cache.load(name)
-        missing = [d for d in s.doc_ids if d not in have]
-        counts["cached"] = counts.get("cached", 0) + len(s.doc_ids) - len(missing)
-        counts["computed"] = counts.get("computed", 0) + len(missing)
-        if missing:
-            _, rows = run(session, [replace(s, docs=tuple(missing), num_docs=len(missing))], ev)
-            cache.add(name, rows[s.name])
-            have.update({r["doc_id"]: r for r in rows[s.name]})
-        rows = [have[d] for d in s.doc_ids]
-        return {s.name: task_rows.TaskResult({}, rows, dict(s.higher_is_better))}, {s.name: rows}
+        direct = [s for s in specs if s.name not in task_keys]
+        found, samples = run(session, direct, ev) if direct else ({}, {})
+        for s in specs:
+            if s.name not in task_keys:
+                continue
+            name = f"{s.name}-{task_keys[s.name]}"
+            have = cache.load(name)
+            missing = [d for d in s.doc_ids if d not in have]
+            counts["cached"] = counts.get("cached", 0) + len(s.doc_ids) - len(missing)
+            counts["computed"] = counts.get("computed", 0) + len(missing)
+            if missing:
+                _, rows = run(session, [replace(s, docs=tuple(missing), num_docs=len(missing))], ev)
+                cache.add(name, rows[s.name])
+                have.update({r["doc_id"]: r for r in rows[s.name]})
+            rows = [have[d] for d in s.doc_ids]
+            found[s.name] = task_rows.TaskResult(looks.scores_from_rows(s, rows), rows, dict(s.higher_is_better))
+            samples[s.name] = rows
+        return found, samples
     return run_cached

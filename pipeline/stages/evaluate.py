@@ -13,10 +13,12 @@ as "failed"; neither stops the pipeline.
 """
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import sys
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -35,20 +37,56 @@ from pipeline.stages import runner
 from pipeline.backends.selection import select
 
 
-# (session, specs, result, variant, backend name) -> run_within's
-Quality = Callable[[Any, list, dict, Variant, str], tuple[dict, dict, "str | None"]]
+@dataclass(frozen=True)
+class Served:
+    """A variant's started session, and the cache of what it already measured (None: an endpoint)."""
+    session: Any
+    variant: Variant
+    backend: str
+    cache: sample_cache.SampleCache | None
 
 
-def to_the_caps(ev: schema.Eval) -> Quality:
-    """Every task to its cap, read once, within the session's time budget."""
-    return lambda session, specs, result, variant, backend: run_within(session, specs, ev, session.remaining_s())
+Quality = Callable[[Served, list, dict], tuple[dict, dict, "str | None"]]   # (served, specs, result) -> run_within's
+
+
+def task_keys(params: schema.Params, specs: list[tasks.TaskSpec]) -> dict[str, str]:
+    """task -> its part of a sample's cache key, for the local tasks (a registry task is not cached)."""
+    ts = params.eval.tasks
+    return {s.name: sample_cache.task_key(ts[s.name], ts[s.name].config, str(tasks.data_file(s.name, ts[s.name])))
+            for s in specs if s.docs is not None}
+
+
+def reading_cache(served: Served, params: schema.Params, specs: list[tasks.TaskSpec], result: dict):
+    """run_tasks, reading and filling the served variant's sample cache; result gets its counts."""
+    if served.cache is None:
+        return run_tasks
+    result["sample_cache"] = counts = {}
+    return sample_cache.cached(served.cache, task_keys(params, specs), run_tasks, counts)
+
+
+def to_the_caps(params: schema.Params) -> Quality:
+    """Every task to its cap, read once (what the cache has is not computed again), within the
+    session's time budget."""
+    return lambda served, specs, result: run_within(served.session, specs, params.eval, served.session.remaining_s(),
+                                                   run=reading_cache(served, params, specs, result))
+
+
+def measured(served: Served, name: str, spec: Any, compute: Callable[[], Any], result: dict) -> Any:
+    """compute() once per variant key (fidelity, the load test): a re-run of evaluate that changed
+    nothing they depend on (a tolerance) reads them; result["reused"] says from when."""
+    if served.cache is None:
+        return compute()
+    value, when = served.cache.measure(name, spec, compute)
+    if when:
+        result.setdefault("reused", {})[name] = when
+    return value
 
 
 def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Path, checkpoint: Path, record: dict,
              quality: Quality | None = None) -> dict[str, Any]:
     """One variant's result (its samples and fidelity rows written to out_dir), from its serving
     checkpoint and record; `quality` runs the tasks (default: to_the_caps; a variant's: in looks)."""
-    quality = quality or to_the_caps(params.eval)
+    quality = quality or to_the_caps(params)
     calibrated = params.kv_modes[kv].calibrated
     result: dict[str, Any] = {"model": model, "tier": tier, "kv": kv}
     if record.get("status") != "ok":
@@ -72,21 +110,27 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
             result["compute_dtype"] = session.info.get("compute_dtype")   # decide compares only equal ones
             result["measured_on"] = provenance.of_session(backend.name, session.engine_version, session.info)
             specs = without_refused(specs, getattr(session, "loglik_refusal", None), result)
-            metrics, samples, cut = quality(session, specs, result, variant, backend.name)
+            cache = None if backend.name == "endpoint" else sample_cache.SampleCache(
+                sample_cache.variant_key(params, variant, backend.name, session.info))
+            served = Served(session, variant, backend.name, cache)
+            metrics, samples, cut = quality(served, specs, result)
             if cut:
                 result["cut"] = cut
             # quality before load: under a wall budget the load test is what gets cut
             if base is not None:
                 try:
-                    result["fidelity"], fidelity_rows = measure_fidelity(
-                        session, base, backend.name, lambda: baseline_variant(params, model),
-                        any_engine=backend.name == "endpoint")
+                    result["fidelity"], fidelity_rows = measured(
+                        served, "fidelity", [dataclasses.asdict(params.eval.fidelity),
+                                             sample_cache.files_hash([paths.fidelity_base(model)])],
+                        lambda: measure_fidelity(session, base, backend.name, lambda: baseline_variant(params, model),
+                                                 any_engine=backend.name == "endpoint"), result)
                 except Exception as e:  # noqa: BLE001 - the task metrics already measured are kept
                     traceback.print_exc()
                     result["fidelity"] = {"status": "failed", "why": errors.one_line(e)}
             tp = params.eval.throughput
-            result["throughput"] = session.throughput(throughput_prompts(specs, tp.batch_size), tp.new_tokens,
-                                                      tp.repeats)
+            prompts = throughput_prompts(specs, tp.batch_size)
+            result["throughput"] = measured(served, "throughput", [dataclasses.asdict(tp), prompts],
+                                            lambda: session.throughput(prompts, tp.new_tokens, tp.repeats), result)
             if backend.name == "vllm":
                 result["throughput"]["roofline"] = roofline(result["throughput"], record.get("weight_bytes"),
                                                             params.serving.bandwidth_gbps)
@@ -122,28 +166,21 @@ def baseline_samples(params: schema.Params, model: str) -> tuple | None:
     return task_rows.read_samples(paths.baseline_dir(model)), gates, params.decision.bootstrap
 
 
-def in_looks(session, specs: list[tasks.TaskSpec], params: schema.Params, variant: Variant, backend: str,
-             against: tuple, result: dict) -> tuple[dict, dict, str | None]:
+def in_looks(served: Served, specs: list[tasks.TaskSpec], params: schema.Params, against: tuple,
+             result: dict) -> tuple[dict, dict, str | None]:
     """run_looks within the session's time budget, reading what the sample cache has (not for an
     endpoint: its server may change); result gets the looks, the cache's counts and where it stopped."""
-    done, cut, counts = Looked(), None, {}
-    chunk_run = None
-    if backend != "endpoint":
-        ts = params.eval.tasks
-        keys = {s.name: sample_cache.task_key(ts[s.name], ts[s.name].config, str(tasks.data_file(s.name, ts[s.name])))
-                for s in specs if s.docs is not None}
-        cache = sample_cache.SampleCache(sample_cache.variant_key(params, variant, backend, session.info))
-        chunk_run = sample_cache.cached(cache, keys, run_tasks, counts)
+    done, cut = Looked(), None
+    session = served.session
     try:
         with wall_limit(session.remaining_s()):
-            run_looks(session, specs, params.eval, *against, done=done, chunk_run=chunk_run)
+            run_looks(session, specs, params.eval, *against, done=done,
+                      chunk_run=reading_cache(served, params, specs, result))
     except WallBudgetExceeded as e:
         if not done.metrics:
             raise Unsupported(f"too slow here: lm-eval {e}") from None
         cut = f"too slow here: lm-eval {e}; not measured: " + ", ".join(s.name for s in specs if s.name not in done.record)
     result["looks"] = done.record
-    if counts:
-        result["sample_cache"] = counts
     if done.stopped:
         result["stopped"] = done.stopped
     return done.metrics, done.samples, cut
@@ -180,8 +217,7 @@ def main(st: runner.Stage) -> None:
         against = baseline_samples(params, model)
         checkpoint = paths.serving_checkpoint(model, tier, kv, calibrated)
         quality = None if against is None else (
-            lambda session, specs, result, variant, backend: in_looks(
-                session, specs, params, variant, backend, against, result))
+            lambda served, specs, result: in_looks(served, specs, params, against, result))
         return evaluate(params, model, tier, kv, out_dir, checkpoint, record, quality)
     run_stage(st, model, tier, kv, out_dir, work)
 
