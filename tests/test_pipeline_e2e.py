@@ -311,7 +311,7 @@ def test_ctrl_c_during_a_stage_stops_everything_and_keeps_results(project):
 
 def test_exp_run_of_a_tolerance_change_computes_no_sample_again(project):
     """`dvc exp run -S` tries a tolerance change: the evaluations re-run (their looks stop on the
-    tolerances) but read every sample from the sample cache, and the metrics show the effect."""
+    tolerances) but read every sample, fidelity and load test from the cache, and the metrics show the effect."""
     env_git = ["-c", "user.name=qtier-test", "-c", "user.email=qtier@localhost"]
     assert run(["git", "add", "-A"], project).returncode == 0
     r = run(["git", *env_git, "commit", "-qm", "baseline run"], project)
@@ -329,6 +329,8 @@ def test_exp_run_of_a_tolerance_change_computes_no_sample_again(project):
         for res in (project / "results/evals/tiny").glob("*/result.json"):
             res = json.loads(res.read_text())
             assert res.get("sample_cache", {}).get("computed", 0) == 0, res.get("sample_cache")
+            if res["status"] == "ok" and "copied_from" not in res:     # nor fidelity, nor the load test
+                assert set(res.get("reused", {})) == {"fidelity", "throughput"}, (res["tier"], res["kv"])
         after = json.loads((project / "results/metrics.json").read_text())["tiny"]
         passes[name] = sum(v.get("passes", 0) for v in after.values())
     assert passes == {"strict": 0, "lenient": 13}
