@@ -1,10 +1,12 @@
 """The per-sample cache (pipeline/backends/sample_cache.py): a re-run computes only the documents it
 lacks, and every input that can change a sample's output changes its key."""
 import json
+from dataclasses import replace
 
 from pipeline.backends import sample_cache
 from pipeline.domain.task_rows import TaskResult
 from pipeline.domain.tasks import TaskSpec
+from pipeline.schema import Task
 
 
 def fake_run(calls):
@@ -40,11 +42,13 @@ def test_the_keys_change_with_file_contents_and_task_params(tmp_path):
     data.write_text(json.dumps({"text": "a"}) + "\n")
     yaml = tmp_path / "t.yaml"
     yaml.write_text("task: x\n")
-    k = sample_cache.task_key({"limit": 4}, str(yaml), str(data))
-    assert sample_cache.task_key({"limit": 4}, str(yaml), str(data)) == k
-    assert sample_cache.task_key({"limit": 5}, str(yaml), str(data)) != k
+    task = Task(kind="classify", config=str(yaml), data=str(data), labels=["a", "b"], limit=4)
+    k = sample_cache.task_key(task, str(yaml), str(data))
+    # the cap and the judgement choose documents, not their outputs: a raised cap reads what it has
+    assert sample_cache.task_key(replace(task, limit=6, min_baseline={"acc": 50.0}), str(yaml), str(data)) == k
+    assert sample_cache.task_key(replace(task, labels=["b", "a"]), str(yaml), str(data)) != k
     data.write_text(json.dumps({"text": "b"}) + "\n")
-    assert sample_cache.task_key({"limit": 4}, str(yaml), str(data)) != k
+    assert sample_cache.task_key(task, str(yaml), str(data)) != k
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
     (ckpt / "model.safetensors").write_bytes(b"\x00" * 8)

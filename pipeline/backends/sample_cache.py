@@ -8,7 +8,8 @@ raised cap reads every sample it already has from here.
 A key hashes everything that determines a sample's output: the served checkpoint's files (content),
 the backend and the compute dtype it ran at, the KV mode, the model entry (prompt format), eval's
 batch size and seed, the whole serving section, this machine's CPU and ISA, the pipeline's own code
-(every .py of pipeline/ and the task hooks), and per task its params entry, its YAML and its data file.
+(every .py of pipeline/ and the task hooks), and per task its params entry (but its limit and
+tolerances: they choose and judge documents), its YAML and its data file.
 Anything else changed is a new key, so a stale row is never read; the cache is never a DVC output
 (delete the folder to drop it). An endpoint's answers are not cached: its server may change under it.
 """
@@ -67,10 +68,15 @@ def variant_key(params, variant, backend: str, info: dict) -> str:
                    "code": files_hash([Path(".")], CODE_GLOBS)})
 
 
+# a task's params that choose or judge its documents, not what a document's output is: a raised cap
+# or a changed tolerance reads the rows it has
+NOT_IN_KEY = ("limit", "tolerances", "min_baseline")
+
+
 def task_key(task_params: Any, spec_config_path: str | None, data_path: str | None) -> str:
     files = [Path(p) for p in (spec_config_path, data_path) if p]
-    return digest({"task": dataclasses.asdict(task_params) if dataclasses.is_dataclass(task_params) else task_params,
-                   "files": files_hash(files)})
+    entry = dataclasses.asdict(task_params) if dataclasses.is_dataclass(task_params) else dict(task_params)
+    return digest({"task": {k: v for k, v in entry.items() if k not in NOT_IN_KEY}, "files": files_hash(files)})
 
 
 class SampleCache:
