@@ -3,8 +3,6 @@ environment, the session against fake servers in this process (with and without 
 the refused log-likelihood tasks, and the endpoint judged against the run's baseline. No model: the
 real server is tests/test_endpoint_e2e.py."""
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 
 import pytest
@@ -18,6 +16,7 @@ from pipeline.schema import FieldError, Tier
 from pipeline.scoring import decision
 from pipeline.scoring.rows import Measured
 from pipeline.backends.lm_eval_runner import without_refused
+from tests.fake_openai import Servers
 from tests.test_vllm_backend import variant
 
 SERVER = {"method": "endpoint", "base_url": "http://10.0.0.5:8000", "served_model": "m-int8", "hardware": "int8-w8a8"}
@@ -59,53 +58,11 @@ def test_loglik_tasks_are_dropped_with_the_reason_and_none_left_is_unsupported()
         without_refused([spec("c", "classify")], "no prompt log-probs", {})
 
 
-def fake(prompt_logprobs: bool, seen: list):
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *a):
-            pass
-
-        def do_GET(self):
-            if self.path != "/v1/models":
-                self.send_response(404)
-                self.end_headers()
-                return
-            data = json.dumps({"data": [{"id": "m", "max_model_len": 777}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_POST(self):
-            seen.append(self.headers.get("Authorization"))
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            toks = str(body.get("prompt", "")).split()
-            shown = toks + ["x"] if prompt_logprobs and body.get("echo") else ["x"]
-            k = body.get("logprobs") or 1
-            lp = {"tokens": shown, "token_logprobs": [None] + [-1.0] * (len(shown) - 1),
-                  "top_logprobs": [None] + [{f"t{i}": -1.0 for i in range(k)}] * (len(shown) - 1)}
-            out = {"choices": [{"text": " The sea is wide and blue.", "logprobs": lp}],
-                   "usage": {"prompt_tokens": len(toks), "completion_tokens": 6}}
-            data = json.dumps(out).encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-    return Handler
-
-
 @pytest.fixture
 def serve():
-    servers = []
-
-    def start(prompt_logprobs=True):
-        seen: list = []
-        srv = ThreadingHTTPServer(("127.0.0.1", 0), fake(prompt_logprobs, seen))
-        threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-        servers.append(srv)
-        return f"http://127.0.0.1:{srv.server_address[1]}", seen
-    yield start
-    for s in servers:
-        s.shutdown()
+    servers = Servers()
+    yield lambda prompt_logprobs=True: servers.start(prompt_logprobs=prompt_logprobs)
+    servers.close()
 
 
 def endpoint_variant(tmp_path, url, kv="auto", key_env=None):

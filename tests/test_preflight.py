@@ -1,61 +1,21 @@
 """The server contract (pipeline/backends/preflight.py) against fake OpenAI-compatible servers in this
 process: one that serves prompt log-probs, one like llama.cpp's that does not, one that counts tokens
 with another tokenizer and loops."""
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from pipeline.backends import preflight
+from tests.fake_openai import Servers
 
 
 def words(text):
     return text.split()
 
 
-def fake(prompt_logprobs=True, max_logprobs=20, extra_tokens=0, answer="The sea is wide and blue."):
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *a):
-            pass
-
-        def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            if (body.get("logprobs") or 0) > max_logprobs:
-                self.send_response(400)
-                self.end_headers()
-                return
-            toks = words(body.get("prompt", ""))
-            if body.get("echo"):
-                gen = ["x"]
-                k = body["logprobs"]
-                shown = toks + gen if prompt_logprobs else gen
-                lp = {"tokens": shown, "token_logprobs": [None] + [-1.0] * (len(shown) - 1),
-                      "top_logprobs": [None] + [{f"t{i}": -1.0 for i in range(k)}] * (len(shown) - 1)}
-                out = {"choices": [{"text": body["prompt"] + " x", "logprobs": lp}],
-                       "usage": {"prompt_tokens": len(toks) + extra_tokens, "completion_tokens": 1}}
-            else:
-                out = {"choices": [{"text": answer}], "usage": {"prompt_tokens": len(toks), "completion_tokens": 6}}
-            data = json.dumps(out).encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-    return Handler
-
-
 @pytest.fixture
 def serve():
-    servers = []
-
-    def start(**kw):
-        srv = ThreadingHTTPServer(("127.0.0.1", 0), fake(**kw))
-        threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-        servers.append(srv)
-        return f"http://127.0.0.1:{srv.server_address[1]}"
-    yield start
-    for s in servers:
-        s.shutdown()
+    servers = Servers()
+    yield lambda **kw: servers.start(**kw)[0]
+    servers.close()
 
 
 def test_a_server_that_meets_the_contract(serve):
