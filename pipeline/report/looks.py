@@ -29,7 +29,20 @@ def summary_line(m: ModelReport) -> list[str]:
     stopped = sum(1 for r in rows if "stopped at look" in (r.facts.reason or ""))
     return [f"Looks: {settled} of {len(rows)} variants settled (pass or fail); together they read {n:,} of the "
             f"{total:,} samples a fixed-n run at the same caps reads ({n / total:.0%}); {stopped} stopped at the "
-            "look where a gated metric failed (*Looks*).", ""]
+            "look where a gated metric failed (*Looks*)." + seconds_text(m, rows), ""]
+
+
+def seconds_text(m: ModelReport, rows: list[Row]) -> str:
+    """The looked variants' evaluate seconds against a fixed-n run's, estimated as one baseline stage
+    per variant (the baseline reads every cap, with fidelity and the load test, as a fixed-n row would)."""
+    base = next((r.facts.seconds for r in m.rows if r.judgement.overall == "baseline"), None)
+    used = [r.facts.seconds for r in rows]
+    if not base or any(s is None for s in used):
+        return ""
+    fixed = base * len(rows)
+    return (f" Their evaluate stages took {sum(used) / 60:.1f} min against about {fixed / 60:.1f} min at fixed n "
+            f"({len(rows)} x the baseline's {base:.0f} s; {sum(used) / fixed:.0%}; samples read from the sample "
+            "cache cost none).")
 
 
 def looks_lines(m: ModelReport) -> list[str]:

@@ -45,6 +45,7 @@ class Measured:
     kv_formula: str | None = None                     # the planner's KV formula beside the engine's figure
     fidelity: dict[str, Any] | None = None            # next-token KL / top-1 agreement vs the baseline
     looks: dict[str, dict[str, Any]] = field(default_factory=dict)     # task -> its looks (eval.sequential)
+    seconds: float | None = None                      # the stage that measured it (the baseline's: stage baseline)
 
     def look_confidence(self, task: str) -> float | None:
         """The confidence of the task's last look (its repeated interval's), None for a fixed-n task."""

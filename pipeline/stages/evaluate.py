@@ -198,7 +198,8 @@ def run_stage(st: runner.Stage, model: str, tier: str, kv: str, out_dir: Path, w
         traceback.print_exc()
         result = {"model": model, "tier": tier, "kv": kv, "status": "failed",
                   "reason": errors.one_line(e)}
-    result["seconds"] = round(time.perf_counter() - t0, 1)
+    # a copied baseline keeps the seconds of the stage that measured it
+    result.setdefault("seconds", round(time.perf_counter() - t0, 1))
     io.atomic_write_json(out_dir / paths.RESULT_FILE, result)
     st.done(result["status"], result.get("reason") or result.get("stopped") or result.get("cut"))
 
