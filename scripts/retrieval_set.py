@@ -1,0 +1,65 @@
+"""Write the synthetic long-context retrieval suite (pipeline/domain/retrieval.py) for one model's
+tokenizer, one JSONL per length, and print the eval.tasks entries that judge each length as a task
+(paired intervals, verdicts, `min_baseline`: a length the baseline cannot do judges no variant).
+
+    python -m scripts.retrieval_set artifacts/smollm2-135m/source --lengths 1024 2048 4096 \
+        --out eval_sets/retrieval
+
+Lengths count the prompt's own tokens with that tokenizer (no special tokens; a chat template adds its
+few). Nothing is downloaded; the same seed writes the same files. Not part of the default run: at
+4,096 tokens every sample is a long prefill on every variant (docs/tasks.md "Long context").
+"""
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pipeline.domain import retrieval
+
+
+def write_sets(count_tokens: Callable[[str], int], lengths: Sequence[int], depths: Sequence[float], per_cell: int,
+               seed: int, tasks: Sequence[str], out: Path) -> dict[int, Path]:
+    """length -> the JSONL written for it (every task and depth, `per_cell` samples each)."""
+    written = {}
+    for n in lengths:
+        path = out / f"retrieval_{n}.jsonl"
+        retrieval.write_jsonl(retrieval.suite(tasks, [n], depths, per_cell, seed, count_tokens), path)
+        written[n] = path
+    return written
+
+
+def entries(written: dict[int, Path]) -> str:
+    """The params.yaml lines for eval.tasks, one task per length."""
+    lines = []
+    for n, path in written.items():
+        lines += [f"    retrieval_{n}:", "      kind: generate", "      config: eval_sets/tasks/retrieval.yaml",
+                  f"      data: {path}"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("tokenizer", help="a model folder with its tokenizer (e.g. artifacts/<model>/source)")
+    ap.add_argument("--lengths", type=int, nargs="+", default=[1024, 2048, 4096])
+    ap.add_argument("--depths", type=float, nargs="+", default=[0.1, 0.5, 0.9])
+    ap.add_argument("--per-cell", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--tasks", nargs="+", default=list(retrieval.TASKS))
+    ap.add_argument("--out", type=Path, default=Path("eval_sets/retrieval"))
+    a = ap.parse_args(argv)
+    try:    # a bad task, depth or count is one line before the tokenizer loads
+        retrieval.suite(a.tasks, a.lengths, a.depths, 1, a.seed, len)
+    except ValueError as e:
+        raise SystemExit(f"qtier: {e}") from None
+    from transformers import AutoTokenizer     # lazy: seconds of imports
+
+    tok = AutoTokenizer.from_pretrained(a.tokenizer)
+    written = write_sets(lambda s: len(tok(s, add_special_tokens=False).input_ids), a.lengths, a.depths,
+                         a.per_cell, a.seed, a.tasks, a.out)
+    print(f"wrote {', '.join(str(p) for p in written.values())}; add under eval.tasks in params.yaml:\n")
+    print(entries(written))
+
+
+if __name__ == "__main__":
+    main()
