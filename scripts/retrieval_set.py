@@ -29,12 +29,14 @@ def write_sets(count_tokens: Callable[[str], int], lengths: Sequence[int], depth
     return written
 
 
-def entries(written: dict[int, Path]) -> str:
-    """The params.yaml lines for eval.tasks, one task per length."""
+def entries(written: dict[int, Path], allowed_drop: float = 5.0, capable: float = 50.0) -> str:
+    """The params.yaml lines for eval.tasks, one task per length, gated on exact match (decision.tolerances
+    has no exact_match entry: without its own, a length would get no verdict)."""
     lines = []
     for n, path in written.items():
         lines += [f"    retrieval_{n}:", "      kind: generate", "      config: eval_sets/tasks/retrieval.yaml",
-                  f"      data: {path}"]
+                  f"      data: {path}", f"      tolerances: {{exact_match: {{abs: {allowed_drop}}}}}",
+                  f"      min_baseline: {{exact_match: {capable}}}     # below it: the baseline cannot do this length"]
     return "\n".join(lines)
 
 

@@ -27,8 +27,9 @@ def test_one_file_per_length_the_same_for_a_seed(tmp_path):
 
 def test_the_printed_entries_are_tasks_that_build(tmp_path, in_repo):
     written = retrieval_set.write_sets(words, [64], [0.1, 0.9], 1, 7, ["passkey", "niah_single"], tmp_path)
-    found = yaml.safe_load("tasks:\n" + retrieval_set.entries(written))["tasks"]
-    spec = tasks.build("retrieval_64", Task(**found["retrieval_64"]))
+    found = yaml.safe_load("eval:\n  tasks:\n" + retrieval_set.entries(written))["eval"]["tasks"]["retrieval_64"]
+    assert found.pop("tolerances") == {"exact_match": {"abs": 5.0}} and found.pop("min_baseline") == {"exact_match": 50.0}
+    spec = tasks.build("retrieval_64", Task(**found))
     assert spec.num_docs == 4 and spec.higher_is_better == {"exact_match": True}
 
 
