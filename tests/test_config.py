@@ -66,9 +66,9 @@ def last_run(project, rows):
 def test_planned_power_without_a_previous_run(project, params_dict):
     lines = config.planned_power(schema.parse(params_dict), project)
     assert lines[0] == "planned power (80%, one-sided alpha 0.025; no previous run: SD unknown):"
-    assert "  translation: limit 12, 12 samples" in lines
-    # 2.8016 / sqrt(320) = 0.1566
-    assert "    acc: tolerance 3.00, SD unknown (MDD at n=320 = 0.16 x SD)" in lines
+    assert "  translation: limit 24, 24 samples" in lines
+    # 2.8016 / sqrt(640) = 0.1107
+    assert "    acc: tolerance 3.00, SD unknown (MDD at n=640 = 0.11 x SD)" in lines
     assert not any("macro_f1" in x or "rouge1" in x for x in lines)      # not gated
 
 
@@ -81,14 +81,14 @@ def test_planned_power_from_the_last_run(project, params_dict):
          "power": {"classification/acc": {"sd": 4.0, "n": 160, "mdd": 0.9, "n_for_80pct_power": 15}}}])
     lines = config.planned_power(schema.parse(params_dict), project)
     assert "from last run (2030-01-02 03:04 UTC)" in lines[0]
-    # the median variant plans: SD (10 + 4) / 2 = 7, MDD 2.8016 * 7 / sqrt(320) = 1.1,
+    # the median variant plans: SD (10 + 4) / 2 = 7, MDD 2.8016 * 7 / sqrt(640) = 0.8,
     # n80 = ceil((2.8016 * 7 / 3)^2) = 43
-    assert "    acc: tolerance 3.00, SD 7.0 -> MDD 1.1 at n=320; n for 80% power: 43" in lines
-    assert "    rougeL: tolerance 3.00, SD unknown (MDD at n=32 = 0.50 x SD)" in lines
+    assert "    acc: tolerance 3.00, SD 7.0 -> MDD 0.8 at n=640; n for 80% power: 43" in lines
+    assert "    rougeL: tolerance 3.00, SD unknown (MDD at n=64 = 0.35 x SD)" in lines
     # in looks (params.yaml's eval.sequential): SD 7 makes an unchanged tier clear the 3-point margin early
-    looked = next(x for x in lines if x.startswith("      in looks 80/160/240/320: expected samples"))
+    looked = next(x for x in lines if x.startswith("      in looks 160/320/480/640: expected samples"))
     expected = int(looked.split("expected samples ")[1].split()[0])
-    assert expected < 320 and looked.endswith("at most 320"), looked
+    assert expected < 640 and looked.endswith("at most 640"), looked
 
 
 def test_planned_power_relative_tolerance_uses_the_last_baseline(project, params_dict):
@@ -99,7 +99,7 @@ def test_planned_power_relative_tolerance_uses_the_last_baseline(project, params
     last_run(project, [{"tier": "fp16", "kv": "auto", "status": "ok", "metrics": {"classification/acc": 60.0}},
                        {"tier": "int8", "kv": "auto", "status": "ok", "metrics": {"classification/acc": 59.0},
                         "power": {"classification/acc": {"sd": 10.0, "n": 160, "mdd": 2.2, "n_for_80pct_power": 88}}}])
-    assert "    acc: tolerance 3.00, SD 10.0 -> MDD 1.6 at n=320; n for 80% power: 88" in config.planned_power(p, project)
+    assert "    acc: tolerance 3.00, SD 10.0 -> MDD 1.1 at n=640; n for 80% power: 88" in config.planned_power(p, project)
 
 
 # model tier: check reads the embedded model's GGUF header (seconds)
@@ -109,7 +109,7 @@ def test_main_prints_variants_then_planned_power(project, monkeypatch, capsys):
     monkeypatch.chdir(project)
     config.main()
     out = capsys.readouterr().out
-    assert out.index("smollm2-135m-fp16-auto") < out.index("planned power") < out.index("classification: limit 320")
+    assert out.index("smollm2-135m-fp16-auto") < out.index("planned power") < out.index("classification: limit 640")
 
 
 def test_config_imports_no_torch(root):
