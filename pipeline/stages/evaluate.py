@@ -41,8 +41,6 @@ from pipeline.backends.selection import select
 class Served:
     """A variant's started session, and the cache of what it already measured (None: an endpoint)."""
     session: Any
-    variant: Variant
-    backend: str
     cache: sample_cache.SampleCache | None
 
 
@@ -112,7 +110,7 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
             specs = without_refused(specs, getattr(session, "loglik_refusal", None), result)
             cache = None if backend.name == "endpoint" else sample_cache.SampleCache(
                 sample_cache.variant_key(params, variant, backend.name, session.info))
-            served = Served(session, variant, backend.name, cache)
+            served = Served(session, cache)
             metrics, samples, cut = quality(served, specs, result)
             if cut:
                 result["cut"] = cut
