@@ -107,6 +107,31 @@ def test_an_unchanged_variant_reads_until_it_passes_and_keeps_every_sample_it_re
     assert sorted(r["doc_id"] for r in done.samples["c"]) == sorted(c.docs[: rec["n"]])
 
 
+def test_a_noise_floor_wider_than_the_margin_keeps_an_unchanged_variant_looking_to_the_cap():
+    c = spec("c")
+    rng = random.Random(0)
+    same = {d: rng.random() < 0.9 for d in range(400)}
+    calls: list = []
+    done = run_looks(None, [c], EV, {"c": baseline_rows(c, same)}, {"c/acc": Gate(3.0, noise=2.0)}, BOOT,
+                     run=fake_run(same, calls))
+    rec = done.record["c"]                  # z x 2.0 > 3.0 at every look: decide could never pass it
+    assert rec["settled"] == {} and rec["looks"] == 4 and rec["n"] == 320 and done.stopped is None
+
+
+def test_a_look_settles_exactly_when_decide_gives_the_same_verdict_without_calling_it_unstable():
+    from pipeline.scoring import decision
+    rng = random.Random(3)
+    for _ in range(2000):
+        delta, half = rng.uniform(-8, 4), rng.uniform(0.2, 5)
+        noise, margin = rng.choice([None, rng.uniform(0, 3)]), rng.uniform(0.5, 4)
+        conf, hib = rng.choice([0.95, 0.99, 0.9997]), rng.random() < 0.7
+        sign = 1.0 if hib else -1.0
+        iv = Interval(sign * delta, sign * delta - half, sign * delta + half, 100)
+        v = decision.judge_metric("t/m", 50.0, iv, Tolerance(abs=margin), None, hib, conf, noise)
+        looked = settle({"m": iv}, {"m": Gate(margin, hib, noise)}, conf).get("m")
+        assert looked == (v.verdict if v.verdict != decision.INCONCLUSIVE else None), (delta, half, noise, margin)
+
+
 def simulate(shift: float, peek: bool, sims: int, seed: int = 0) -> float:
     """Share of variants passed by the look runner (or, peek: by the fixed 95% interval at every look)
     when each sample's paired difference is -margin + shift with noise (margin 3, SD 30 points)."""

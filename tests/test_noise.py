@@ -49,7 +49,7 @@ def test_the_floor_is_the_second_run_against_the_baseline_sample_by_sample():
     base = choice_rows([0, 0, 1, 0], [[-1.0, -1.05], [-1.0, -3.0], [-2.0, -1.9], [-1.0, -1.5]])
     second = choice_rows([1, 0, 0, 0], [[-1.1, -1.0], [-1.0, -3.0], [-1.9, -2.0], [-1.0, -1.5]])
     row = Measured("m", "fp16", "auto", "ok", metrics={"c/acc": 75.0})
-    f = noise.floor({"status": "ok", "arithmetic": "bf16-operands: x"}, row, {"c": base}, {"c": second},
+    f = noise.floor({"status": "ok", "arithmetic": "bf16-operands: x"}, row.metrics, {"c": base}, {"c": second},
                     Bootstrap(resamples=200, seed=1))
     assert f.status == "ok" and f.intervals["c/acc"].delta == pytest.approx(0.0)
     assert (f.flips["c"].right_to_wrong, f.flips["c"].wrong_to_right) == (1, 1)
@@ -57,7 +57,7 @@ def test_the_floor_is_the_second_run_against_the_baseline_sample_by_sample():
     assert f.widths()["c/acc"] == abs(f.intervals["c/acc"].delta)
     variant = choice_rows([1, 1, 1, 0], [[-1.2, -1.0], [-2.0, -1.0], [-2.0, -1.9], [-1.0, -1.5]])
     assert noise.inside(list(zip(base, variant)), f.margin["c"]) == (2, 1)    # 0.05 inside, 2.0 not
-    assert noise.floor({"status": "unsupported", "reason": "no AVX-512"}, row, {}, {}, Bootstrap()).widths() == {}
+    assert noise.floor({"status": "unsupported", "reason": "no AVX-512"}, row.metrics, {}, {}, Bootstrap()).widths() == {}
 
 
 def verdicts(n, shift, p_flip, rng, widen):

@@ -23,13 +23,14 @@ from pipeline import schema
 from pipeline.schema import Bootstrap, Eval
 from pipeline.scoring import analysis
 from pipeline.scoring.sequential import Design, look_sizes, verdict
-from pipeline.scoring.stats import repeated
+from pipeline.scoring.stats import engine_interval, repeated
 
 
 @dataclass(frozen=True)
 class Gate:
     margin: float                 # the allowed drop, in the metric's units
     higher_is_better: bool = True
+    noise: float | None = None    # the engine's noise floor for the metric (scoring/noise.py), as decide folds it
 
 
 @dataclass
@@ -40,8 +41,10 @@ class Looked:
     stopped: str | None = None
 
 
-def settle(ivs: dict, gates: dict[str, Gate]) -> dict[str, str]:
-    """metric -> pass | fail for each gated metric whose interval settles it. Pure."""
+def settle(ivs: dict, gates: dict[str, Gate], confidence: float = 0.95) -> dict[str, str]:
+    """metric -> pass | fail for each gated metric whose interval settles it. With a gate's noise floor the
+    interval is widened by it exactly as decide widens it (stats.engine_interval, at the look's
+    `confidence`): a look must not stop on a verdict that decide would call unstable. Pure."""
     out = {}
     for m, g in gates.items():
         iv = ivs.get(m)
@@ -49,6 +52,8 @@ def settle(ivs: dict, gates: dict[str, Gate]) -> dict[str, str]:
             continue
         sign = 1.0 if g.higher_is_better else -1.0
         lo, hi = sorted((sign * iv.lo, sign * iv.hi))
+        if g.noise is not None:
+            lo, hi = engine_interval(sign * iv.delta, lo, hi, g.noise, confidence)
         found = verdict(lo, hi, g.margin)
         if found:
             out[m] = found
@@ -56,15 +61,16 @@ def settle(ivs: dict, gates: dict[str, Gate]) -> dict[str, str]:
 
 
 def gates_from(base_metrics: dict[str, float], higher_is_better: dict[str, bool],
-               gate: Callable[[str], schema.Gate]) -> dict[str, Gate]:
+               gate: Callable[[str], schema.Gate], noise: dict[str, float] | None = None) -> dict[str, Gate]:
     """metric id -> its gate, for the metrics the decision judges (a tolerance) and the baseline can do
-    (min_baseline): a metric the baseline cannot do has nothing to settle. Pure."""
+    (min_baseline): a metric the baseline cannot do has nothing to settle. `noise`: metric id -> the
+    engine's noise floor (NoiseFloor.widths), the same decide judges with. Pure."""
     out = {}
     for mid, value in base_metrics.items():
         g = gate(mid)
         if g.tolerance is None or (g.min_baseline is not None and value < g.min_baseline):
             continue
-        out[mid] = Gate(g.tolerance.allowed_drop(value), higher_is_better.get(mid, True))
+        out[mid] = Gate(g.tolerance.allowed_drop(value), higher_is_better.get(mid, True), (noise or {}).get(mid))
     return out
 
 
@@ -93,8 +99,9 @@ def run_looks(session, specs: list[tasks.TaskSpec], ev: Eval, baseline: dict[str
             rows += chunk_run(session, [looks.chunk(spec, len(rows), n)], ev)[1][spec.name]
             open_ = {m: g for m, g in mine.items() if m not in settled}
             pairs = analysis.align(baseline[spec.name], rows, subset=True)
-            ivs = {m: repeated(iv, design.confidence_at(k)) for m, iv in analysis.intervals(list(open_), pairs, boot).items()}
-            for m, v in settle(ivs, open_).items():
+            conf = design.confidence_at(k)
+            ivs = {m: repeated(iv, conf) for m, iv in analysis.intervals(list(open_), pairs, boot).items()}
+            for m, v in settle(ivs, open_, conf).items():
                 settled[m] = {"verdict": v, "look": k + 1, "n": n}
             if len(settled) == len(mine) or any(s["verdict"] == "fail" for s in settled.values()):
                 break

@@ -5,6 +5,7 @@ Sample rows are the JSONL records written by pipeline/stages/evaluate.py (see ta
 """
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 
 from pipeline.domain import metrics
@@ -164,3 +165,25 @@ class KvLength:
     reference: str           # the same tier's variant with the baseline KV cache
     task: str
     buckets: list[Bucket]
+
+
+Samples = dict[str, list[dict]]              # task -> sample rows
+
+
+def metrics_of(metric_ids: Iterable[str], task: str) -> dict[str, str]:
+    """The task's own metric name -> its id, among `metric_ids`."""
+    found = {}
+    for mid in metric_ids:
+        t, metric = metrics.split_id(mid)
+        if t == task:
+            found[metric] = mid
+    return found
+
+
+def paired_tasks(theirs: Samples, mine: Samples, looked: Collection[str] = ()
+                 ) -> Iterator[tuple[str, list[tuple[dict, dict]]]]:
+    """(task, its (reference, row) sample pairs) for every task both logged; a `looked` task (stopped
+    at a look) pairs its documents with the same ones of the reference's."""
+    for task, rows in mine.items():
+        if task in theirs:
+            yield task, align(theirs[task], rows, subset=task in looked)

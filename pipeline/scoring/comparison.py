@@ -6,18 +6,17 @@ Samples are the JSONL records evaluate writes per task (task_rows.sample_row), k
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pipeline.domain.metrics import split_id
 from pipeline.schema import Decision, Tolerance
 from pipeline.scoring import analysis, decision
-from pipeline.scoring.analysis import KvLength, Regression
+from pipeline.scoring.analysis import KvLength, Regression, Samples, metrics_of, paired_tasks
 from pipeline.scoring.rows import Evidence, Key, Measured
 from pipeline.scoring import stats
 from pipeline.scoring.stats import Flips
 
-Samples = dict[str, list[dict]]              # task -> sample rows
 
 
 @dataclass
@@ -30,21 +29,7 @@ class Comparison:
 
 def task_metrics(r: Measured, task: str) -> dict[str, str]:
     """The task's own metric name -> its id `<task>/<metric>`, for the metrics the row reports."""
-    found = {}
-    for mid in r.metrics:
-        t, metric = split_id(mid)
-        if t == task:
-            found[metric] = mid
-    return found
-
-
-def paired_tasks(theirs: Samples, mine: Samples, looked: Collection[str] = ()
-                 ) -> Iterator[tuple[str, list[tuple[dict, dict]]]]:
-    """(task, its (reference, row) sample pairs) for every task both logged; a `looked` task (stopped
-    at a look) pairs its documents with the same ones of the reference's."""
-    for task, rows in mine.items():
-        if task in theirs:
-            yield task, analysis.align(theirs[task], rows, subset=task in looked)
+    return metrics_of(r.metrics, task)
 
 
 def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision,

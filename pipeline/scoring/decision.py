@@ -28,7 +28,7 @@ from pipeline.domain.metrics import split_id
 from pipeline.schema import Decision, TargetGpu, Task, Tolerance, gate
 from pipeline.scoring.planner import Plan
 from pipeline.scoring.rows import Evidence, Judgement, Key, Measured, Row, Settle, Verdict
-from pipeline.scoring.stats import Interval
+from pipeline.scoring.stats import Interval, engine_interval
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 NOT_CAPABLE = "the baseline cannot do this task"
@@ -69,13 +69,6 @@ def judge_metric(metric: str, base: float | None, interval: Interval | None, tol
     if on_sampling != INCONCLUSIVE:
         return Verdict(on_sampling, **found)
     return Verdict(INCONCLUSIVE, **found, settle=samples_to_settle(sign * interval.delta, lo, hi, limit, interval.n))
-
-
-def engine_interval(delta: float, lo: float, hi: float, sd: float, confidence: float) -> tuple[float, float]:
-    """The interval with the arithmetic's between-draw variance folded in: each side's sampling half-width
-    and z x `sd` added in quadrature (z: the interval's normal quantile). Pure."""
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    return (delta - math.hypot(delta - lo, z * sd), delta + math.hypot(hi - delta, z * sd))
 
 
 def settled(lo: float, hi: float, limit: float) -> str:

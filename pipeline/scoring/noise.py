@@ -11,12 +11,12 @@ can be larger (docs/decision-rule.md "Engine noise").
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pipeline.schema import Bootstrap
 from pipeline.scoring import analysis
-from pipeline.scoring.comparison import Samples, paired_tasks, task_metrics
-from pipeline.scoring.rows import Measured
+from pipeline.scoring.analysis import Samples, metrics_of, paired_tasks
 from pipeline.scoring.stats import Flips, Interval
 
 
@@ -43,13 +43,16 @@ def margin(row: dict) -> float | None:
     return ll[0] - ll[1] if len(ll) >= 2 else None
 
 
-def floor(result: dict, base: Measured, base_samples: Samples, noise_samples: Samples, boot: Bootstrap) -> NoiseFloor:
-    """The noise floor from the noise stage's result.json and samples against the baseline's."""
+def floor(result: dict, base_metrics: Iterable[str], base_samples: Samples, noise_samples: Samples,
+          boot: Bootstrap) -> NoiseFloor:
+    """The noise floor from the noise stage's result.json and samples against the baseline's; `base_metrics`:
+    the metric ids the baseline reports. Decide reports it, and evaluate's looks judge with the same
+    widths, so a look never stops on a verdict decide would not give."""
     if result.get("status") != "ok":
         return NoiseFloor(result.get("status", "missing"), result.get("reason"))
     intervals, flips, margins = {}, {}, {}
     for task, pairs in paired_tasks(base_samples, noise_samples):
-        reported = task_metrics(base, task)
+        reported = metrics_of(base_metrics, task)
         ivs = analysis.intervals(list(reported), pairs, boot)
         intervals.update({reported[m]: iv for m, iv in ivs.items()})
         if pairs and "logliks" in pairs[0][1]:

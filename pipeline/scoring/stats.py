@@ -8,8 +8,10 @@ seed, so results are reproducible bit for bit.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -24,6 +26,14 @@ class Interval:
 
     def as_dict(self) -> dict:
         return {"delta": self.delta, "lo": self.lo, "hi": self.hi, "n": self.n, "se": self.se}
+
+
+def engine_interval(delta: float, lo: float, hi: float, sd: float, confidence: float) -> tuple[float, float]:
+    """The interval with the arithmetic's between-draw variance folded in: each side's sampling half-width
+    and z x `sd` added in quadrature (z: the interval's normal quantile). Decide judges on it, and so
+    do evaluate's looks (backends/looks_runner.py)."""
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    return (delta - math.hypot(delta - lo, z * sd), delta + math.hypot(hi - delta, z * sd))
 
 
 def repeated(iv: Interval, confidence: float) -> Interval:

@@ -104,7 +104,7 @@ def noise_floor(params: schema.Params, measured: list[Measured], model: str, sam
     base = baseline_of(params, measured, model)
     if base is None:
         return noise.NoiseFloor("missing", "the baseline did not run")
-    return noise.floor(io.read_json(result_file), base, samples[base.key],
+    return noise.floor(io.read_json(result_file), base.metrics, samples[base.key],
                        task_rows.read_samples(paths.noise_dir(model)), params.decision.bootstrap)
 
 

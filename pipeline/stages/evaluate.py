@@ -32,6 +32,7 @@ from pipeline.backends.lm_eval_runner import (WallBudgetExceeded, flat, run_task
 from pipeline.backends.looks_runner import Looked, gates_from, run_looks
 from pipeline.domain import fidelity_set, looks, provenance, task_rows, tasks
 from pipeline.domain.prompts import throughput_prompts
+from pipeline.scoring import noise
 from pipeline.scoring.planner import roofline
 from pipeline.stages import runner
 from pipeline.backends.selection import select
@@ -156,12 +157,16 @@ def copied_baseline(model: str, out_dir: Path) -> dict[str, Any]:
 
 def baseline_samples(params: schema.Params, model: str) -> tuple | None:
     """(the baseline's samples, each gated metric's gate, the bootstrap) for the looks; None without
-    eval.sequential or when the baseline did not run (the variant then runs every task to its cap)."""
+    eval.sequential or when the baseline did not run (the variant then runs every task to its cap).
+    The gates carry the engine's noise floor (stage noise) that decide folds into the verdicts."""
     res = io.read_json(paths.baseline_dir(model) / paths.RESULT_FILE)
     if params.eval.sequential is None or res.get("status") != "ok":
         return None
-    gates = gates_from(res["metrics"], res.get("higher_is_better", {}), params.gate)
-    return task_rows.read_samples(paths.baseline_dir(model)), gates, params.decision.bootstrap
+    samples = task_rows.read_samples(paths.baseline_dir(model))
+    floor = noise.floor(io.read_json(paths.noise_dir(model) / paths.RESULT_FILE), res["metrics"], samples,
+                        task_rows.read_samples(paths.noise_dir(model)), params.decision.bootstrap)
+    gates = gates_from(res["metrics"], res.get("higher_is_better", {}), params.gate, floor.widths())
+    return samples, gates, params.decision.bootstrap
 
 
 def in_looks(served: Served, specs: list[tasks.TaskSpec], params: schema.Params, against: tuple,
