@@ -1,5 +1,5 @@
 """decision.md's looks lines (pipeline/report/looks.py) from hand-built rows: settled counts, samples
-read against a fixed-n run, the evaluate seconds against one baseline stage per variant."""
+read against a fixed-n run, the evaluate seconds against a fixed-n run's at each variant's own cost per sample."""
 from dataclasses import replace
 
 from pipeline.report import looks
@@ -8,16 +8,17 @@ from pipeline.scoring.stats import Interval
 from tests.test_report import judged, model_report
 
 
-def measured(tier, acc, n, seconds, stopped=None):
+def measured(tier, acc, n, seconds, computing, stopped=None):
     lk = {"classification": {"cap": 640, "sizes": [160, 320, 480, 640], "looks": n // 160, "of": 4, "n": n}}
     return Measured("m", tier, "auto", "ok", scheme=tier, hardware="fp16", backend="reference",
                     compute_dtype="float32", metrics={"classification/acc": acc}, reason=stopped,
-                    looks=lk if tier != "fp16" else {}, seconds=seconds)
+                    looks=lk if tier != "fp16" else {}, seconds=seconds,
+                    task_seconds={"classification": (n, computing)})
 
 
 def report():
-    found = [measured("fp16", 90.0, 640, 300.0), measured("int8", 89.9, 320, 120.0),
-             measured("int4", 60.0, 160, 30.0, stopped="stopped at look 1 of 4 of classification")]
+    found = [measured("fp16", 90.0, 640, 300.0, 240.0), measured("int8", 89.9, 320, 250.0, 200.0),
+             measured("int4", 60.0, 160, 60.0, 40.0, stopped="stopped at look 1 of 4 of classification")]
     ev = [None, Evidence({"classification/acc": -0.1}, {"classification/acc": Interval(-0.1, -1.0, 0.8, 320)}),
           Evidence({"classification/acc": -30.0}, {"classification/acc": Interval(-30.0, -34.0, -26.0, 160)})]
     return replace(model_report(judged(found, ev)), num_samples={"classification": 640})
@@ -28,8 +29,27 @@ def test_the_summary_counts_settled_variants_samples_and_seconds():
     assert blank == ""
     assert line.startswith("Looks: 2 of 2 variants settled (pass or fail); together they read 480 of the 1,280 "
                            "samples a fixed-n run at the same caps reads (38%); 1 stopped at the look")
-    # 150 s of evaluate against 2 x the baseline's 300 s
-    assert "took 2.5 min against about 10.0 min at fixed n (2 x the baseline's 300 s; 25%" in line
+    # int8: 250 s + 320 unread x its 0.625 s a sample = 450 s; int4: 60 s + 480 x 0.25 s = 180 s
+    assert "took 5.2 min against about 10.5 min at fixed n (49%; each variant's unread samples" in line
+
+
+def test_a_task_a_variant_never_ran_costs_the_baseline_s_rate_times_its_speed_ratio():
+    r = report()
+    base, int4 = r.rows[0], r.rows[2]
+    base = replace(base, facts=replace(base.facts, task_seconds={"classification": (640, 240.0),
+                                                                 "summarization": (64, 64.0)}))
+    # int4 computes classification at 0.25 s a sample against the baseline's 0.375: ratio 2/3
+    caps = {"classification": 640, "summarization": 64}
+    assert looks.fixed_n_seconds(int4, base, caps) == 60.0 + 480 * 0.25 + 64 * 1.0 * (2 / 3)
+    # without the baseline's cost of summarization there is nothing to scale: no estimate
+    assert looks.fixed_n_seconds(int4, r.rows[0], caps) is None
+
+
+def test_samples_read_from_the_cache_give_no_seconds_claim():
+    r = report()
+    r.rows[1] = replace(r.rows[1], facts=replace(r.rows[1].facts, task_seconds={}))
+    line = looks.summary_line(r)[0]
+    assert "min at fixed n" not in line and "not estimable here" in line
 
 
 def test_no_seconds_claim_without_every_stage_time():

@@ -31,7 +31,9 @@ def test_a_rerun_computes_only_the_documents_it_lacks(tmp_path):
     second = run(None, [more], None)[1]["c"]
     assert calls[1] == [9, 0] and [r["doc_id"] for r in second] == [5, 1, 7, 3, 9, 0]
     assert run(None, [more], None)[1]["c"] == second and len(calls) == 2
+    timed = counts.pop("tasks")
     assert counts == {"cached": 4 + 6, "computed": 4 + 2}
+    assert list(timed) == ["c"] and timed["c"]["computed"] == 6 and timed["c"]["seconds"] >= 0.0
     other = sample_cache.cached(cache, {"c": "t2"}, fake_run(calls), {})      # another task key: nothing shared
     other(None, [spec], None)
     assert calls[-1] == [5, 1, 7, 3]

@@ -107,7 +107,8 @@ class SampleCache:
 def cached(cache: SampleCache, task_keys: dict[str, str], run: Callable, counts: dict[str, int]) -> Callable:
     """`run` (lm_eval_runner.run_tasks' signature) that evaluates only the documents the cache lacks, for
     the tasks in `task_keys` (the others are run as they are); `counts` gets {"cached": n, "computed": n}
-    summed over calls. A cached task's scores are recomputed from its rows (looks.scores_from_rows), so
+    summed over calls, and "tasks": task -> {"computed": n, "seconds": s} for the tasks that computed any
+    (what a sample of each task costs this variant: decide's fixed-n estimate, report/looks.py). A cached task's scores are recomputed from its rows (looks.scores_from_rows), so
     a score is the same whether its rows were computed now or read."""
     def run_cached(session, specs, ev):
         direct = [s for s in specs if s.name not in task_keys]
@@ -121,7 +122,11 @@ def cached(cache: SampleCache, task_keys: dict[str, str], run: Callable, counts:
             counts["cached"] = counts.get("cached", 0) + len(s.doc_ids) - len(missing)
             counts["computed"] = counts.get("computed", 0) + len(missing)
             if missing:
+                t0 = time.perf_counter()
                 _, rows = run(session, [replace(s, docs=tuple(missing), num_docs=len(missing))], ev)
+                spent = counts.setdefault("tasks", {}).setdefault(s.name, {"computed": 0, "seconds": 0.0})
+                spent["computed"] += len(missing)
+                spent["seconds"] = round(spent["seconds"] + time.perf_counter() - t0, 2)
                 cache.add(name, rows[s.name])
                 have.update({r["doc_id"]: r for r in rows[s.name]})
             rows = [have[d] for d in s.doc_ids]

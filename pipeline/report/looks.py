@@ -32,17 +32,46 @@ def summary_line(m: ModelReport) -> list[str]:
             "look where a gated metric failed (*Looks*)." + seconds_text(m, rows), ""]
 
 
+def fixed_n_seconds(r: Row, base: Row, caps: dict[str, int]) -> float | None:
+    """What the variant's evaluate would have taken reading every cap: its stage seconds plus, per task,
+    the samples it did not read at what a sample of that task costs this variant (its own seconds per
+    computed sample; for a task it never computed, the baseline's rate times the variant's speed ratio
+    to the baseline on the tasks both computed). None where a needed rate was not measured (samples
+    read from the cache cost nothing and time nothing)."""
+    own, theirs = r.facts.task_seconds, base.facts.task_seconds
+    if r.facts.seconds is None:
+        return None
+    shared = [t for t, (n, _) in own.items() if n and theirs.get(t, (0, 0.0))[0]]
+    ratio = (sum(own[t][1] for t in shared) / sum(own[t][0] * theirs[t][1] / theirs[t][0] for t in shared)
+             if shared and all(theirs[t][1] > 0 for t in shared) else None)
+    extra = 0.0
+    for task, cap in caps.items():
+        unread = cap - (r.facts.looks.get(task) or {}).get("n", 0)
+        if unread <= 0:
+            continue
+        n, spent = own.get(task, (0, 0.0))
+        if n:
+            extra += unread * spent / n
+        elif ratio is not None and theirs.get(task, (0, 0.0))[0]:
+            extra += unread * ratio * theirs[task][1] / theirs[task][0]
+        else:
+            return None
+    return r.facts.seconds + extra
+
+
 def seconds_text(m: ModelReport, rows: list[Row]) -> str:
-    """The looked variants' evaluate seconds against a fixed-n run's, estimated as one baseline stage
-    per variant (the baseline reads every cap, with fidelity and the load test, as a fixed-n row would)."""
-    base = next((r.facts.seconds for r in m.rows if r.judgement.overall == "baseline"), None)
-    used = [r.facts.seconds for r in rows]
-    if not base or any(s is None for s in used):
+    """The looked variants' evaluate seconds against a fixed-n run's at the same caps (fixed_n_seconds)."""
+    base = next((r for r in m.rows if r.judgement.overall == "baseline"), None)
+    if base is None:
         return ""
-    fixed = base * len(rows)
-    return (f" Their evaluate stages took {sum(used) / 60:.1f} min against about {fixed / 60:.1f} min at fixed n "
-            f"({len(rows)} x the baseline's {base:.0f} s; {sum(used) / fixed:.0%}; samples read from the sample "
-            "cache cost none).")
+    used = [r.facts.seconds for r in rows]
+    fixed = [fixed_n_seconds(r, base, m.num_samples) for r in rows]
+    if any(s is None for s in used) or any(f is None for f in fixed):
+        return (" Their evaluate seconds against a fixed-n run: not estimable here (a task's cost per sample was "
+                "not measured: its samples were read from the sample cache).")
+    return (f" Their evaluate stages took {sum(used) / 60:.1f} min against about {sum(fixed) / 60:.1f} min at "
+            f"fixed n ({sum(used) / sum(fixed):.0%}; each variant's unread samples at its own measured cost per "
+            "sample of the task).")
 
 
 def looks_lines(m: ModelReport) -> list[str]:

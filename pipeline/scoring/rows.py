@@ -46,6 +46,8 @@ class Measured:
     fidelity: dict[str, Any] | None = None            # next-token KL / top-1 agreement vs the baseline
     looks: dict[str, dict[str, Any]] = field(default_factory=dict)     # task -> its looks (eval.sequential)
     seconds: float | None = None                      # the stage that measured it (the baseline's: stage baseline)
+    # task -> (samples computed, seconds computing them) in this stage (result.json sample_cache.tasks)
+    task_seconds: dict[str, tuple[int, float]] = field(default_factory=dict)
 
     def look_confidence(self, task: str) -> float | None:
         """The confidence of the task's last look (its repeated interval's), None for a fixed-n task."""
