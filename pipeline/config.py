@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from pipeline import paths, schema
-from pipeline.domain import calibration, chat, fidelity_set, hardware, sources, tasks
+from pipeline.domain import calibration, chat, fidelity_set, hardware, long_texts, sources, tasks
 from pipeline.domain.metrics import metric_id
 from pipeline.quant import recipes
 from pipeline.schema import PARAMS_FILE, ConfigError, Params, near
@@ -37,6 +37,9 @@ def check(p: Params, root: Path) -> None:
     check_tasks(p, root)
     if p.eval.fidelity is not None:
         fidelity_set.texts(p.eval.fidelity, root)
+    if p.eval.long_context is not None:
+        lc = p.eval.long_context
+        long_texts.texts(lc.data, lc.field, lc.texts, root)
     check_group_sizes(p, root)
 
 

@@ -108,6 +108,11 @@ def plot_file(model: str) -> str:
     return f"plots/{model}-quality_vs_memory.png"
 
 
+def position_plot(model: str) -> str:
+    """A model's KL-by-position plot (eval.long_context), relative to results/."""
+    return f"plots/{model}-kl_by_position.png"
+
+
 def server_log(model: str, variant: str) -> str:
     """A variant's vLLM server log, relative to results/ (where decision.md names it)."""
     return f"{EVALS}/{model}/{variant}/{VLLM_SERVER_LOG}"
@@ -119,6 +124,12 @@ FIDELITY_ROWS = "fidelity.jsonl"   # in an eval dir: per fidelity text, KL and t
 def fidelity_base(model: str) -> Path:
     """The baseline's top-k next-token distributions on the fidelity texts (stage fidelity_base)."""
     return RESULTS / "fidelity" / f"{model}.npz"
+
+
+def long_base(model: str) -> Path:
+    """The baseline's top-k next-token distributions at every position of the long texts (stage
+    fidelity_base, eval.long_context)."""
+    return RESULTS / "fidelity" / f"{model}-long.npz"
 
 
 def fidelity_logs(model: str) -> Path:

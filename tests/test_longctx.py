@@ -161,3 +161,28 @@ def test_texts_beyond_the_context_or_too_short_are_refused(sessions):
     base = longctx.position_dists(model, [text(model.config.vocab_size, 20)], k=4)
     with pytest.raises(ValueError, match="19 positions for a text of 30 tokens"):
         longctx.against(model, base, [text(model.config.vocab_size, 30)])
+
+
+def test_the_stored_baseline_round_trips_and_a_variant_is_measured_per_bucket(pair, tmp_path):
+    from pipeline.domain import fidelity_set
+
+    base_model, model = pair
+    vocab = base_model.config.vocab_size
+    assert longctx.probe_length(base_model, 4096, 300) == 300 and longctx.probe_length(base_model, 4096, 8192) == 1024
+    seqs = [text(vocab, 301, seed=s) for s in (5, 6, 7)]
+    base = longctx.baseline(base_model, seqs, k=5, first_edge=64)
+    assert base.meta["edges"] == [0, 64, 128, 256, 300]
+    fidelity_set.save(tmp_path / "long.npz", base)
+    loaded = fidelity_set.load(tmp_path / "long.npz")
+    assert loaded.seqs == seqs and loaded.meta == base.meta
+    found = longctx.measure(model, loaded)
+    assert found["status"] == "ok" and found["texts"] == 3 and found["positions"] == 300
+    assert [(b["lo"], b["hi"]) for b in found["buckets"]] == [(0, 64), (64, 128), (128, 256), (256, 300)]
+    direct = longctx.against(model, longctx.position_dists(base_model, seqs, k=5), seqs)
+    # the bucket's value is the mean of the per-text means, and per_text holds those means
+    first = [kl[:64].mean() for kl, _ in direct]
+    assert found["buckets"][0]["kl_mean"] == pytest.approx(np.mean(first), rel=1e-4)
+    assert [row[0] for row in found["per_text"]["kl"]] == pytest.approx(first, rel=1e-4)
+    assert all(b["kl_ci"] is not None and b["kl_mean"] > 0 for b in found["buckets"])
+    same = longctx.measure(base_model, loaded)
+    assert all(b["kl_mean"] < 1e-6 and b["top1"] == 100.0 for b in same["buckets"])

@@ -16,6 +16,10 @@ result is the model's own forward up to float rounding of other kernel shapes
     with backend.session(other) as s:
         pairs = longctx.against(s.model, base, seqs)           # per text: (KL, top-1 agreement) per position
 
+In the pipeline (eval.long_context): stage fidelity_base stores the baseline's (`baseline`, saved as
+a fidelity_set.Baseline with the bucket edges in its meta); each evaluate measures its variant against
+it (`measure`: per bucket, and per text per bucket for decide's paired KV comparison).
+
 The LM head runs in float32, as in dists.py (why: there). Sliding-window layers are not modelled
 (the reserved cache is full attention), as in greedy decoding.
 """
@@ -28,7 +32,8 @@ import numpy as np
 import torch
 
 from pipeline.backends import dists, generate
-from pipeline.scoring import fidelity
+from pipeline.domain import fidelity_set
+from pipeline.scoring import fidelity, positions
 
 CHUNK = 512
 
@@ -123,3 +128,43 @@ def exact(p_model, q_model, seqs: Sequence[Sequence[int]], chunk: int = CHUNK) -
                 agree.append((lp.argmax(-1) == lq.argmax(-1)).cpu().numpy())
             out.append((np.concatenate(kls), np.concatenate(agree)))
     return out
+
+
+NOT_ON_THIS_BACKEND = ("fidelity by position runs on the reference backend only: vLLM's prompt log-probs come "
+                       "from one prefill, which need not read the quantized KV cache at every position "
+                       "(docs/fidelity.md \"Long context\")")
+
+
+def probe_length(model, wanted: int, max_model_len: int) -> int:
+    """Positions read per text: `wanted`, at most the model's context and memory.max_model_len."""
+    limit = getattr(model.config, "max_position_embeddings", None) or wanted
+    return min(wanted, limit, max_model_len)
+
+
+def baseline(model, seqs: Sequence[Sequence[int]], k: int, first_edge: int) -> fidelity_set.Baseline:
+    """The baseline's top-k at every position of `seqs` (all of one length), with its bucket edges."""
+    n = len(seqs[0]) - 1
+    found = position_dists(model, seqs, k)
+    return fidelity_set.Baseline([list(q) for q in seqs], [d.ids for d in found], [d.logprobs for d in found],
+                                 [d.top1 for d in found],
+                                 {"configured": True, "k": k, "edges": positions.bucket_edges(n, n, first_edge),
+                                  "model_context": getattr(model.config, "max_position_embeddings", None)})
+
+
+def measure(model, base: fidelity_set.Baseline, confidence: float = 0.95) -> dict:
+    """This model against the stored baseline: result.json's `long_context` (per bucket KL and top-1 with
+    t intervals over texts; per text per bucket means, null where a text has no position there)."""
+    stored = [PositionDists(i, lp, t, np.empty(0, np.float32)) for i, lp, t in zip(base.ids, base.logprobs, base.top1)]
+    pairs = against(model, stored, base.seqs)
+    edges = base.meta["edges"]
+    kls, agrees = [p[0] for p in pairs], [p[1] for p in pairs]
+    kl_m = positions.per_text_means(kls, edges)[0]
+    top1_m = 100.0 * positions.per_text_means([a.astype(np.float64) for a in agrees], edges)[0]
+
+    def listed(a: np.ndarray) -> list[list[float | None]]:
+        return [[None if np.isnan(v) else float(f"{v:.6g}") for v in row] for row in a]
+    return {"status": "ok", "texts": len(pairs), "positions": len(base.seqs[0]) - 1, "edges": list(edges),
+            "k": base.meta.get("k"), "model_context": base.meta.get("model_context"), "exact": False,
+            "confidence": confidence,
+            "buckets": [b.as_dict() for b in positions.by_position(kls, agrees, edges, confidence)],
+            "per_text": {"kl": listed(kl_m), "top1": listed(top1_m)}}

@@ -8,6 +8,7 @@ from pipeline.schema import Baseline, Bootstrap, Memory, TargetGpu
 from pipeline.scoring.analysis import KvLength, Regression
 from pipeline.scoring.decision import Recommendation
 from pipeline.scoring.rows import Row
+from pipeline.scoring.long_kv import LongKv
 from pipeline.scoring.noise import NoiseFloor
 from pipeline.scoring.sanity import Finding
 from pipeline.scoring.planner import Plan
@@ -64,3 +65,5 @@ class ModelReport:
     sanity: list[Finding] = field(default_factory=list)   # the baseline's own outputs, before any verdict
     noise: NoiseFloor | None = None                        # the engine's own noise (stage noise)
     noise_flips: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)  # variant -> task -> (flips, inside)
+    long_kv: list[LongKv] = field(default_factory=list)    # quantized KV modes judged by position
+    long_tolerance: float | None = None                    # decision.kv_kl_tolerance; None: no long-context records

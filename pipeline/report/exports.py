@@ -5,7 +5,7 @@ import dataclasses
 from typing import Any
 
 from pipeline.domain.memory import mib
-from pipeline.report import noise, provenance
+from pipeline.report import long_context, noise, provenance
 from pipeline.report.cells import is_baseline
 from pipeline.report.document import Header, ModelReport
 from pipeline.report.serving import load_note
@@ -76,6 +76,7 @@ def decision_json(models: dict[str, ModelReport], header: Header) -> dict:
                     for n, m in models.items()},
         "rows": [row_json(r, m, base_of(m)) for m in models.values() for r in m.rows],
         "noise_floor": {n: noise.noise_json(m) for n, m in models.items()},
+        "long_context": {n: long_context.long_json(m) for n, m in models.items()},
         "baseline_sanity": {n: [{"task": s.task, "kind": s.kind, "what": s.what, "causes": s.causes} for s in m.sanity]
                             for n, m in models.items()},
     }

@@ -41,3 +41,32 @@ def quality_vs_memory(rows: list[Row], metrics: list[str], out: Path, title: str
     fig.savefig(tmp, dpi=110)
     plt.close(fig)
     tmp.replace(out)
+
+
+def kl_by_position(rows: list[Row], out: Path, title: str, baseline_kv: str) -> bool:
+    """Next-token KL against the baseline by position bucket (eval.long_context), one line per variant
+    measured: solid in the baseline's KV mode, dashed in any other. False when no variant was measured."""
+    measured = [r for r in rows if (r.facts.long_context or {}).get("status") == "ok"]
+    if not measured:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for r in measured:
+        b = [x for x in r.facts.long_context["buckets"] if x.get("kl_mean") is not None]
+        mid = [(x["lo"] + x["hi"]) / 2 for x in b]
+        ax.plot(mid, [x["kl_mean"] for x in b], marker="o", ls="-" if r.facts.kv == baseline_kv else "--",
+                label=r.variant)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("token position (bucket midpoint)")
+    ax.set_ylabel("KL to the baseline (nats/token)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return True

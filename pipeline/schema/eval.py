@@ -96,6 +96,32 @@ class Fidelity:
 
 
 @dataclass(frozen=True)
+class LongContext:
+    """Fidelity by token position (docs/fidelity.md "Long context"): each variant's next-token KL and top-1
+    agreement against the baseline, teacher-forced on long texts, per position bucket (0-first_edge,
+    then doubling, up to the smaller of `positions`, the model's context and memory.max_model_len), with
+    t intervals over texts. A quantized KV mode is judged against the same tier with the baseline's KV
+    cache: non-inferior in a bucket when the upper bound of its paired KL increase is within
+    decision.kv_kl_tolerance. Reference backend only (it reads what the quantized cache holds at every
+    position)."""
+    data: str = "eval_sets/long_texts.jsonl"
+    field: str = "text"
+    texts: int = 3                              # the first rows; an interval over texts needs >= 2
+    positions: int = 4096                       # tokens read per text (each text needs positions + 1)
+    first_edge: int = 512
+    top_k: int = 20                             # the baseline's top-k stored per position
+
+    def __post_init__(self) -> None:
+        if self.texts < 2:
+            raise FieldError("texts", f"an interval over texts needs at least 2, got {self.texts}")
+        for key in ("positions", "first_edge"):
+            if getattr(self, key) < 2:
+                raise FieldError(key, f"must be >= 2, got {getattr(self, key)}")
+        if not 1 <= self.top_k <= 20:
+            raise FieldError("top_k", f"must be within 1..20, got {self.top_k}")
+
+
+@dataclass(frozen=True)
 class Sequential:
     """Each variant's tasks evaluated in looks, each look a larger share of the task's `limit` (its cap),
     its verdicts read at the group-sequential confidence of that look (pipeline/scoring/sequential.py);
@@ -121,6 +147,8 @@ class Eval:
     noise_floor: bool = True
     # unset: every variant runs every task to its limit, read once at the fixed confidence
     sequential: Sequential | None = None
+    # unset: no fidelity by position (the KV cache judged on the tasks' prompt lengths only)
+    long_context: LongContext | None = None
 
     # keys no longer read, each rejected with where it went (pipeline/schema/builder.py)
     RETIRED = {"apply_chat_template": "moved to models.<name>.apply_chat_template (auto | true | false, per "

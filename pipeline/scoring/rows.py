@@ -46,6 +46,7 @@ class Measured:
     fidelity: dict[str, Any] | None = None            # next-token KL / top-1 agreement vs the baseline
     looks: dict[str, dict[str, Any]] = field(default_factory=dict)     # task -> its looks (eval.sequential)
     seconds: float | None = None                      # the stage that measured it (the baseline's: stage baseline)
+    long_context: dict[str, Any] | None = None        # fidelity by position (result.json; eval.long_context)
     # task -> (samples computed, seconds computing them) in this stage (result.json sample_cache.tasks)
     task_seconds: dict[str, tuple[int, float]] = field(default_factory=dict)
 

@@ -15,7 +15,7 @@ from pipeline import io, paths, schema
 from pipeline.domain import hardware, sources, task_rows
 from pipeline.report import commands, exports, markdown, plots, regressions
 from pipeline.report.document import Header, KvPair, ModelReport, PlotSpec
-from pipeline.scoring import analysis, comparison, decision, noise, planner, sanity
+from pipeline.scoring import analysis, comparison, decision, long_kv, noise, planner, sanity
 from pipeline.scoring.comparison import Comparison
 from pipeline.scoring.decision import Recommendation
 from pipeline.scoring.rows import Measured, Row
@@ -38,13 +38,18 @@ def plan_rows(params: schema.Params, rows: list[Row]) -> planner.Planned:
     return planner.Planned(mem, plans)
 
 
-def gpu_recommendations(params: schema.Params, rows: list[Row], model: str, planned: planner.Planned
-                        ) -> dict[str, Recommendation]:
-    """Per target GPU: the recommendation among the variants that GPU can serve, with its command."""
+def gpu_recommendations(params: schema.Params, rows: list[Row], model: str, planned: planner.Planned,
+                        by_length: list[long_kv.LongKv] | None = None) -> dict[str, Recommendation]:
+    """Per target GPU: the recommendation among the variants that GPU can serve, with its command. With
+    eval.long_context (`by_length`), a quantized KV mode only where it was shown non-inferior up to
+    memory.max_model_len, the length the GPU's plan is made for."""
     plans = planned.for_model(model)
+    barred = set() if by_length is None else long_kv.barred(
+        [r.facts for r in rows if r.facts.model == model], by_length, params.decision.baseline.kv,
+        params.memory.max_model_len)
     recs = {}
     for name, gpu in planned.gpus.items():
-        rec = decision.recommend(rows, model, decision.gpu_candidates(rows, model, name, gpu, plans))
+        rec = decision.recommend(rows, model, decision.gpu_candidates(rows, model, name, gpu, plans) - barred)
         if rec.row is not None:
             rec = dataclasses.replace(rec, command=serve_command(params, model, rec.row, planned.budget,
                                                                  plans[rec.row.variant][name]))
@@ -84,16 +89,22 @@ def model_report(params: schema.Params, rows: list[Row], model: str, found: Comp
     rec = decision.recommend(rows, model)
     if rec.row is not None:
         rec = dataclasses.replace(rec, command=serve_command(params, model, rec.row))
+    # evaluate records long_context on every variant when eval.long_context is set (its status says why not)
+    configured = any(r.facts.long_context is not None for r in mine)
+    by_length = None if not configured else long_kv.judge(
+        [r.facts for r in mine], params.decision.baseline.kv, params.decision.baseline.tier, params.decision.kv_kl_tolerance,
+        params.decision.bootstrap.confidence)
     return ModelReport(
         name=model, source=params.models[model].source, rows=mine, recommendation=rec,
         num_samples=base.num_samples if base else next((r.facts.num_samples for r in mine if r.facts.num_samples), {}),
         flips=found.flips.get(model, {}), regressions=found.regressions.get(model, {}),
         regression_links=regression_links(model, found),
         kv_length=[k for k in found.kv_length if k.model == model], plans=planned.for_model(model),
-        gpu_recs=gpu_recommendations(params, rows, model, planned), plot=plot_spec(params, model, mine),
+        gpu_recs=gpu_recommendations(params, rows, model, planned, by_length), plot=plot_spec(params, model, mine),
         kv_pairs=kv_scale_pairs(params.kv_modes), min_speed_vs_baseline=params.decision.min_speed_vs_baseline,
         sanity=sanity.findings(samples[base.key]) if base else [], noise=floor,
-        noise_flips=noise_flips(mine, base, samples, floor) if floor is not None and base else {})
+        noise_flips=noise_flips(mine, base, samples, floor) if floor is not None and base else {},
+        long_kv=by_length or [], long_tolerance=params.decision.kv_kl_tolerance if configured else None)
 
 
 def noise_floor(params: schema.Params, measured: list[Measured], model: str, samples: Samples) -> noise.NoiseFloor:
@@ -155,6 +166,9 @@ def write(models: dict[str, ModelReport], head: Header) -> None:
         if m.plot is not None:
             plots.quality_vs_memory(m.rows, m.plot.metrics, paths.RESULTS / m.plot.path, m.plot.title, m.plot.limits,
                                     m.plot.model_dtype_kv)
+        if m.long_tolerance is not None:
+            plots.kl_by_position(m.rows, paths.RESULTS / paths.position_plot(m.name),
+                                 f"{m.name}: next-token KL to the baseline by position", head.baseline.kv)
     io.atomic_write_text(paths.DECISION_MD, markdown.render(models, head))
     io.atomic_write_json(paths.DECISION_JSON, exports.decision_json(models, head))
     io.atomic_write_json(paths.DVC_METRICS, {n: exports.dvc_metrics(m.rows) for n, m in models.items()})

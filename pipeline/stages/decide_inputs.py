@@ -52,7 +52,7 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
         kv_formula=engine_kv_check(hf, params.kv_modes[kv].cache_dtype, serving, params.memory.block_size)
         if hf else None,
         fidelity=fidelity_summary(res.get("fidelity"), out, params.decision.bootstrap),
-        looks=dict(res.get("looks") or {}), seconds=res.get("seconds"),
+        looks=dict(res.get("looks") or {}), seconds=res.get("seconds"), long_context=res.get("long_context"),
         task_seconds={t: (v["computed"], v["seconds"])
                       for t, v in ((res.get("sample_cache") or {}).get("tasks") or {}).items()})
 

@@ -26,7 +26,7 @@ from pipeline import errors, io, paths, schema
 from pipeline.backends import Unsupported, Variant
 from pipeline.backends.base import baseline_variant
 from pipeline.backends.fidelity_compare import measure_fidelity
-from pipeline.backends import sample_cache
+from pipeline.backends import longctx, sample_cache
 from pipeline.backends.lm_eval_runner import (WallBudgetExceeded, flat, run_tasks, run_within, wall_limit,
                                               without_refused)
 from pipeline.backends.looks_runner import Looked, gates_from, run_looks
@@ -82,9 +82,10 @@ def measured(served: Served, name: str, spec: Any, compute: Callable[[], Any], r
 
 
 def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Path, checkpoint: Path, record: dict,
-             quality: Quality | None = None) -> dict[str, Any]:
+             quality: Quality | None = None, long: Callable[[Served, dict], dict] | None = None) -> dict[str, Any]:
     """One variant's result (its samples and fidelity rows written to out_dir), from its serving
-    checkpoint and record; `quality` runs the tasks (default: to_the_caps; a variant's: in looks)."""
+    checkpoint and record; `quality` runs the tasks (default: to_the_caps; a variant's: in looks);
+    `long` measures fidelity by position (a variant's: long_context; the baseline is its reference)."""
     quality = quality or to_the_caps(params)
     calibrated = params.kv_modes[kv].calibrated
     result: dict[str, Any] = {"model": model, "tier": tier, "kv": kv}
@@ -126,6 +127,8 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
                 except Exception as e:  # noqa: BLE001 - the task metrics already measured are kept
                     traceback.print_exc()
                     result["fidelity"] = {"status": "failed", "why": errors.one_line(e)}
+            if long is not None:
+                result["long_context"] = long(served, result)
             tp = params.eval.throughput
             prompts = throughput_prompts(specs, tp.batch_size)
             result["throughput"] = measured(served, "throughput", [dataclasses.asdict(tp), prompts],
@@ -146,6 +149,25 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
     result.update(status="ok", metrics=scores, higher_is_better=hib,
                   num_samples={name: len(rows) for name, rows in samples.items()}, versions=provenance.versions())
     return result
+
+
+def long_context(served: Served, params: schema.Params, model: str, result: dict) -> dict:
+    """Fidelity by position against the baseline's long texts (eval.long_context), once per variant key;
+    not for a variant that already failed a gated metric (nothing it could show would change that)."""
+    if result.get("stopped"):
+        return {"status": "skipped", "why": "the variant failed a gated metric first"}
+    base = fidelity_set.load(paths.long_base(model))
+    if base.meta.get("unavailable") or not base.seqs:
+        return {"status": "unsupported", "why": base.meta.get("unavailable") or "no long texts"}
+    model_ = getattr(served.session, "model", None)
+    if model_ is None:
+        return {"status": "unsupported", "why": longctx.NOT_ON_THIS_BACKEND}
+    spec = [dataclasses.asdict(params.eval.long_context), sample_cache.files_hash([paths.long_base(model)])]
+    try:
+        return measured(served, "long_context", spec, lambda: longctx.measure(model_, base), result)
+    except Exception as e:  # noqa: BLE001 - the task metrics already measured are kept
+        traceback.print_exc()
+        return {"status": "failed", "why": errors.one_line(e)}
 
 
 def copied_baseline(model: str, out_dir: Path) -> dict[str, Any]:
@@ -222,7 +244,9 @@ def main(st: runner.Stage) -> None:
         checkpoint = paths.serving_checkpoint(model, tier, kv, calibrated)
         quality = None if against is None else (
             lambda served, specs, result: in_looks(served, specs, params, against, result))
-        return evaluate(params, model, tier, kv, out_dir, checkpoint, record, quality)
+        long = None if params.eval.long_context is None else (
+            lambda served, result: long_context(served, params, model, result))
+        return evaluate(params, model, tier, kv, out_dir, checkpoint, record, quality, long)
     run_stage(st, model, tier, kv, out_dir, work)
 
 

@@ -8,6 +8,10 @@ ids and, at each position, the baseline's top-k next-token ids and log-probs (ev
 the backend and compute dtype that produced them. Each evaluate stage of the model scores the same ids:
 on vLLM against these top-k, on the reference backend against the baseline itself, loaded beside the
 variant (full vocabulary). Without eval.fidelity the file says so and evaluate reports no fidelity.
+
+With eval.long_context it also writes results/fidelity/<model>-long.npz: the baseline's top-k at every
+position of the long texts (the smaller of `positions`, the model's context and memory.max_model_len),
+with the position buckets each evaluate reports (reference backend; on vLLM the file says why not).
 """
 from __future__ import annotations
 
@@ -15,52 +19,70 @@ import sys
 
 from pipeline import io, paths, schema
 from pipeline.backends import Unsupported
-from pipeline.backends.selection import select
+from pipeline.backends import longctx
 from pipeline.backends.base import baseline_variant
 from pipeline.backends.selection import select
-from pipeline.domain import fidelity_set
+from pipeline.domain import fidelity_set, long_texts
 from pipeline.stages import runner
 
 
-def baseline_dists(params: schema.Params, model: str) -> fidelity_set.Baseline:
+NOT_SET = fidelity_set.Baseline([], [], [], [], {"configured": False})
+
+
+def baseline_dists(params: schema.Params, model: str) -> tuple[fidelity_set.Baseline, fidelity_set.Baseline]:
+    """(the fidelity texts' baseline, the long texts' baseline), from one session of the baseline."""
     from transformers import AutoTokenizer  # lazy: transformers takes seconds to import
 
-    fid = params.eval.fidelity
+    fid, lc = params.eval.fidelity, params.eval.long_context
     base = params.decision.baseline
     variant = baseline_variant(params, model, paths.fidelity_logs(model))
     tokenizer = AutoTokenizer.from_pretrained(variant.serve_path)
-    seqs = [ids for t in fidelity_set.texts(fid) if len(ids := tokenizer(t).input_ids[: fid.max_tokens]) > 1]
+    seqs = [ids for t in fidelity_set.texts(fid) if len(ids := tokenizer(t).input_ids[: fid.max_tokens]) > 1] \
+        if fid is not None else []
+    long_rows = long_texts.texts(lc.data, lc.field, lc.texts) if lc is not None else []
     backend = select(params)
-    k = fid.top_k
     with backend.session(variant) as session:
-        dists = session.token_dists(seqs, k)
-        meta = {"model": model, "tier": base.tier, "kv": base.kv, "backend": backend.name, "k": k,
+        meta = {"model": model, "tier": base.tier, "kv": base.kv, "backend": backend.name,
                 "compute_dtype": session.info.get("compute_dtype"), "full_logits": session.full_logits}
-    return fidelity_set.Baseline(seqs, [d.ids for d in dists], [d.logprobs for d in dists],
-                                 [d.top1 for d in dists], meta)
+        short = NOT_SET
+        if fid is not None:
+            dists = session.token_dists(seqs, fid.top_k)
+            short = fidelity_set.Baseline(seqs, [d.ids for d in dists], [d.logprobs for d in dists],
+                                          [d.top1 for d in dists], {**meta, "k": fid.top_k})
+        long = NOT_SET
+        if lc is not None and getattr(session, "model", None) is None:
+            long = fidelity_set.Baseline([], [], [], [], {"configured": True, "unavailable": longctx.NOT_ON_THIS_BACKEND})
+        elif lc is not None:
+            n = longctx.probe_length(session.model, lc.positions, params.memory.max_model_len)
+            found = longctx.baseline(session.model, long_texts.sequences(long_rows, lambda t: tokenizer(t).input_ids, n),
+                                     lc.top_k, lc.first_edge)
+            long = fidelity_set.Baseline(found.seqs, found.ids, found.logprobs, found.top1, {**meta, **found.meta})
+    return short, long
 
 
 @runner.stage_main("fidelity_base", ("model",))
 def main(st: runner.Stage) -> None:
     model, params = st.args[0], st.params
-    out = paths.fidelity_base(model)
-    if params.eval.fidelity is None:
-        fidelity_set.save(out, fidelity_set.Baseline([], [], [], [], {"configured": False}))
-        st.done("ok", "eval.fidelity is not set")
+    if params.eval.fidelity is None and params.eval.long_context is None:
+        fidelity_set.save(paths.fidelity_base(model), NOT_SET)
+        fidelity_set.save(paths.long_base(model), NOT_SET)
+        st.done("ok", "eval.fidelity and eval.long_context are not set")
         return
     try:
-        base = baseline_dists(params, model)
+        short, long = baseline_dists(params, model)
     except io.DataError as e:
         print(f"qtier: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     except Unsupported as e:    # the evaluate stages then say why they have no fidelity
-        base = fidelity_set.Baseline([], [], [], [], {"configured": True, "unavailable": str(e)})
-    fidelity_set.save(out, base)
-    if base.meta.get("unavailable"):
-        st.done("unsupported", base.meta["unavailable"])
-    else:
-        st.done("ok", f"{len(base.seqs)} texts, {sum(len(s) - 1 for s in base.seqs)} positions, "
-                      f"top-{base.meta.get('k')}")
+        short = long = fidelity_set.Baseline([], [], [], [], {"configured": True, "unavailable": str(e)})
+    fidelity_set.save(paths.fidelity_base(model), short)
+    fidelity_set.save(paths.long_base(model), long)
+    if short.meta.get("unavailable"):
+        st.done("unsupported", short.meta["unavailable"])
+        return
+    said = [f"{len(b.seqs)} {what}, {sum(len(s) - 1 for s in b.seqs):,} positions"
+            for b, what in ((short, "texts"), (long, "long texts")) if b.seqs]
+    st.done("ok", "; ".join(said) + (f"; long texts: {long.meta['unavailable']}" if long.meta.get("unavailable") else ""))
 
 
 if __name__ == "__main__":

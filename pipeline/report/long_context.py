@@ -1,0 +1,94 @@
+"""decision.md's long-context section (eval.long_context): per variant, next-token KL and top-1 agreement
+against the baseline by token position, and per quantized KV mode up to which length it is shown
+non-inferior to the same tier with the baseline's KV cache (pipeline/scoring/long_kv.py). Pure."""
+from __future__ import annotations
+
+from pipeline import paths
+from pipeline.report.cells import md_row
+from pipeline.report.document import ModelReport
+from pipeline.scoring.long_kv import as_json, planned_length
+from pipeline.scoring.rows import Row
+
+
+def _num(v: float | None, digits: int = 4) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def _ci(ci, digits: int = 4) -> str:
+    return "" if not ci else f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+
+def bucket_cell(b: dict) -> str:
+    if b.get("kl_mean") is None:
+        return "-"
+    return f"{_num(b['kl_mean'])}{_ci(b.get('kl_ci'))} / {b['top1']:.1f}%"
+
+
+def edges_of(m: ModelReport) -> list[int] | None:
+    return next((r.facts.long_context["edges"] for r in m.rows
+                 if (r.facts.long_context or {}).get("status") == "ok"), None)
+
+
+def why_not(r: Row) -> str:
+    lc = r.facts.long_context or {}
+    return f"{lc.get('status', 'not measured')}: {lc.get('why', 'no long-context record')}"
+
+
+def kv_cell(kb) -> str:
+    if kb.increase is None:
+        return "-"
+    return f"{kb.increase:+.4f}{_ci(kb.ci)} {kb.verdict}"
+
+
+def long_lines(m: ModelReport, max_model_len: int) -> list[str]:
+    if m.long_tolerance is None:
+        return []
+    edges = edges_of(m)
+    lines = ["### Long context: fidelity by position", ""]
+    if edges is None:
+        reasons = sorted({why_not(r) for r in m.rows if r.judgement.overall != "baseline"})
+        return lines + ["Not measured on any variant: " + "; ".join(reasons) + ".", ""]
+    buckets = [f"{lo:,}-{hi:,}" for lo, hi in zip(edges, edges[1:])]
+    first = next(r.facts.long_context for r in m.rows if (r.facts.long_context or {}).get("status") == "ok")
+    lines += [f"Each variant teacher-forced on {first['texts']} long texts of {first['positions']:,} tokens "
+              f"(eval.long_context), the baseline's top-{first['k']} stored per position (KL on them, the rest "
+              "of the mass as one bucket: a lower bound); per position bucket the mean over texts of each "
+              f"text's mean KL (nats/token) with a {first['confidence']:.0%} t interval over texts, and top-1 "
+              "agreement. The baseline is the reference (0 and 100%).", ""]
+    lines += ["**KV cache by length.** A quantized KV mode against the same tier with the baseline's KV cache: "
+              "per bucket the paired KL increase over texts, non-inferior where its upper bound is within "
+              f"{m.long_tolerance:g} nats/token.", ""]
+    for f in m.long_kv:
+        lines.append(f"- {f.sentence()}")
+    if not m.long_kv:
+        lines.append("- no quantized KV mode was measured beside its tier's baseline-KV row")
+    lines.append("")
+    if m.long_kv:
+        lines += [md_row(["Tier", "KV mode", *buckets, "non-inferior up to"]), md_row(["---"] * (len(buckets) + 3))]
+        for f in m.long_kv:
+            lines.append(md_row([f.tier, f.kv, *[kv_cell(b) for b in f.buckets], f"{f.up_to:,}"]))
+        lines.append("")
+        planned = planned_length([r.facts for r in m.rows], max_model_len)
+        short = [f for f in m.long_kv if f.up_to < planned]
+        if short:
+            lines += [f"Not recommended for a target GPU (planned for {planned:,} tokens: memory.max_model_len, at "
+                      "most the model's context): "
+                      + ", ".join(f"{f.tier} + {f.kv} KV" for f in short) + ".", ""]
+    lines += [f"![next-token KL by position]({paths.position_plot(m.name)})", ""]
+    lines += [md_row(["Variant", *buckets]), md_row(["---"] * (len(buckets) + 1))]
+    for r in m.rows:
+        if r.judgement.overall == "baseline":
+            continue
+        lc = r.facts.long_context or {}
+        if lc.get("status") == "ok" and lc["edges"] == edges:
+            lines.append(md_row([r.variant, *[bucket_cell(b) for b in lc["buckets"]]]))
+        else:
+            lines.append(md_row([r.variant, why_not(r), *[""] * (len(buckets) - 1)]))
+    return lines + [""]
+
+
+def long_json(m: ModelReport) -> dict:
+    if m.long_tolerance is None:
+        return {"configured": False}
+    return {"configured": True, "kl_tolerance": m.long_tolerance, "kv": as_json(m.long_kv),
+            "rows": {r.variant: r.facts.long_context for r in m.rows if r.judgement.overall != "baseline"}}
