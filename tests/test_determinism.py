@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from pipeline import paths
-from pipeline.stages import baseline, evaluate, fidelity_base, prepare, quantize
+from pipeline.stages import baseline, evaluate, fidelity_base, noise, prepare, quantize
 from tests import tiny_model
 
 pytestmark = pytest.mark.model
@@ -42,6 +42,7 @@ def test_quantize_and_evaluate_twice_identical(tmp_path, monkeypatch, root):
     run(quantize.main, "tiny", "fp16")
     run(fidelity_base.main, "tiny")
     run(baseline.main, "tiny")
+    run(noise.main, "tiny")                 # each look folds in the engine's noise floor, as decide does
     results = []
     for _ in range(2):
         shutil.rmtree(paths.SAMPLE_CACHE, ignore_errors=True)     # computed again, not read back

@@ -311,8 +311,8 @@ def test_ctrl_c_during_a_stage_stops_everything_and_keeps_results(project):
 
 def test_exp_run_of_a_tolerance_change_computes_no_sample_again(tmp_path_factory, request):
     """`dvc exp run -S` tries a tolerance change: the evaluations re-run (their looks stop on the
-    tolerances) but read every sample, fidelity and load test from the cache, and the metrics show the
-    effect. On a two-tier project: each experiment re-runs every evaluate."""
+    tolerances) but read every sample, fidelity, long-context probe and load test from the cache, and
+    the metrics show the effect. On a two-tier project: each experiment re-runs every evaluate."""
     default = yaml.safe_load((Path(request.config.rootpath) / "params.yaml").read_text())["eval"]["tasks"]
     tasks = {name: {**t, "limit": n} for (name, t), n in zip(default.items(), (3, 2, 8))}
     project = _mini_project(tmp_path_factory, request, "exp", tasks)
@@ -337,7 +337,7 @@ def test_exp_run_of_a_tolerance_change_computes_no_sample_again(tmp_path_factory
             if "copied_from" in res:        # the baseline's row: stage baseline's record, which did not re-run
                 continue
             assert res["status"] == "ok" and res["sample_cache"]["computed"] == 0, res.get("sample_cache")
-            assert set(res.get("reused", {})) == {"fidelity", "throughput"}, res.get("reused")
+            assert set(res.get("reused", {})) == {"fidelity", "throughput", "long_context"}, res.get("reused")
         after = json.loads((project / "results/metrics.json").read_text())["tiny"]
         passes[name] = sum(v.get("passes", 0) for v in after.values())
     assert passes == {"strict": 0, "lenient": 1}

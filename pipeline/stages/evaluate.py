@@ -240,7 +240,8 @@ def main(st: runner.Stage) -> None:
 
     def work() -> dict:
         record = io.read_json(paths.serving_record(model, tier, kv, calibrated))
-        against = baseline_samples(params, model)
+        # a tier that has no checkpoint is a row at once: nothing to judge, so nothing else to read
+        against = baseline_samples(params, model) if record.get("status") == "ok" else None
         checkpoint = paths.serving_checkpoint(model, tier, kv, calibrated)
         quality = None if against is None else (
             lambda served, specs, result: in_looks(served, specs, params, against, result))
