@@ -108,8 +108,9 @@ def cached(cache: SampleCache, task_keys: dict[str, str], run: Callable, counts:
     """`run` (lm_eval_runner.run_tasks' signature) that evaluates only the documents the cache lacks, for
     the tasks in `task_keys` (the others are run as they are); `counts` gets {"cached": n, "computed": n}
     summed over calls, and "tasks": task -> {"computed": n, "seconds": s} for the tasks that computed any
-    (what a sample of each task costs this variant: decide's fixed-n estimate, report/looks.py). A cached task's scores are recomputed from its rows (looks.scores_from_rows), so
-    a score is the same whether its rows were computed now or read."""
+    (what a sample of each task costs this variant: decide's fixed-n estimate, report/looks.py). A cached
+    task's scores are recomputed from its rows (looks.scores_from_rows), so a score is the same whether
+    its rows were computed now or read."""
     def run_cached(session, specs, ev):
         direct = [s for s in specs if s.name not in task_keys]
         found, samples = run(session, direct, ev) if direct else ({}, {})

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pipeline import paths
 from pipeline.report.cells import md_row
 from pipeline.report.document import ModelReport
-from pipeline.scoring.long_kv import as_json, planned_length
+from pipeline.scoring.long_kv import as_json, measured, planned_length
 from pipeline.scoring.rows import Row
 
 
@@ -24,9 +24,9 @@ def bucket_cell(b: dict) -> str:
     return f"{_num(b['kl_mean'])}{_ci(b.get('kl_ci'))} / {b['top1']:.1f}%"
 
 
-def edges_of(m: ModelReport) -> list[int] | None:
-    return next((r.facts.long_context["edges"] for r in m.rows
-                 if (r.facts.long_context or {}).get("status") == "ok"), None)
+def first_measured(m: ModelReport) -> dict | None:
+    """The long_context record of the first variant measured (its texts, length and edges are every one's)."""
+    return next((r.facts.long_context for r in m.rows if measured(r.facts)), None)
 
 
 def why_not(r: Row) -> str:
@@ -43,13 +43,13 @@ def kv_cell(kb) -> str:
 def long_lines(m: ModelReport, max_model_len: int) -> list[str]:
     if m.long_tolerance is None:
         return []
-    edges = edges_of(m)
+    first = first_measured(m)
     lines = ["### Long context: fidelity by position", ""]
-    if edges is None:
+    if first is None:
         reasons = sorted({why_not(r) for r in m.rows if r.judgement.overall != "baseline"})
         return lines + ["Not measured on any variant: " + "; ".join(reasons) + ".", ""]
+    edges = first["edges"]
     buckets = [f"{lo:,}-{hi:,}" for lo, hi in zip(edges, edges[1:])]
-    first = next(r.facts.long_context for r in m.rows if (r.facts.long_context or {}).get("status") == "ok")
     lines += [f"Each variant teacher-forced on {first['texts']} long texts of {first['positions']:,} tokens "
               f"(eval.long_context), the baseline's top-{first['k']} stored per position (KL on them, the rest "
               "of the mass as one bucket: a lower bound); per position bucket the mean over texts of each "
@@ -79,9 +79,8 @@ def long_lines(m: ModelReport, max_model_len: int) -> list[str]:
     for r in m.rows:
         if r.judgement.overall == "baseline":
             continue
-        lc = r.facts.long_context or {}
-        if lc.get("status") == "ok" and lc["edges"] == edges:
-            lines.append(md_row([r.variant, *[bucket_cell(b) for b in lc["buckets"]]]))
+        if measured(r.facts) and r.facts.long_context["edges"] == edges:
+            lines.append(md_row([r.variant, *[bucket_cell(b) for b in r.facts.long_context["buckets"]]]))
         else:
             lines.append(md_row([r.variant, why_not(r), *[""] * (len(buckets) - 1)]))
     return lines + [""]

@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipeline.domain.memory import mib
+from pipeline.scoring import long_kv
 from pipeline.scoring.rows import Row
 
 
@@ -46,8 +47,8 @@ def quality_vs_memory(rows: list[Row], metrics: list[str], out: Path, title: str
 def kl_by_position(rows: list[Row], out: Path, title: str, baseline_kv: str) -> bool:
     """Next-token KL against the baseline by position bucket (eval.long_context), one line per variant
     measured: solid in the baseline's KV mode, dashed in any other. False when no variant was measured."""
-    measured = [r for r in rows if (r.facts.long_context or {}).get("status") == "ok"]
-    if not measured:
+    shown = [r for r in rows if long_kv.measured(r.facts)]
+    if not shown:
         return False
     import matplotlib
 
@@ -55,7 +56,7 @@ def kl_by_position(rows: list[Row], out: Path, title: str, baseline_kv: str) -> 
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    for r in measured:
+    for r in shown:
         b = [x for x in r.facts.long_context["buckets"] if x.get("kl_mean") is not None]
         mid = [(x["lo"] + x["hi"]) / 2 for x in b]
         ax.plot(mid, [x["kl_mean"] for x in b], marker="o", ls="-" if r.facts.kv == baseline_kv else "--",
