@@ -1,7 +1,8 @@
 """Shared fixtures, and the test tiers (tests/tiers.py): every test is `unit` unless marked `model` or
 `e2e`; `slow` is added to the latter so `-m "not slow"` still means the unit tier. A unit-only run
 (`pytest -m unit`) skips the heavy modules unread and makes `import torch` raise in this process and
-in every Python subprocess it starts, so a unit test that needs torch fails instead of passing."""
+in every Python subprocess it starts (pytest-xdist's workers included: it runs on two), so a unit test
+that needs torch fails instead of passing."""
 import importlib.util
 import os
 import sys
@@ -21,6 +22,17 @@ os.environ.setdefault("DVC_NO_ANALYTICS", "1")
 from tests import tiers  # noqa: E402  (needs ROOT on sys.path)
 
 TORCHLESS = Path(__file__).resolve().parent / "torchless"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """`pytest -m unit` on two pytest-xdist workers (tests/tiers.py unit_workers); `-n 0`: one process."""
+    if not hasattr(config.option, "numprocesses"):      # pytest-xdist not installed: one process
+        return
+    n = tiers.unit_workers(config.option.markexpr or "", config.option.numprocesses,
+                           bool(os.environ.get("PYTEST_XDIST_WORKER")), config.option.collectonly, os.cpu_count())
+    if n is not None:
+        config.option.numprocesses = n
 
 
 def pytest_configure(config):

@@ -4,7 +4,6 @@ import json
 import shutil
 import sys
 
-import datasets
 import pytest
 
 from pipeline import paths
@@ -35,7 +34,7 @@ def project(tmp_path, monkeypatch, root):
 
 def test_fetches_once_and_tasks_read_the_copy(project, monkeypatch):
     calls = []
-    monkeypatch.setattr(datasets, "load_dataset", fake_hub(calls))
+    monkeypatch.setattr("datasets.load_dataset", fake_hub(calls))
     evalsets.main()
     evalsets.main()
     assert len(calls) == 1
@@ -49,7 +48,7 @@ def test_fetches_once_and_tasks_read_the_copy(project, monkeypatch):
 
 
 def test_wrong_label_names_the_copy_and_line(project, monkeypatch, capsys):
-    monkeypatch.setattr(datasets, "load_dataset", fake_hub([]))
+    monkeypatch.setattr("datasets.load_dataset", fake_hub([]))
     p = safe_load((project / "params.yaml").read_text())
     p["eval"]["tasks"]["classification"]["labels"] = ["neg", "pos"]
     (project / "params.yaml").write_text(safe_dump(p, sort_keys=False))
@@ -63,7 +62,7 @@ def test_wrong_label_names_the_copy_and_line(project, monkeypatch, capsys):
 def test_download_failure_is_one_named_line(project, monkeypatch, capsys):
     def offline(*a, **k):
         raise ConnectionError("Couldn't reach the Hub\nlong traceback text")
-    monkeypatch.setattr(datasets, "load_dataset", offline)
+    monkeypatch.setattr("datasets.load_dataset", offline)
     with pytest.raises(SystemExit) as e:
         evalsets.main()
     assert e.value.code == 2

@@ -378,57 +378,6 @@ def _user_translation(proj: Path) -> None:
     (proj / "my_en_fr.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
-def test_two_tasks_of_each_kind_keep_their_own_metrics_and_verdicts(tmp_path_factory, request):
-    """Two translation tasks (en->de from eval_sets, en->fr from the user's JSONL with other field names)
-    and two classification tasks: every metric is `<task>/<metric>`, nothing is overwritten, and a
-    per-task tolerance changes only that task's verdict."""
-    cls = {"kind": "classify", "config": "eval_sets/tasks/classification.yaml", "data": "eval_sets/sentiment.jsonl",
-           "fields": {"text": "text", "label": "label"}, "labels": ["negative", "positive"], "limit": 8}
-    tasks = {
-        "translation": {"kind": "generate", "config": "eval_sets/tasks/translation.yaml",
-                        "data": "eval_sets/translation_en_de.jsonl", "languages": {"source": "English", "target": "German"},
-                        "limit": 3},
-        "translation_fr": {"kind": "generate", "config": "eval_sets/tasks/translation.yaml", "data": "my_en_fr.jsonl",
-                           "fields": {"source": "english", "reference": "francais"},
-                           "languages": {"source": "English", "target": "French"}, "limit": 3},
-        # a capability floor above any accuracy: the baseline falls short of it whatever it scores
-        "classification": {**cls, "min_baseline": {"acc": 101.0}},
-        # the same data, scored on its own, with a tolerance no tier can miss and no capability floor
-        "sentiment_lenient": {**cls, "tolerances": {"acc": {"abs": 100.0}}, "min_baseline": {"acc": 0.0}},
-    }
-    proj = _mini_project(tmp_path_factory, request, "two_tasks", tasks, _user_translation)
-    r = run(["dvc", "repro"], proj)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    res = json.loads((proj / "results/evals/tiny/nf4-bnb-auto/result.json").read_text())
-    ids = {"translation/bleu", "translation/chrf", "translation_fr/bleu", "translation_fr/chrf",
-           "classification/acc", "classification/macro_f1", "sentiment_lenient/acc", "sentiment_lenient/macro_f1"}
-    assert set(res["metrics"]) == ids and set(res["higher_is_better"]) == ids
-    for task in tasks:
-        assert (proj / f"results/evals/tiny/nf4-bnb-auto/samples/{task}.jsonl").is_file()
-    fr = [json.loads(x) for x in (proj / "results/evals/tiny/fp16-auto/samples/translation_fr.jsonl").read_text().splitlines()]
-    mine = [json.loads(x) for x in (proj / "my_en_fr.jsonl").read_text().splitlines()]
-    assert fr and all(r["input"]["source"] == mine[r["doc_id"]]["english"] and r["target"] == mine[r["doc_id"]]["francais"]
-                      for r in fr)
-    rows = {x["tier"]: x for x in json.loads((proj / "results/decision.json").read_text())["rows"]}
-    tier = rows["nf4-bnb"]
-    gated = {"translation/bleu", "translation/chrf", "translation_fr/bleu", "translation_fr/chrf",
-             "classification/acc", "sentiment_lenient/acc"}
-    assert set(tier["verdicts"]) == gated
-    assert set(tier["intervals"]) >= gated
-    # same samples, same model: the two classification tasks agree on the score, but not on the rule
-    assert tier["metrics"]["classification/acc"] == tier["metrics"]["sentiment_lenient/acc"]
-    assert tier["verdicts"]["sentiment_lenient/acc"]["verdict"] == "pass"
-    assert tier["verdicts"]["classification/acc"]["why"].startswith("the baseline cannot do this task")
-    assert tier["task_verdicts"]["sentiment_lenient"] == "pass"
-    md = (proj / "results/decision.md").read_text()
-    head = md.split("| Tier | KV cache |", 1)[1].splitlines()[0]
-    assert all(t in head for t in tasks)
-    for task in tasks:
-        assert f"#### {task}" in md
-    metrics = json.loads((proj / "results/metrics.json").read_text())["tiny"]["nf4-bnb-auto"]
-    assert "delta_translation_fr/chrf" in metrics and "delta_sentiment_lenient/acc" in metrics
-
-
 def _local_registry_task(proj: Path) -> None:
     """An lm-eval task YAML of the user's own (dataset_path: json, local data) under my_tasks/."""
     folder = proj / "my_tasks"
@@ -445,23 +394,69 @@ def _local_registry_task(proj: Path) -> None:
         "metadata": {"version": 1}}, sort_keys=False))
 
 
-def test_lm_eval_registry_task_with_local_data_end_to_end(tmp_path_factory, request):
-    """`eval.tasks.even: {lm_eval: my_even}` runs through the reference backend with per-sample logging;
-    its accuracy gets a paired per-sample interval and a verdict like a local task."""
-    tasks = {"even": {"lm_eval": "my_even", "include_path": "my_tasks", "limit": 10,
-                      "tolerances": {"acc": {"abs": 100.0}}, "min_baseline": {"acc": 0.0}}}
-    proj = _mini_project(tmp_path_factory, request, "registry", tasks, _local_registry_task)
+def test_two_tasks_of_each_kind_and_a_registry_task_keep_their_own_metrics_and_verdicts(tmp_path_factory, request):
+    """Two translation tasks (en->de from eval_sets, en->fr from the user's JSONL with other field names),
+    two classification tasks and an lm-eval registry task of the user's own (`even: {lm_eval: my_even}`,
+    local data) in one project: every metric is `<task>/<metric>`, nothing is overwritten, a per-task
+    tolerance changes only that task's verdict, and the registry task runs through the reference backend
+    with per-sample logging and gets a paired per-sample interval and a verdict like a local task.
+    (One project for both: each DVC project costs minutes of stage start-ups in CI.)"""
+    cls = {"kind": "classify", "config": "eval_sets/tasks/classification.yaml", "data": "eval_sets/sentiment.jsonl",
+           "fields": {"text": "text", "label": "label"}, "labels": ["negative", "positive"], "limit": 8}
+    tasks = {
+        "translation": {"kind": "generate", "config": "eval_sets/tasks/translation.yaml",
+                        "data": "eval_sets/translation_en_de.jsonl", "languages": {"source": "English", "target": "German"},
+                        "limit": 3},
+        "translation_fr": {"kind": "generate", "config": "eval_sets/tasks/translation.yaml", "data": "my_en_fr.jsonl",
+                           "fields": {"source": "english", "reference": "francais"},
+                           "languages": {"source": "English", "target": "French"}, "limit": 3},
+        # a capability floor above any accuracy: the baseline falls short of it whatever it scores
+        "classification": {**cls, "min_baseline": {"acc": 101.0}},
+        # the same data, scored on its own, with a tolerance no tier can miss and no capability floor
+        "sentiment_lenient": {**cls, "tolerances": {"acc": {"abs": 100.0}}, "min_baseline": {"acc": 0.0}},
+        "even": {"lm_eval": "my_even", "include_path": "my_tasks", "limit": 10,
+                 "tolerances": {"acc": {"abs": 100.0}}, "min_baseline": {"acc": 0.0}},
+    }
+
+    def files(proj: Path) -> None:
+        _user_translation(proj)
+        _local_registry_task(proj)
+
+    proj = _mini_project(tmp_path_factory, request, "tasks", tasks, files)
     r = run(["dvc", "repro"], proj)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     res = json.loads((proj / "results/evals/tiny/nf4-bnb-auto/result.json").read_text())
-    assert res["backend"] == "reference" and res["num_samples"] == {"even": 10}
-    assert set(res["metrics"]) == {"even/acc", "even/acc_norm"}
+    ids = {"translation/bleu", "translation/chrf", "translation_fr/bleu", "translation_fr/chrf",
+           "classification/acc", "classification/macro_f1", "sentiment_lenient/acc", "sentiment_lenient/macro_f1",
+           "even/acc", "even/acc_norm"}
+    assert set(res["metrics"]) == ids and set(res["higher_is_better"]) == ids
+    assert res["backend"] == "reference" and res["num_samples"]["even"] == 10
     assert 0.0 <= res["metrics"]["even/acc"] <= 100.0 and res["higher_is_better"]["even/acc"] is True
-    samples = [json.loads(x) for x in
-               (proj / "results/evals/tiny/nf4-bnb-auto/samples/even.jsonl").read_text().splitlines()]
-    assert len(samples) == 10 and all(s["scores"]["acc"] in (0.0, 100.0) for s in samples)
-    assert sum(s["scores"]["acc"] for s in samples) / 10 == pytest.approx(res["metrics"]["even/acc"])
-    tier = next(x for x in json.loads((proj / "results/decision.json").read_text())["rows"] if x["tier"] == "nf4-bnb")
-    assert tier["intervals"]["even/acc"]["n"] == 10
-    assert tier["verdicts"]["even/acc"]["verdict"] == "pass"
-    assert "#### even" in (proj / "results/decision.md").read_text()
+    even = [json.loads(x) for x in (proj / "results/evals/tiny/nf4-bnb-auto/samples/even.jsonl").read_text().splitlines()]
+    assert len(even) == 10 and all(s["scores"]["acc"] in (0.0, 100.0) for s in even)
+    assert sum(s["scores"]["acc"] for s in even) / 10 == pytest.approx(res["metrics"]["even/acc"])
+    for task in tasks:
+        assert (proj / f"results/evals/tiny/nf4-bnb-auto/samples/{task}.jsonl").is_file()
+    fr = [json.loads(x) for x in (proj / "results/evals/tiny/fp16-auto/samples/translation_fr.jsonl").read_text().splitlines()]
+    mine = [json.loads(x) for x in (proj / "my_en_fr.jsonl").read_text().splitlines()]
+    assert fr and all(r["input"]["source"] == mine[r["doc_id"]]["english"] and r["target"] == mine[r["doc_id"]]["francais"]
+                      for r in fr)
+    rows = {x["tier"]: x for x in json.loads((proj / "results/decision.json").read_text())["rows"]}
+    tier = rows["nf4-bnb"]
+    gated = {"translation/bleu", "translation/chrf", "translation_fr/bleu", "translation_fr/chrf",
+             "classification/acc", "sentiment_lenient/acc", "even/acc"}
+    assert set(tier["verdicts"]) == gated
+    assert set(tier["intervals"]) >= gated
+    # same samples, same model: the two classification tasks agree on the score, but not on the rule
+    assert tier["metrics"]["classification/acc"] == tier["metrics"]["sentiment_lenient/acc"]
+    assert tier["verdicts"]["sentiment_lenient/acc"]["verdict"] == "pass"
+    assert tier["verdicts"]["classification/acc"]["why"].startswith("the baseline cannot do this task")
+    assert tier["task_verdicts"]["sentiment_lenient"] == "pass"
+    assert tier["intervals"]["even/acc"]["n"] == 10 and tier["verdicts"]["even/acc"]["verdict"] == "pass"
+    md = (proj / "results/decision.md").read_text()
+    head = md.split("| Tier | KV cache |", 1)[1].splitlines()[0]
+    assert all(t in head for t in tasks)
+    for task in tasks:
+        assert f"#### {task}" in md
+    metrics = json.loads((proj / "results/metrics.json").read_text())["tiny"]["nf4-bnb-auto"]
+    assert "delta_translation_fr/chrf" in metrics and "delta_sentiment_lenient/acc" in metrics

@@ -192,6 +192,21 @@ def test_a_unit_run_blocks_torch_here_and_in_its_subprocesses(request, tmp_path)
     assert child.returncode != 0 and BLOCKED in child.stderr
 
 
+@pytest.mark.parametrize("markexpr, given, in_worker, collect_only, cpus, workers", [
+    ("unit", None, False, False, 2, 2),
+    ("not slow", None, False, False, 8, 2),
+    ("unit", None, False, False, 1, 1),
+    ("unit", 0, False, False, 2, None),          # -n 0: the user's choice stands
+    ("unit", None, True, False, 2, None),        # inside a worker: never again
+    ("unit", None, False, True, 2, None),        # --collect-only
+    ("model", None, False, False, 2, None),      # heavy tiers stay serial
+    ("", None, False, False, 2, None),           # the full suite (CI)
+    ("unit or e2e", None, False, False, 2, None),
+])
+def test_only_a_unit_run_gets_two_workers(markexpr, given, in_worker, collect_only, cpus, workers):
+    assert tiers.unit_workers(markexpr, given, in_worker, collect_only, cpus) == workers
+
+
 @pytest.mark.e2e
 def test_the_unit_tier_passes_with_torch_blocked(tmp_path):
     """`pytest -m unit`, the whole tier, in a fresh process: every unit test passes without torch.

@@ -1,6 +1,6 @@
 """The three test tiers and how a run selects them (used by tests/conftest.py and tests/test_tiers.py).
 
-    unit   imports no torch and reads no model; seconds for the tier   pytest -m unit
+    unit   imports no torch and reads no model; seconds for the tier   pytest -m unit  (two workers)
     model  the model stack: imports torch/transformers, builds tests/   pytest -m model
            tiny_model, reads the embedded GGUF or indexes lm-eval's
            task registry (seconds per test)
@@ -52,3 +52,13 @@ def unit_only(markexpr: str) -> bool:
         return selects(markexpr, {"unit"}) and not any(selects(markexpr, {t, "slow"}) for t in HEAVY)
     except (SyntaxError, TypeError):
         return False
+
+
+def unit_workers(markexpr: str, given: int | str | None, in_worker: bool, collect_only: bool,
+                 cpus: int | None) -> int | None:
+    """pytest-xdist workers for this run, or None to leave `-n` as given: a unit-only run without `-n`
+    gets two (its tests are independent and CPU-bound); model and e2e runs stay serial, because two
+    model or DVC jobs at once on 2 cores each run 10-20x slower."""
+    if given is not None or in_worker or collect_only or not unit_only(markexpr):
+        return None
+    return min(2, cpus or 1)
