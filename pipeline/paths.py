@@ -113,6 +113,11 @@ def position_plot(model: str) -> str:
     return f"plots/{model}-kl_by_position.png"
 
 
+def retrieval_plot(model: str) -> str:
+    """A model's retrieval-accuracy-by-length plot (the retrieval suite's tasks), relative to results/."""
+    return f"plots/{model}-retrieval_by_length.png"
+
+
 def server_log(model: str, variant: str) -> str:
     """A variant's vLLM server log, relative to results/ (where decision.md names it)."""
     return f"{EVALS}/{model}/{variant}/{VLLM_SERVER_LOG}"

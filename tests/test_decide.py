@@ -342,3 +342,51 @@ def test_the_engine_noise_floor_is_shown_and_folded_into_every_verdict(project):
     int8 = next(r for r in data["rows"] if (r["tier"], r["kv"]) == ("int8", "auto"))
     v = int8["verdicts"]["classification/acc"]
     assert v["engine_interval"][0] < -5 and v["verdict"] == "inconclusive" and v["unstable"] == "pass"
+
+
+def test_the_retrieval_suite_is_shown_by_length_for_every_variant(project):
+    """Two retrieval lengths (scripts/retrieval_set.py's task entries): decision.md's section, decision.json
+    and the plot give each variant's accuracy per length, the baseline's included, with its verdict."""
+    from scripts import retrieval_set
+
+    p = safe_load((project / "params.yaml").read_text())
+    written = retrieval_set.write_sets(lambda s: len(s.split()), [300, 600], [0.5], 2, 7, ["passkey"],
+                                       project / "eval_sets/retrieval")
+    # the lines the script prints for eval.tasks, as a user pastes them (relative paths)
+    entries = safe_load("\n".join(line[4:] for line in retrieval_set.entries(
+        {n: path.relative_to(project) for n, path in written.items()}).splitlines()))
+    p["eval"]["tasks"].update(entries)
+    (project / "params.yaml").write_text(safe_dump(p))
+    for result in (project / "results/evals/m").glob("*/result.json"):
+        res = json.loads(result.read_text())
+        if res["status"] != "ok":
+            continue
+        variant = result.parent.name
+        for n, path in written.items():
+            docs = [json.loads(x) for x in path.read_text().splitlines()]
+            # the baseline finds every key; int8 + fp8 KV (not in this project: unsupported) aside, the
+            # variants miss one key at the longer length, int4-gptq every one
+            wrong = {"fp16-auto": 0, "int4-gptq-auto": len(docs), "int4-gptq-fp8": len(docs)}.get(variant, int(n == 600))
+            rows = [{"id": d["id"], "doc_id": i, "input": {k: v for k, v in d.items() if k != "id"}, "target": d["answer"],
+                     "output": "0" if i < wrong else d["answer"], "scores": {"exact_match": 0.0 if i < wrong else 100.0}}
+                    for i, d in enumerate(docs)]
+            io.atomic_write_jsonl(result.parent / "samples" / f"retrieval_{n}.jsonl", rows)
+            res["metrics"][f"retrieval_{n}/exact_match"] = sum(r["scores"]["exact_match"] for r in rows) / len(rows)
+            res["higher_is_better"][f"retrieval_{n}/exact_match"] = True
+            res["num_samples"][f"retrieval_{n}"] = len(rows)
+        io.atomic_write_json(result, res)
+    decide.main()
+    md = (project / "results/decision.md").read_text()
+    section = md.split("### Long context: retrieval by length", 1)[1]
+    assert "| Variant | 300 tokens | 600 tokens | non-inferior up to |" in section
+    assert "| fp16-auto | 100.0% | 100.0% | baseline |" in section
+    assert "| int4-gptq-auto | 0.0% (-100.0) fail | 0.0% (-100.0) fail | - |" in section
+    # 2 samples: a 50-point miss at 600 tokens is not settled either way with a 5-point allowed drop
+    assert "| nf4-bnb-fp8 | 100.0% (+0.0) " in section and "50.0% (-50.0) " in section
+    data = json.loads((project / "results/decision.json").read_text())["retrieval"]["m"]
+    by = {e["variant"]: e for e in data}
+    assert set(by) == {"fp16-auto", "fp16-fp8", "int8-auto", "int4-gptq-auto", "int4-gptq-fp8", "nf4-bnb-auto",
+                       "nf4-bnb-fp8"}
+    assert [x["tokens"] for x in by["fp16-auto"]["lengths"]] == [300, 600]
+    assert by["int4-gptq-auto"]["up_to"] is None and by["int4-gptq-auto"]["lengths"][0]["verdict"] == "fail"
+    assert (project / "results/plots/m-retrieval_by_length.png").stat().st_size > 1000

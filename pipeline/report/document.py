@@ -12,6 +12,7 @@ from pipeline.scoring.long_kv import LongKv
 from pipeline.scoring.noise import NoiseFloor
 from pipeline.scoring.sanity import Finding
 from pipeline.scoring.planner import Plan
+from pipeline.scoring.retrieval_length import ByLength
 from pipeline.scoring.stats import Flips
 
 
@@ -67,3 +68,4 @@ class ModelReport:
     noise_flips: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)  # variant -> task -> (flips, inside)
     long_kv: list[LongKv] = field(default_factory=list)    # quantized KV modes judged by position
     long_tolerance: float | None = None                    # decision.kv_kl_tolerance; None: no long-context records
+    retrieval: list[ByLength] = field(default_factory=list)  # the retrieval suite's lengths, per variant

@@ -9,6 +9,7 @@ from pipeline.report import long_context, noise, provenance
 from pipeline.report.cells import is_baseline
 from pipeline.report.document import Header, ModelReport
 from pipeline.report.serving import load_note
+from pipeline.scoring import retrieval_length
 from pipeline.scoring.decision import Recommendation, task_verdicts
 from pipeline.scoring.rows import Row
 
@@ -77,6 +78,7 @@ def decision_json(models: dict[str, ModelReport], header: Header) -> dict:
         "rows": [row_json(r, m, base_of(m)) for m in models.values() for r in m.rows],
         "noise_floor": {n: noise.noise_json(m) for n, m in models.items()},
         "long_context": {n: long_context.long_json(m) for n, m in models.items()},
+        "retrieval": {n: retrieval_length.as_json(m.retrieval) for n, m in models.items()},
         "baseline_sanity": {n: [{"task": s.task, "kind": s.kind, "what": s.what, "causes": s.causes} for s in m.sanity]
                             for n, m in models.items()},
     }

@@ -9,7 +9,8 @@ model in, text out.
 """
 from __future__ import annotations
 
-from pipeline.report import fidelity, gpus, long_context, looks, noise, provenance, quality, serving, summary, verdicts
+from pipeline.report import (fidelity, gpus, long_context, looks, noise, provenance, quality, retrieval, serving,
+                             summary, verdicts)
 from pipeline.report.document import Header, ModelReport
 from pipeline.report.notes import notes
 from pipeline.scoring.rows import Row
@@ -49,6 +50,7 @@ def details(m: ModelReport, header: Header) -> list[str]:
     lines += gpus.planner_table(m, header.gpus) + [""]
     lines += ["### KV-cache quantization by input length", ""] + fidelity.kv_length_lines(m) + [""]
     lines += long_context.long_lines(m, budget.max_model_len)
+    lines += retrieval.retrieval_lines(m)
     return lines
 
 

@@ -22,8 +22,8 @@ def notes(header: Header) -> list[str]:
         "passes when every metric the model can do passes. An inconclusive metric says how many samples would "
         "settle it if the observed effect held (the interval narrows as 1/sqrt(n)).",
         "Power (its table): for each metric with a tolerance, SD is the standard deviation of "
-        "the paired per-sample differences (BLEU/chrF: sentence chrF stands in, so for BLEU a rough guide), n the "
-        "samples compared, MDD = "
+        "the paired per-sample differences (BLEU/chrF, corpus metrics with no per-sample form: the SE of each one's "
+        "own paired bootstrap x sqrt(n)), n the samples compared, MDD = "
         "(z(1-a) + z(0.8)) x SD / sqrt(n) the smallest tolerance this n shows non-inferiority for with 80% power "
         "when the tier is truly unchanged, and n80 = ceil(((z(1-a) + z(0.8)) x SD / tolerance)^2) the samples "
         "that give 80% power at the configured tolerance; a = (1 - confidence) / 2, one side of the verdict's "

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipeline.domain.memory import mib
-from pipeline.scoring import long_kv
+from pipeline.scoring import long_kv, retrieval_length
 from pipeline.scoring.rows import Row
 
 
@@ -64,6 +64,34 @@ def kl_by_position(rows: list[Row], out: Path, title: str, baseline_kv: str) -> 
     ax.set_xscale("log", base=2)
     ax.set_xlabel("token position (bucket midpoint)")
     ax.set_ylabel("KL to the baseline (nats/token)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def retrieval_by_length(entries: list[retrieval_length.ByLength], out: Path, title: str, baseline_kv: str) -> bool:
+    """The retrieval suite's exact-match accuracy by prompt length, one line per variant that measured a
+    length: solid in the baseline's KV mode, dashed in any other. False when there is nothing to draw."""
+    shown = [e for e in entries if any(c.accuracy is not None for _, c in e.cells)]
+    if not shown:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for e in shown:
+        points = [(x.tokens, c.accuracy) for x, c in e.cells if c.accuracy is not None]
+        ax.plot(*zip(*points), marker="o", ls="-" if e.kv == baseline_kv else "--", label=e.variant)
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(-5, 105)
+    ax.set_xlabel("prompt length (tokens)")
+    ax.set_ylabel("exact match (%)")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()

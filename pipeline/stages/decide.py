@@ -15,7 +15,7 @@ from pipeline import io, paths, schema
 from pipeline.domain import hardware, sources, task_rows
 from pipeline.report import commands, exports, markdown, plots, regressions
 from pipeline.report.document import Header, KvPair, ModelReport, PlotSpec
-from pipeline.scoring import analysis, comparison, decision, long_kv, noise, planner, sanity
+from pipeline.scoring import analysis, comparison, decision, long_kv, noise, planner, retrieval_length, sanity
 from pipeline.scoring.comparison import Comparison
 from pipeline.scoring.decision import Recommendation
 from pipeline.scoring.rows import Measured, Row
@@ -104,7 +104,8 @@ def model_report(params: schema.Params, rows: list[Row], model: str, found: Comp
         kv_pairs=kv_scale_pairs(params.kv_modes), min_speed_vs_baseline=params.decision.min_speed_vs_baseline,
         sanity=sanity.findings(samples[base.key]) if base else [], noise=floor,
         noise_flips=noise_flips(mine, base, samples, floor) if floor is not None and base else {},
-        long_kv=by_length or [], long_tolerance=params.decision.kv_kl_tolerance if configured else None)
+        long_kv=by_length or [], long_tolerance=params.decision.kv_kl_tolerance if configured else None,
+        retrieval=retrieval_length.table(mine, retrieval_length.lengths(samples[base.key]) if base else []))
 
 
 def noise_floor(params: schema.Params, measured: list[Measured], model: str, samples: Samples) -> noise.NoiseFloor:
@@ -169,6 +170,9 @@ def write(models: dict[str, ModelReport], head: Header) -> None:
         if m.long_tolerance is not None:
             plots.kl_by_position(m.rows, paths.RESULTS / paths.position_plot(m.name),
                                  f"{m.name}: next-token KL to the baseline by position", head.baseline.kv)
+        if m.retrieval:
+            plots.retrieval_by_length(m.retrieval, paths.RESULTS / paths.retrieval_plot(m.name),
+                                      f"{m.name}: retrieval accuracy by prompt length", head.baseline.kv)
     io.atomic_write_text(paths.DECISION_MD, markdown.render(models, head))
     io.atomic_write_json(paths.DECISION_JSON, exports.decision_json(models, head))
     io.atomic_write_json(paths.DVC_METRICS, {n: exports.dvc_metrics(m.rows) for n, m in models.items()})
