@@ -3,7 +3,7 @@ written by scripts/retrieval_set.py), found by their samples, and per variant ea
 accuracy, delta and verdict as decide judged them like any task. Pure.
 
     lengths = retrieval_length.lengths(baseline_samples)       # [Length("retrieval_1024", 1024), ...]
-    table = retrieval_length.table(rows, lengths, baseline_kv)   # per variant, per length: a Cell
+    table = retrieval_length.table(rows, lengths)       # per variant (ByLength), per length: a Cell
     table[0].sentence()    # "int8 + fp8 KV: retrieval non-inferior up to 1,024 tokens; inconclusive at 2,048"
 """
 from __future__ import annotations
