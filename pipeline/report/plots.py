@@ -44,32 +44,42 @@ def quality_vs_memory(rows: list[Row], metrics: list[str], out: Path, title: str
     tmp.replace(out)
 
 
-def kl_by_position(rows: list[Row], out: Path, title: str, baseline_kv: str) -> bool:
-    """Next-token KL against the baseline by position bucket (eval.long_context), one line per variant
-    measured: solid in the baseline's KV mode, dashed in any other. False when no variant was measured."""
-    shown = [r for r in rows if long_kv.measured(r.facts)]
-    if not shown:
-        return False
+def _by_length(lines: list[tuple[list, list, bool, str]], out: Path, title: str, xlabel: str, ylabel: str,
+               ylim: tuple[float, float] | None = None) -> None:
+    """One line per (xs, ys, dashed, label) against a log2 length axis; writes the PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    for r in shown:
-        b = [x for x in r.facts.long_context["buckets"] if x.get("kl_mean") is not None]
-        mid = [(x["lo"] + x["hi"]) / 2 for x in b]
-        ax.plot(mid, [x["kl_mean"] for x in b], marker="o", ls="-" if r.facts.kv == baseline_kv else "--",
-                label=r.variant)
+    for xs, ys, dashed, label in lines:
+        ax.plot(xs, ys, marker="o", ls="--" if dashed else "-", label=label)
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("token position (bucket midpoint)")
-    ax.set_ylabel("KL to the baseline (nats/token)")
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)
     plt.close(fig)
+
+
+def kl_by_position(rows: list[Row], out: Path, title: str, baseline_kv: str) -> bool:
+    """Next-token KL against the baseline by position bucket (eval.long_context), one line per variant
+    measured: solid in the baseline's KV mode, dashed in any other. False when no variant was measured."""
+    shown = [r for r in rows if long_kv.measured(r.facts)]
+    if not shown:
+        return False
+    lines = []
+    for r in shown:
+        b = [x for x in r.facts.long_context["buckets"] if x.get("kl_mean") is not None]
+        lines.append(([(x["lo"] + x["hi"]) / 2 for x in b], [x["kl_mean"] for x in b], r.facts.kv != baseline_kv,
+                      r.variant))
+    _by_length(lines, out, title, "token position (bucket midpoint)", "KL to the baseline (nats/token)")
     return True
 
 
@@ -79,23 +89,9 @@ def retrieval_by_length(entries: list[retrieval_length.ByLength], out: Path, tit
     shown = [e for e in entries if any(c.accuracy is not None for _, c in e.cells)]
     if not shown:
         return False
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    lines = []
     for e in shown:
         points = [(x.tokens, c.accuracy) for x, c in e.cells if c.accuracy is not None]
-        ax.plot(*zip(*points), marker="o", ls="-" if e.kv == baseline_kv else "--", label=e.variant)
-    ax.set_xscale("log", base=2)
-    ax.set_ylim(-5, 105)
-    ax.set_xlabel("prompt length (tokens)")
-    ax.set_ylabel("exact match (%)")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=6, ncol=2)
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+        lines.append(([p[0] for p in points], [p[1] for p in points], e.kv != baseline_kv, e.variant))
+    _by_length(lines, out, title, "prompt length (tokens)", "exact match (%)", ylim=(-5, 105))
     return True
