@@ -68,12 +68,15 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.backends.sample_cache:_file_hash": "arg",     # the checkpoint (a dep) and the code (code deps)
     "pipeline.backends.sample_cache:files_hash": "arg",
     "pipeline.backends.sample_cache:variant_key": "arg",    # the variant's checkpoint, and pipeline/ (code deps)
+    "pipeline.backends.sample_cache:code_hash": "code",     # the modules the stage imports (its code deps)
     "pipeline.backends.sample_cache:task_key": "arg",       # the task's YAML and data (eval_sets, a dep)
-    "pipeline.stages.evaluate:task_keys": "arg",            # the tasks' YAMLs and data files (deps)
+    "pipeline.backends.sample_cache:task_keys": "arg",      # the tasks' YAMLs and data files (deps)
     "pipeline.stages.evaluate:reading_cache": "arg", "pipeline.stages.evaluate:to_the_caps": "arg",
     "pipeline.stages.evaluate:in_looks": "arg",
     "pipeline.backends.sample_cache:SampleCache.load": "own",     # the cache, no DVC dep by design (NOT_READ)
     "pipeline.backends.sample_cache:SampleCache.measure": "own",
+    "pipeline.stages.fidelity_base:kept": "own",                  # the sample cache's copy of its outputs
+    "pipeline.domain.fidelity_set:_npz": "outside",               # a zip member of an in-memory buffer
     "pipeline.io:read_json": "arg", "pipeline.io:read_jsonl": "arg", "pipeline.io:read_text": "arg",
     "pipeline.io:AtomicDir.__enter__": "arg", "pipeline.io:AtomicDir.__exit__": "arg",
     "pipeline.domain.task_rows:read_samples": "arg", "pipeline.domain.fidelity_set:load": "arg",

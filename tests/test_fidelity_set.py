@@ -45,3 +45,16 @@ def test_an_empty_baseline_keeps_its_reason(tmp_path):
     assert got.seqs == [] and got.meta == {"unavailable": "why"}
     with pytest.raises(DataError, match="run the fidelity_base stage"):
         fidelity_set.load(tmp_path / "missing.npz")
+
+
+def test_a_baseline_saves_to_the_same_bytes_and_so_does_its_reloaded_copy(tmp_path):
+    base = fidelity_set.Baseline([[5, 6, 7]], [np.array([[1, 2], [3, -1]])],
+                                 [np.log(np.array([[0.5, 0.25], [0.9, 0.05]], np.float32))],
+                                 [np.array([1, 3])], {"backend": "reference", "k": 2})
+    fidelity_set.save(tmp_path / "a.npz", base)
+    fidelity_set.save(tmp_path / "b.npz", base)
+    fidelity_set.save(tmp_path / "c.npz", fidelity_set.load(tmp_path / "a.npz"))
+    assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes() == (tmp_path / "c.npz").read_bytes()
+    changed = fidelity_set.Baseline(base.seqs, base.ids, [base.logprobs[0] - 0.5], base.top1, base.meta)
+    fidelity_set.save(tmp_path / "d.npz", changed)
+    assert (tmp_path / "d.npz").read_bytes() != (tmp_path / "a.npz").read_bytes()

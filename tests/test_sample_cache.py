@@ -1,7 +1,8 @@
 """The per-sample cache (pipeline/backends/sample_cache.py): a re-run computes only the documents it
 lacks, and every input that can change a sample's output changes its key."""
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from types import SimpleNamespace
 
 from pipeline.backends import sample_cache
 from pipeline.domain.task_rows import TaskResult
@@ -85,3 +86,34 @@ def test_a_measure_is_computed_once_per_spec_and_says_when(tmp_path):
     cache.measure("throughput", {"repeats": 3}, compute)      # another spec: measured again
     sample_cache.SampleCache("k2", root=tmp_path).measure("throughput", {"repeats": 2}, compute)
     assert len(made) == 3
+
+
+def test_the_code_hash_covers_the_imported_pipeline_modules_and_no_other(tmp_path, monkeypatch):
+    import sys
+    import types
+    fake = tmp_path / "mod.py"
+    fake.write_text("x = 1\n")
+    monkeypatch.setattr(sample_cache, "PACKAGE", tmp_path)      # a package of one module, imported
+    monkeypatch.setitem(sys.modules, "fake_mod", types.SimpleNamespace(__file__=str(fake)))
+    monkeypatch.setattr(sample_cache, "RUN_BY_PATH", ())
+    one = sample_cache.code_hash()
+    (tmp_path / "other.py").write_text("y = 2\n")               # in the package, not imported: no change
+    assert sample_cache.code_hash() == one
+    fake.write_text("x = 2\n")                                   # an imported module edited: a new key
+    assert sample_cache.code_hash() != one
+
+
+@dataclass
+class _Cfg:
+    name: str = "x"
+
+
+def test_the_variant_key_tells_the_noise_stages_arithmetic_from_the_runs(tmp_path):
+    from pipeline.schema import Serving
+    params = SimpleNamespace(eval=SimpleNamespace(batch_size=1, seed=0), serving=Serving())
+    variant = SimpleNamespace(checkpoint=str(tmp_path), serve_path=str(tmp_path), kv_cfg=_Cfg(), model_cfg=_Cfg())
+    run = sample_cache.variant_key(params, variant, "reference", {"compute_dtype": "float32"})
+    assert run == sample_cache.variant_key(params, variant, "reference", {"compute_dtype": "float32"})
+    assert run != sample_cache.variant_key(params, variant, "reference",
+                                           {"compute_dtype": "float32", "arithmetic": "bf16-operands: ..."})
+    assert run != sample_cache.variant_key(params, variant, "vllm", {"compute_dtype": "float32"})

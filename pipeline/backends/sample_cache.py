@@ -4,12 +4,14 @@ raised cap reads every sample it already has from here.
 
     .qtier-cache/samples/<variant key>/<task key>.jsonl      one row per document, as evaluate logs it
     .qtier-cache/samples/<variant key>/_<measure>-<key>.json  fidelity and the load test (SampleCache.measure)
+    .qtier-cache/samples/<variant key>/_<name>-<key>.npz      the baseline's distributions (fidelity_base)
 
 A key hashes everything that determines a sample's output: the served checkpoint's files (content),
-the backend and the compute dtype it ran at, the KV mode, the model entry (prompt format), eval's
-batch size and seed, the whole serving section, this machine's CPU and ISA, the pipeline's own code
-(every .py of pipeline/ and the task hooks), and per task its params entry (but its limit and
-tolerances: they choose and judge documents), its YAML and its data file.
+the backend, the compute dtype and arithmetic it ran at (the noise stage's is its second one), the KV
+mode, the model entry (prompt format), eval's batch size and seed, the whole serving section, this
+machine's CPU and ISA, the code that computed it (the pipeline modules the stage imports, and the
+task hooks: code_hash), and per task its params entry (but its limit and tolerances: they choose and
+judge documents), its YAML and its data file.
 Anything else changed is a new key, so a stale row is never read; the cache is never a DVC output
 (delete the folder to drop it). An endpoint's answers are not cached: its server may change under it.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import sys
 import time
 from dataclasses import replace
 from functools import lru_cache
@@ -25,10 +28,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from pipeline import io, paths
-from pipeline.domain import looks, task_rows
+from pipeline.domain import looks, task_rows, tasks
 from pipeline.domain.machine import cpu_info
 
-CODE_GLOBS = ("pipeline/**/*.py", "eval_sets/tasks/*.py")
+PACKAGE = Path(__file__).resolve().parents[1]
+# besides the modules a stage imports: the task hooks lm-eval imports by path, and vLLM's launcher,
+# run by path in vLLM's own environment (backends/vllm_argv.py)
+CODE_GLOBS = ("eval_sets/tasks/*.py",)
+RUN_BY_PATH = (PACKAGE / "backends" / "vllm_launch.py",)
 
 
 def digest(obj: Any) -> str:
@@ -62,10 +69,26 @@ def variant_key(params, variant, backend: str, info: dict) -> str:
     cpu = cpu_info()
     return digest({"checkpoint": files_hash([Path(variant.checkpoint), Path(variant.serve_path)]),
                    "backend": backend, "compute_dtype": info.get("compute_dtype"),
+                   # the noise stage's second arithmetic (reference) or batch composition (vLLM): the
+                   # compute dtype alone does not tell bf16 operands from float32
+                   "arithmetic": info.get("arithmetic"), "num_concurrent": info.get("num_concurrent"),
                    "kv": dataclasses.asdict(variant.kv_cfg), "model": dataclasses.asdict(variant.model_cfg),
                    "eval": {"batch_size": params.eval.batch_size, "seed": params.eval.seed},
                    "serving": dataclasses.asdict(params.serving), "machine": [cpu["cpu"], cpu["isa"]],
-                   "code": files_hash([Path(".")], CODE_GLOBS)})
+                   "code": code_hash()})
+
+
+def code_hash() -> str:
+    """One hash of the code that made this process's samples: the pipeline modules it has imported (a
+    stage imports its whole closure when it starts: pipeline imports sit at module level,
+    tests/test_import_graph.py), the files it runs by path, and the task hooks. A module the stage
+    does not import (the report's, decide's) changes no key."""
+    mine = {Path(f).resolve() for m in list(sys.modules.values())
+            if (f := getattr(m, "__file__", None)) and Path(f).resolve().is_relative_to(PACKAGE)}
+    root = PACKAGE.parent
+    files = sorted(mine | {p.resolve() for p in RUN_BY_PATH})
+    return digest([[str(p.relative_to(root)), _file_hash(str(p), p.stat().st_size, p.stat().st_mtime_ns)] for p in files]
+                  + [files_hash([Path(".")], CODE_GLOBS)])
 
 
 # a task's params that choose or judge its documents, not what a document's output is: a raised cap
@@ -79,9 +102,20 @@ def task_key(task_params: Any, spec_config_path: str | None, data_path: str | No
     return digest({"task": {k: v for k, v in entry.items() if k not in NOT_IN_KEY}, "files": files_hash(files)})
 
 
+def task_keys(params, specs: list) -> dict[str, str]:
+    """task -> its part of a sample's key, for the local tasks (a registry task is not cached)."""
+    ts = params.eval.tasks
+    return {s.name: task_key(ts[s.name], ts[s.name].config, str(tasks.data_file(s.name, ts[s.name])))
+            for s in specs if s.docs is not None}
+
+
 class SampleCache:
     def __init__(self, key: str, root: Path = paths.SAMPLE_CACHE):
         self.dir = root / key
+
+    def path(self, name: str, spec: Any, suffix: str) -> Path:
+        """Where a file measured once per variant key and `spec` is kept (its writer's own format)."""
+        return self.dir / f"_{name}-{digest(spec)}{suffix}"
 
     def measure(self, name: str, spec: Any, compute: Callable[[], Any]) -> tuple[Any, str | None]:
         """compute()'s value (JSON), kept under `name` and a digest of `spec` (what besides the variant key

@@ -48,19 +48,12 @@ class Served:
 Quality = Callable[[Served, list, dict], tuple[dict, dict, "str | None"]]   # (served, specs, result) -> run_within's
 
 
-def task_keys(params: schema.Params, specs: list[tasks.TaskSpec]) -> dict[str, str]:
-    """task -> its part of a sample's cache key, for the local tasks (a registry task is not cached)."""
-    ts = params.eval.tasks
-    return {s.name: sample_cache.task_key(ts[s.name], ts[s.name].config, str(tasks.data_file(s.name, ts[s.name])))
-            for s in specs if s.docs is not None}
-
-
 def reading_cache(served: Served, params: schema.Params, specs: list[tasks.TaskSpec], result: dict):
     """run_tasks, reading and filling the served variant's sample cache; result gets its counts."""
     if served.cache is None:
         return run_tasks
     result["sample_cache"] = counts = {}
-    return sample_cache.cached(served.cache, task_keys(params, specs), run_tasks, counts)
+    return sample_cache.cached(served.cache, sample_cache.task_keys(params, specs), run_tasks, counts)
 
 
 def to_the_caps(params: schema.Params) -> Quality:

@@ -15,11 +15,12 @@ with the position buckets each evaluate reports (reference backend; on vLLM the 
 """
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 from pipeline import io, paths, schema
 from pipeline.backends import Unsupported
-from pipeline.backends import longctx
+from pipeline.backends import longctx, sample_cache
 from pipeline.backends.base import baseline_variant
 from pipeline.backends.selection import select
 from pipeline.domain import fidelity_set, long_texts
@@ -42,22 +43,41 @@ def baseline_dists(params: schema.Params, model: str) -> tuple[fidelity_set.Base
     long_rows = long_texts.texts(lc.data, lc.field, lc.texts) if lc is not None else []
     backend = select(params)
     with backend.session(variant) as session:
+        # kept per baseline key: a re-run that changed only what evaluates (a cap, a tolerance) reads them
+        cache = sample_cache.SampleCache(sample_cache.variant_key(params, variant, backend.name, session.info))
         meta = {"model": model, "tier": base.tier, "kv": base.kv, "backend": backend.name,
                 "compute_dtype": session.info.get("compute_dtype"), "full_logits": session.full_logits}
-        short = NOT_SET
-        if fid is not None:
+
+        def short_dists() -> fidelity_set.Baseline:
             dists = session.token_dists(seqs, fid.top_k)
-            short = fidelity_set.Baseline(seqs, [d.ids for d in dists], [d.logprobs for d in dists],
-                                          [d.top1 for d in dists], {**meta, "k": fid.top_k})
-        long = NOT_SET
-        if lc is not None and getattr(session, "model", None) is None:
-            long = fidelity_set.Baseline([], [], [], [], {"configured": True, "unavailable": longctx.NOT_ON_THIS_BACKEND})
-        elif lc is not None:
+            return fidelity_set.Baseline(seqs, [d.ids for d in dists], [d.logprobs for d in dists],
+                                         [d.top1 for d in dists], {**meta, "k": fid.top_k})
+
+        def long_dists() -> fidelity_set.Baseline:
             n = longctx.probe_length(session.model, lc.positions, params.memory.max_model_len)
             found = longctx.baseline(session.model, long_texts.sequences(long_rows, lambda t: tokenizer(t).input_ids, n),
                                      lc.top_k, lc.first_edge)
-            long = fidelity_set.Baseline(found.seqs, found.ids, found.logprobs, found.top1, {**meta, **found.meta})
+            return fidelity_set.Baseline(found.seqs, found.ids, found.logprobs, found.top1, {**meta, **found.meta})
+
+        short = long = NOT_SET
+        if fid is not None:
+            short = kept(cache, "fidelity_base", [dataclasses.asdict(fid), seqs, meta], short_dists)
+        if lc is not None and getattr(session, "model", None) is None:
+            long = fidelity_set.Baseline([], [], [], [], {"configured": True, "unavailable": longctx.NOT_ON_THIS_BACKEND})
+        elif lc is not None:
+            long = kept(cache, "long_base", [dataclasses.asdict(lc), params.memory.max_model_len, long_rows, meta],
+                        long_dists)
     return short, long
+
+
+def kept(cache: sample_cache.SampleCache, name: str, spec: list, compute) -> fidelity_set.Baseline:
+    """compute()'s distributions, or the copy kept under the baseline's key and `spec`."""
+    f = cache.path(name, spec, ".npz")
+    if f.is_file():
+        return fidelity_set.load(f)
+    found = compute()
+    fidelity_set.save(f, found)
+    return found
 
 
 @runner.stage_main("fidelity_base", ("model",))

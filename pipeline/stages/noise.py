@@ -12,6 +12,7 @@ the baseline in the run's own arithmetic. Writes results/noise/<model>/{result.j
 """
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 import traceback
@@ -20,7 +21,8 @@ from pipeline import errors, io, paths, schema
 from pipeline.backends import Unsupported
 from pipeline.backends.base import baseline_variant
 from pipeline.backends.fidelity_compare import measure_fidelity
-from pipeline.backends.lm_eval_runner import flat, run_within
+from pipeline.backends import sample_cache
+from pipeline.backends.lm_eval_runner import flat, run_tasks, run_within
 from pipeline.backends.selection import select
 from pipeline.domain import fidelity_set, looks, provenance, tasks
 from pipeline.stages import runner
@@ -41,13 +43,20 @@ def measure(params: schema.Params, model: str) -> tuple[dict, dict[str, list[dic
         result["arithmetic"] = session.info.get("arithmetic") or f"lm-eval requests {session.info.get('num_concurrent')} at a time"
         result["compute_dtype"] = session.info.get("compute_dtype")
         result["measured_on"] = provenance.of_session(backend.name, session.engine_version, session.info)
-        metrics, samples, cut = run_within(session, specs, params.eval, session.remaining_s())
+        # through the sample cache, keyed by this arithmetic: a raised cap computes only the new samples
+        cache = sample_cache.SampleCache(sample_cache.variant_key(params, variant, backend.name, session.info))
+        result["sample_cache"] = counts = {}
+        run = sample_cache.cached(cache, sample_cache.task_keys(params, specs), run_tasks, counts)
+        metrics, samples, cut = run_within(session, specs, params.eval, session.remaining_s(), run=run)
         if cut:
             result["cut"] = cut
         fidelity_rows: list[dict] = []
         if base is not None:
-            result["fidelity"], fidelity_rows = measure_fidelity(
-                session, base, backend.name, lambda: baseline_variant(params, model), any_dtype=True)
+            spec = [dataclasses.asdict(params.eval.fidelity), sample_cache.files_hash([paths.fidelity_base(model)])]
+            (result["fidelity"], fidelity_rows), when = cache.measure("fidelity", spec, lambda: measure_fidelity(
+                session, base, backend.name, lambda: baseline_variant(params, model), any_dtype=True))
+            if when:
+                result["reused"] = {"fidelity": when}
     scores, hib = flat(metrics)
     result.update(status="ok", metrics=scores, higher_is_better=hib, versions=provenance.versions())
     return result, samples, fidelity_rows
