@@ -75,7 +75,7 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.stages.evaluate:in_looks": "arg",
     "pipeline.backends.sample_cache:SampleCache.load": "own",     # the cache, no DVC dep by design (NOT_READ)
     "pipeline.backends.sample_cache:SampleCache.measure": "own",
-    "pipeline.stages.fidelity_base:kept": "own",                  # the sample cache's copy of its outputs
+    "pipeline.backends.sample_cache:SampleCache.kept": "own",
     "pipeline.domain.fidelity_set:_npz": "outside",               # a zip member of an in-memory buffer
     "pipeline.io:read_json": "arg", "pipeline.io:read_jsonl": "arg", "pipeline.io:read_text": "arg",
     "pipeline.io:AtomicDir.__enter__": "arg", "pipeline.io:AtomicDir.__exit__": "arg",

@@ -117,3 +117,23 @@ def test_the_variant_key_tells_the_noise_stages_arithmetic_from_the_runs(tmp_pat
     assert run != sample_cache.variant_key(params, variant, "reference",
                                            {"compute_dtype": "float32", "arithmetic": "bf16-operands: ..."})
     assert run != sample_cache.variant_key(params, variant, "vllm", {"compute_dtype": "float32"})
+
+
+def test_a_kept_file_is_computed_once_per_spec(tmp_path):
+    cache = sample_cache.SampleCache("k", root=tmp_path)
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"n": len(calls)}
+
+    def save(f, v):
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(json.dumps(v))
+
+    def load(f):
+        return json.loads(f.read_text())
+
+    assert cache.kept("base", [1], ".json", compute, save, load) == {"n": 1}
+    assert cache.kept("base", [1], ".json", compute, save, load) == {"n": 1} and len(calls) == 1
+    assert cache.kept("base", [2], ".json", compute, save, load) == {"n": 2}       # another spec: computed

@@ -113,9 +113,16 @@ class SampleCache:
     def __init__(self, key: str, root: Path = paths.SAMPLE_CACHE):
         self.dir = root / key
 
-    def path(self, name: str, spec: Any, suffix: str) -> Path:
-        """Where a file measured once per variant key and `spec` is kept (its writer's own format)."""
-        return self.dir / f"_{name}-{digest(spec)}{suffix}"
+    def kept(self, name: str, spec: Any, suffix: str, compute: Callable[[], Any],
+             save: Callable[[Path, Any], None], load: Callable[[Path], Any]) -> Any:
+        """compute()'s value, kept as a file in its writer's own format (`save`/`load`) under `name` and a
+        digest of `spec`: computed once per variant key and spec (fidelity_base's distributions)."""
+        f = self.dir / f"_{name}-{digest(spec)}{suffix}"
+        if f.is_file():
+            return load(f)
+        value = compute()
+        save(f, value)
+        return value
 
     def measure(self, name: str, spec: Any, compute: Callable[[], Any]) -> tuple[Any, str | None]:
         """compute()'s value (JSON), kept under `name` and a digest of `spec` (what besides the variant key

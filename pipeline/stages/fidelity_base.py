@@ -61,23 +61,14 @@ def baseline_dists(params: schema.Params, model: str) -> tuple[fidelity_set.Base
 
         short = long = NOT_SET
         if fid is not None:
-            short = kept(cache, "fidelity_base", [dataclasses.asdict(fid), seqs, meta], short_dists)
+            short = cache.kept("fidelity_base", [dataclasses.asdict(fid), seqs, meta], ".npz", short_dists,
+                               fidelity_set.save, fidelity_set.load)
         if lc is not None and getattr(session, "model", None) is None:
             long = fidelity_set.Baseline([], [], [], [], {"configured": True, "unavailable": longctx.NOT_ON_THIS_BACKEND})
         elif lc is not None:
-            long = kept(cache, "long_base", [dataclasses.asdict(lc), params.memory.max_model_len, long_rows, meta],
-                        long_dists)
+            long = cache.kept("long_base", [dataclasses.asdict(lc), params.memory.max_model_len, long_rows, meta],
+                              ".npz", long_dists, fidelity_set.save, fidelity_set.load)
     return short, long
-
-
-def kept(cache: sample_cache.SampleCache, name: str, spec: list, compute) -> fidelity_set.Baseline:
-    """compute()'s distributions, or the copy kept under the baseline's key and `spec`."""
-    f = cache.path(name, spec, ".npz")
-    if f.is_file():
-        return fidelity_set.load(f)
-    found = compute()
-    fidelity_set.save(f, found)
-    return found
 
 
 @runner.stage_main("fidelity_base", ("model",))
