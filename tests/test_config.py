@@ -1,6 +1,7 @@
 """The shipped params.yaml parses; adding a tier is data. Each rejected edit (unknown key, wrong type,
 bad tolerance, ...) is a case of tests/test_bad_inputs.py, which runs the check stage itself."""
 import copy
+import math
 import shutil
 import subprocess
 import sys
@@ -84,7 +85,8 @@ def test_planned_power_from_the_last_run(project, params_dict):
     # the median variant plans: SD (10 + 4) / 2 = 7, MDD 2.8016 * 7 / sqrt(640) = 0.8,
     # n80 = ceil((2.8016 * 7 / 3)^2) = 43
     assert "    acc: tolerance 3.00, SD 7.0 -> MDD 0.8 at n=640; n for 80% power: 43" in lines
-    assert "    rougeL: tolerance 3.00, SD unknown (MDD at n=64 = 0.35 x SD)" in lines
+    n = params_dict["eval"]["tasks"]["summarization"]["limit"]      # the shipped cap (96: MDD 0.29 x SD)
+    assert f"    rougeL: tolerance 3.00, SD unknown (MDD at n={n} = {2.8016 / math.sqrt(n):.2f} x SD)" in lines
     # in looks (params.yaml's eval.sequential): SD 7 makes an unchanged tier clear the 3-point margin early
     looked = next(x for x in lines if x.startswith("      in looks 160/320/480/640: expected samples"))
     expected = int(looked.split("expected samples ")[1].split()[0])
