@@ -137,3 +137,11 @@ def test_a_kept_file_is_computed_once_per_spec(tmp_path):
     assert cache.kept("base", [1], ".json", compute, save, load) == {"n": 1}
     assert cache.kept("base", [1], ".json", compute, save, load) == {"n": 1} and len(calls) == 1
     assert cache.kept("base", [2], ".json", compute, save, load) == {"n": 2}       # another spec: computed
+
+
+def test_measured_records_what_it_read_in_the_result(tmp_path):
+    cache = sample_cache.SampleCache("k", root=tmp_path)
+    first, second = {}, {}
+    assert cache.measured("fidelity", [1], lambda: {"kl": 0.1}, first) == {"kl": 0.1} and "reused" not in first
+    assert cache.measured("fidelity", [1], lambda: {"kl": 9.9}, second) == {"kl": 0.1}
+    assert list(second["reused"]) == ["fidelity"]

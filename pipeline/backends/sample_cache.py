@@ -83,12 +83,14 @@ def code_hash() -> str:
     stage imports its whole closure when it starts: pipeline imports sit at module level,
     tests/test_import_graph.py), the files it runs by path, and the task hooks. A module the stage
     does not import (the report's, decide's) changes no key."""
-    mine = {Path(f).resolve() for m in list(sys.modules.values())
-            if (f := getattr(m, "__file__", None)) and Path(f).resolve().is_relative_to(PACKAGE)}
+    loaded = {Path(f).resolve() for m in list(sys.modules.values()) if (f := getattr(m, "__file__", None))}
+    mine = {p for p in loaded if p.is_relative_to(PACKAGE)}
     root = PACKAGE.parent
-    files = sorted(mine | {p.resolve() for p in RUN_BY_PATH})
-    return digest([[str(p.relative_to(root)), _file_hash(str(p), p.stat().st_size, p.stat().st_mtime_ns)] for p in files]
-                  + [files_hash([Path(".")], CODE_GLOBS)])
+    parts = []
+    for p in sorted(mine | {p.resolve() for p in RUN_BY_PATH}):
+        st = p.stat()
+        parts.append([str(p.relative_to(root)), _file_hash(str(p), st.st_size, st.st_mtime_ns)])
+    return digest(parts + [files_hash([Path(".")], CODE_GLOBS)])
 
 
 # a task's params that choose or judge its documents, not what a document's output is: a raised cap
@@ -134,6 +136,13 @@ class SampleCache:
         value = compute()
         io.atomic_write_json(f, {"value": value, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
         return value, None
+
+    def measured(self, name: str, spec: Any, compute: Callable[[], Any], result: dict) -> Any:
+        """measure()'s value; a value read from here is recorded in result["reused"] with its date."""
+        value, when = self.measure(name, spec, compute)
+        if when:
+            result.setdefault("reused", {})[name] = when
+        return value
 
     def load(self, task: str) -> dict[int, dict]:
         f = self.dir / f"{task}.jsonl"

@@ -66,12 +66,7 @@ def to_the_caps(params: schema.Params) -> Quality:
 def measured(served: Served, name: str, spec: Any, compute: Callable[[], Any], result: dict) -> Any:
     """compute() once per variant key (fidelity, the load test): a re-run of evaluate that changed
     nothing they depend on (a tolerance) reads them; result["reused"] says from when."""
-    if served.cache is None:
-        return compute()
-    value, when = served.cache.measure(name, spec, compute)
-    if when:
-        result.setdefault("reused", {})[name] = when
-    return value
+    return compute() if served.cache is None else served.cache.measured(name, spec, compute, result)
 
 
 def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Path, checkpoint: Path, record: dict,

@@ -53,10 +53,8 @@ def measure(params: schema.Params, model: str) -> tuple[dict, dict[str, list[dic
         fidelity_rows: list[dict] = []
         if base is not None:
             spec = [dataclasses.asdict(params.eval.fidelity), sample_cache.files_hash([paths.fidelity_base(model)])]
-            (result["fidelity"], fidelity_rows), when = cache.measure("fidelity", spec, lambda: measure_fidelity(
-                session, base, backend.name, lambda: baseline_variant(params, model), any_dtype=True))
-            if when:
-                result["reused"] = {"fidelity": when}
+            result["fidelity"], fidelity_rows = cache.measured("fidelity", spec, lambda: measure_fidelity(
+                session, base, backend.name, lambda: baseline_variant(params, model), any_dtype=True), result)
     scores, hib = flat(metrics)
     result.update(status="ok", metrics=scores, higher_is_better=hib, versions=provenance.versions())
     return result, samples, fidelity_rows
