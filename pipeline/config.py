@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from pipeline import paths, schema
-from pipeline.domain import calibration, chat, fidelity_set, hardware, long_texts, sources, tasks
+from pipeline.domain import bos, calibration, chat, fidelity_set, hardware, long_texts, sources, tasks
 from pipeline.domain.metrics import metric_id
 from pipeline.quant import recipes
 from pipeline.schema import PARAMS_FILE, ConfigError, Params, near
@@ -30,6 +30,7 @@ def check(p: Params, root: Path) -> None:
         folder = sources.local_folder(m.source, root)
         if folder is not None:      # embedded and hub sources: prepare resolves it, still before quantize
             chat.resolve_folder(name, m.apply_chat_template, folder, m.source.partition(":")[2])
+            bos.check_folder(name, m.add_bos_token, folder, m.source.partition(":")[2])
     check_tiers(p, root, kinds)
     if not (root / p.calibration.path).is_file():
         raise ConfigError(f"calibration.path: file not found: {p.calibration.path}")

@@ -91,6 +91,8 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.stages.prepare:from_gguf": "arg", "pipeline.stages.prepare:from_folder": "arg",
     # a model folder's tokenizer files: check's local: source (outside), prepare's own output
     "pipeline.domain.chat:folder_has_template": "arg", "pipeline.domain.chat:resolve_folder": "arg",
+    "pipeline.domain.bos:folder_bos_token": "arg", "pipeline.domain.bos:check_folder": "arg",
+    "pipeline.stages.prepare:load_tokenizer": "arg",
     "pipeline.stages.fidelity_base:baseline_dists": "arg",              # the baseline's serve_path
     "pipeline.backends.reference:ReferenceBackend.session": "arg",      # the variant's serve_path
     "pipeline.backends.reference:ReferenceSession.exact_fidelity": "arg",

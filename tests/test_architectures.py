@@ -118,7 +118,7 @@ def pair(family):
     assert info["attention"].startswith("qtier's") and info["loglikelihood"].startswith("qtier's"), info
     ours.qtier_info = info
     return (HFLM(pretrained=_theirs(path), tokenizer=tok, batch_size=4, max_length=40),
-            reference_lm_class()(pretrained=ours, tokenizer=tok, batch_size=4, max_length=40))
+            reference_lm_class(add_bos=False)(pretrained=ours, tokenizer=tok, batch_size=4, max_length=40))
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +131,7 @@ def fp8_pair(family):
     assert "fp8" in info["attention"], info
     theirs = _theirs(path, attn=_register_own_fp8())
     return (HFLM(pretrained=theirs, tokenizer=tok, batch_size=4, max_length=40),
-            reference_lm_class()(pretrained=ours, tokenizer=tok, batch_size=4, max_length=40))
+            reference_lm_class(add_bos=False)(pretrained=ours, tokenizer=tok, batch_size=4, max_length=40))
 
 
 def requests(vocab):
@@ -279,7 +279,7 @@ def test_a_forward_that_rescales_its_logits_is_handed_back(tmp_path):
     assert torch.allclose(torch.tensor(d.logprobs), full.gather(1, torch.tensor(d.ids)), atol=1e-6)
     tok = AutoTokenizer.from_pretrained(path)
     reqs = requests(500)[:4]
-    ours = reference_lm_class()(pretrained=model, tokenizer=tok, batch_size=4, max_length=40)
+    ours = reference_lm_class(add_bos=False)(pretrained=model, tokenizer=tok, batch_size=4, max_length=40)
     hf = HFLM(pretrained=_theirs(path), tokenizer=tok, batch_size=4, max_length=40)
     for (a, _), (b, _) in zip(ours._loglikelihood_tokens(reqs, disable_tqdm=True),
                               hf._loglikelihood_tokens(reqs, disable_tqdm=True), strict=True):
@@ -343,7 +343,7 @@ def _variant(path, cache_dtype):
     from pipeline.schema import KvMode, Model, Tier
 
     return Variant("m", "base", cache_dtype, path, Model(source=f"local:{path}", dtype="bfloat16",
-                                                        apply_chat_template=False),
+                                                        apply_chat_template=False, add_bos_token=False),
                    Tier(method="baseline"), KvMode(cache_dtype=cache_dtype), serve_path=path)
 
 

@@ -31,7 +31,7 @@ def test_auto_is_the_other_arithmetic(choice, dtype, expected):
 
 def test_a_noise_session_computes_in_the_second_arithmetic_and_compares_with_the_plain_baseline(tmp_path, root):
     ckpt = tiny_model.build(tmp_path / "tiny", root)
-    v = Variant("tiny", "fp16", "auto", ckpt, Model(source="local:tiny", dtype="float16", apply_chat_template=False),
+    v = Variant("tiny", "fp16", "auto", ckpt, Model(source="local:tiny", dtype="float16", apply_chat_template=False, add_bos_token=False),
                 Tier(method="baseline"), KvMode(cache_dtype="auto"), serve_path=ckpt)
     ids = [list(range(5, 40))]
     ref = Reference(dtype="float32")

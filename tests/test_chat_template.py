@@ -122,7 +122,8 @@ def test_a_variant_takes_the_recorded_value_not_the_param(params_dict, tmp_path,
     record = {"serve_path": str(tmp_path), "storage_dtype": "float16"}
     for value in (True, False):
         io.atomic_write_json(paths.source_dir("smollm2-135m") / paths.SOURCE_SPEC,
-                             {"source": "embedded:smollm2-135m-instruct", chat.RECORD_KEY: value})
+                             {"source": "embedded:smollm2-135m-instruct", chat.RECORD_KEY: value,
+                              "add_bos_token": False})
         v = Variant.of(params, "smollm2-135m", "fp16", "auto", tmp_path, record)
         assert v.chat is value and v.model_cfg.apply_chat_template is value
     unresolved = schema.Model(source="x", dtype="float16")

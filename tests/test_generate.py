@@ -27,7 +27,7 @@ def pair(path, attn):
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation=attn).eval()
     tok = AutoTokenizer.from_pretrained(path)
     return (HFLM(pretrained=model, tokenizer=tok, batch_size=4, max_length=128),
-            reference_lm_class()(pretrained=model, tokenizer=tok, batch_size=4, max_length=128))
+            reference_lm_class(add_bos=False)(pretrained=model, tokenizer=tok, batch_size=4, max_length=128))
 
 
 @pytest.fixture(scope="module")

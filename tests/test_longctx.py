@@ -28,7 +28,7 @@ def ckpt(tmp_path_factory) -> Path:
 
 def variant(ckpt: Path, kv: str) -> Variant:
     mode = KvMode(cache_dtype="fp8_e4m3", scale=SCALE) if kv == "fp8" else KvMode(cache_dtype="auto")
-    return Variant("tiny", "fp16", kv, ckpt, Model(source="local:tiny", dtype="float32", apply_chat_template=False),
+    return Variant("tiny", "fp16", kv, ckpt, Model(source="local:tiny", dtype="float32", apply_chat_template=False, add_bos_token=False),
                    Tier(method="baseline"), mode, serve_path=ckpt)
 
 

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 
 from pipeline import paths
-from pipeline.domain import chat
+from pipeline.domain import bos, chat
 from pipeline.schema.yaml_io import safe_dump, safe_load
 from pipeline.stages import prepare
 
@@ -39,12 +39,23 @@ def test_fix_special_tokens_list_eos():
 # The stage's record of the chat template (pipeline/domain/chat.py), with the conversion replaced by
 # one writing only tokenizer files: no model is loaded.
 
-def _project(tmp_path, monkeypatch, root, source, apply_chat_template):
+class BosTokenizer:
+    """What prepare asks of the tokenizer it wrote: its BOS id, and whether a plain text starts with it."""
+    def __init__(self, bos_token_id=1, adds=False):
+        self.bos_token_id, self.adds = bos_token_id, adds
+
+    def __call__(self, text, add_special_tokens=True):
+        return SimpleNamespace(input_ids=([self.bos_token_id] if self.adds and add_special_tokens else []) + [7])
+
+
+def _project(tmp_path, monkeypatch, root, source, apply_chat_template, add_bos_token="auto", tokenizer=None):
     p = safe_load((root / "params.yaml").read_text())
-    p["models"] = {"m": {"source": source, "dtype": "float16", "apply_chat_template": apply_chat_template}}
+    p["models"] = {"m": {"source": source, "dtype": "float16", "apply_chat_template": apply_chat_template,
+                         "add_bos_token": add_bos_token}}
     (tmp_path / "params.yaml").write_text(safe_dump(p, sort_keys=False))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", ["prepare", "m"])
+    monkeypatch.setattr(prepare, "load_tokenizer", lambda folder: tokenizer or BosTokenizer())
 
 
 def _writes(files):
@@ -66,8 +77,33 @@ def test_prepare_records_auto_as_the_prepared_tokenizer_has_it(tmp_path, monkeyp
     monkeypatch.setattr(prepare, "from_gguf", _writes(files))
     prepare.main()
     record = json.loads((paths.source_dir("m") / paths.SOURCE_SPEC).read_text())
-    assert record == {"source": "embedded:smollm2-135m-instruct", "apply_chat_template": expected}
+    assert record == {"source": "embedded:smollm2-135m-instruct", "apply_chat_template": expected,
+                      "add_bos_token": False}
     assert chat.recorded("m") is expected
+
+
+@pytest.mark.parametrize("param, tokenizer, expected", [
+    ("auto", BosTokenizer(adds=True), True), ("auto", BosTokenizer(adds=False), False),
+    (True, BosTokenizer(adds=False), True), (False, BosTokenizer(adds=True), False)])
+def test_prepare_records_add_bos_token_resolved_against_the_prepared_tokenizer(tmp_path, monkeypatch, root, param,
+                                                                               tokenizer, expected):
+    _project(tmp_path, monkeypatch, root, "embedded:smollm2-135m-instruct", "auto", param, tokenizer)
+    monkeypatch.setattr(prepare, "embedded_gguf_path", lambda ref: tmp_path / "x.gguf")
+    monkeypatch.setattr(prepare, "from_gguf", _writes(INSTRUCT))
+    prepare.main()
+    assert bos.recorded("m") is expected
+
+
+def test_prepare_refuses_add_bos_true_on_a_tokenizer_without_bos_in_one_line(tmp_path, monkeypatch, root, capsys):
+    _project(tmp_path, monkeypatch, root, "embedded:smollm2-135m-instruct", "auto", True, BosTokenizer(None))
+    monkeypatch.setattr(prepare, "embedded_gguf_path", lambda ref: tmp_path / "x.gguf")
+    monkeypatch.setattr(prepare, "from_gguf", _writes(INSTRUCT))
+    with pytest.raises(SystemExit) as e:
+        prepare.main()
+    assert e.value.code == 2
+    assert capsys.readouterr().err.strip() == ("qtier: models.m.add_bos_token: true, but "
+                                               "embedded:smollm2-135m-instruct's tokenizer has no BOS token")
+    assert not paths.source_dir("m").exists()
 
 
 def test_prepare_refuses_true_without_a_template_in_one_line_and_writes_no_source(tmp_path, monkeypatch, root,

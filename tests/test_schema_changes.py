@@ -71,7 +71,7 @@ def test_a_variant_resolves_auto_from_the_record_and_refuses_an_unresolved_one(p
 
     monkeypatch.chdir(tmp_path)     # prepare's record: the chat template (tests/test_chat_template.py)
     io.atomic_write_json(paths.source_dir("smollm2-135m") / paths.SOURCE_SPEC,
-                         {"source": "embedded:smollm2-135m-instruct", "apply_chat_template": True})
+                         {"source": "embedded:smollm2-135m-instruct", "apply_chat_template": True, "add_bos_token": False})
     p = schema.parse(with_(params_dict, "models", "smollm2-135m", "dtype", "auto"))
     record = {"serve_path": str(tmp_path), "storage_dtype": "bfloat16"}
     v = Variant.of(p, "smollm2-135m", "fp16", "auto", tmp_path, record)

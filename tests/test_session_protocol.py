@@ -31,7 +31,7 @@ def test_every_session_implements_every_method(cls):
 
 
 def test_reference_has_no_budget_and_vllm_counts_down():
-    assert ReferenceSession(None, None, None, {}, False).remaining_s() is None
+    assert ReferenceSession(None, None, None, {}, False, False).remaining_s() is None
     t = [100.0]
     s = VllmSession(None, None, "", "", None, {}, None, {}, wall=WallBudget(30, clock=lambda: t[0]), chat=False)
     t[0] += 10

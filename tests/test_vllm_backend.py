@@ -31,7 +31,7 @@ def variant(tmp_path, kv="auto", bnb=False, dtype="bfloat16"):
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir(exist_ok=True)
     (ckpt / "config.json").write_text("{}")
-    return Variant("m", "t", kv, ckpt, Model(source="embedded:x", dtype=dtype, apply_chat_template=False), GPTQ,
+    return Variant("m", "t", kv, ckpt, Model(source="embedded:x", dtype=dtype, apply_chat_template=False, add_bos_token=False), GPTQ,
                    KvMode(cache_dtype="fp8_e4m3" if kv == "fp8" else "auto"),
                    serve_path=Path("artifacts/m/source") if bnb else ckpt,
                    load_quantization={} if bnb else None, out_dir=tmp_path / "out")

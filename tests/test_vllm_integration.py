@@ -39,7 +39,7 @@ def test_real_server_eval_bench_and_capacity(vllm_python, tmp_path, monkeypatch,
     cfg = Vllm(python=vllm_python, device="cpu", max_model_len=512, cpu_memory_utilization=0.1,
                startup_timeout_s=300, num_concurrent=2,
                bench=VllmBench(concurrency=[2], num_prompts=4, input_len=16, output_len=4))
-    variant = Variant("tiny", "fp16", "auto", ckpt, Model(source="local:tiny", dtype="float16", apply_chat_template=True),
+    variant = Variant("tiny", "fp16", "auto", ckpt, Model(source="local:tiny", dtype="float16", apply_chat_template=True, add_bos_token=False),
                       Tier(method="baseline"),
                       KvMode(cache_dtype="auto"), serve_path=ckpt, out_dir=tmp_path / "out")
     out = tmp_path / "out"
@@ -100,7 +100,7 @@ def test_real_server_loads_calibrated_kv_scales_from_the_checkpoint(vllm_python,
     cfg = Vllm(python=vllm_python, device="cpu", max_model_len=512, cpu_memory_utilization=0.1,
                startup_timeout_s=300, num_concurrent=2, bench=VllmBench(concurrency=[1], num_prompts=2,
                                                                        input_len=16, output_len=4))
-    variant = Variant("tiny", "fp16", "fp8-cal", ckpt, Model(source="local:tiny", dtype="float16", apply_chat_template=True),
+    variant = Variant("tiny", "fp16", "fp8-cal", ckpt, Model(source="local:tiny", dtype="float16", apply_chat_template=True, add_bos_token=False),
                       Tier(method="baseline"),
                       KvMode(cache_dtype="fp8_e4m3", scale="calibrated"), serve_path=ckpt, out_dir=tmp_path / "out")
     with VllmBackend(cfg, Eval(tasks={})).session(variant) as s:

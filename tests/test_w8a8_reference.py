@@ -67,7 +67,7 @@ def checkpoints(tmp_path_factory):
 
 
 def variant(ckpt):
-    return Variant("tiny", "w8a8", "auto", ckpt, Model(source="local:tiny", dtype="float16", apply_chat_template=False),
+    return Variant("tiny", "w8a8", "auto", ckpt, Model(source="local:tiny", dtype="float16", apply_chat_template=False, add_bos_token=False),
                    Tier(method="baseline"), KvMode(cache_dtype="auto"), serve_path=ckpt)
 
 

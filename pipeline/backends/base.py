@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pipeline import io, paths
-from pipeline.domain import chat
+from pipeline.domain import bos, chat
 from pipeline.schema import KvMode, Model, Params, Tier
 
 
@@ -32,11 +32,19 @@ class Variant:
         if not isinstance(self.model_cfg.apply_chat_template, bool):     # the prompts' format, as prepare resolved it
             raise ValueError(f"variant {self.model}/{self.tier}/{self.kv}: models.{self.model}.apply_chat_template "
                              "is still auto (build it with Variant.of, from prepare's record)")
+        if not isinstance(self.model_cfg.add_bos_token, bool):
+            raise ValueError(f"variant {self.model}/{self.tier}/{self.kv}: models.{self.model}.add_bos_token "
+                             "is still auto (build it with Variant.of, from prepare's record)")
 
     @property
     def chat(self) -> bool:
         """Prompts are wrapped in the model's chat template (models.<name>.apply_chat_template, resolved)."""
         return self.model_cfg.apply_chat_template
+
+    @property
+    def add_bos(self) -> bool:
+        """Prompts start with the tokenizer's BOS token (models.<name>.add_bos_token, resolved)."""
+        return self.model_cfg.add_bos_token
 
     @property
     def key(self) -> str:
@@ -47,9 +55,10 @@ class Variant:
            out_dir: Path | None = None) -> Variant:
         """The variant as quantize's record describes its checkpoint; models.<name>.dtype `auto` as
         quantize resolved it from the source's config.json (the record's storage_dtype), and
-        models.<name>.apply_chat_template as prepare resolved it (the source's record, for every value:
-        what prepare checked against the tokenizer, never the param again)."""
-        model_cfg = dataclasses.replace(params.models[model], apply_chat_template=chat.recorded(model))
+        models.<name>.apply_chat_template and add_bos_token as prepare resolved them (the source's record,
+        for every value: what prepare checked against the tokenizer, never the param again)."""
+        model_cfg = dataclasses.replace(params.models[model], apply_chat_template=chat.recorded(model),
+                                        add_bos_token=bos.recorded(model))
         if model_cfg.dtype == "auto":
             model_cfg = dataclasses.replace(model_cfg, dtype=record["storage_dtype"])
         return cls(model, tier, kv, checkpoint, model_cfg, params.tiers[tier], params.kv_modes[kv],

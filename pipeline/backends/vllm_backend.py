@@ -29,7 +29,7 @@ from pipeline.backends.server import NoTokenCount, Server, ServerDied, decode_sp
 from pipeline.backends.vllm_argv import serve_argv, served_dtype, server_env
 from pipeline.backends.vllm_bench import too_slow
 from pipeline.backends.vllm_session import VllmSession, WallBudget
-from pipeline.domain import compute
+from pipeline.domain import bos, compute
 from pipeline.domain.machine import accelerator_available, cpu_info, exact_int8_dot
 from pipeline import paths
 from pipeline.io import read_json
@@ -110,7 +110,7 @@ class VllmBackend:
             if cap is not None:
                 info.update(kv_cache_tokens=cap.kv_tokens, max_concurrency=cap.max_concurrency,
                             max_model_len=cap.max_model_len, kv_cache_gib=vllm_logs.kv_memory_gib(log))
-            lm = _local_completions(server.base_url, variant.key, target, cfg, self.ev,
+            lm = _local_completions(server.base_url, variant.key, target, cfg, self.ev, variant.add_bos,
                                     timeout=wall.remaining(600))
             yield VllmSession(server, cfg, target, variant.key, lm, info, out_dir, env, self.slo, wall,
                               served_version(server.base_url) or engine.get("vllm_version"), chat=variant.chat)
@@ -194,11 +194,24 @@ def _has_kv_scales(checkpoint: str) -> bool:
     return bool(_quantization_config(checkpoint).get("kv_cache_scheme"))
 
 
-def _local_completions(base_url: str, served: str, tokenizer: str, cfg: Vllm, ev: Eval, timeout: float | None = 600,
-                       api_key: str | None = None):
+def _local_completions(base_url: str, served: str, tokenizer: str, cfg: Vllm, ev: Eval, add_bos: bool,
+                       timeout: float | None = 600, api_key: str | None = None):
+    """lm-eval's local-completions on the server, sending token ids that domain/bos.encode made with
+    the model's resolved add_bos_token, as the reference backend does (lm-eval's own adds no BOS to a
+    log-likelihood request, and a BOS to generations only through the tokenizer's post-processor)."""
     from lm_eval.api.registry import get_model
 
-    return get_model("local-completions").create_from_arg_obj({
+    class Completions(get_model("local-completions")):
+        def tok_encode(self, string, left_truncate_len=None, add_special_tokens=False, truncation=False, **kwargs):
+            if self.tokenizer_backend != "huggingface":
+                return super().tok_encode(string, left_truncate_len, add_special_tokens, truncation, **kwargs)
+            texts = [string] if isinstance(string, str) else list(string)
+            encs = [bos.encode(self.tokenizer, t, add_bos) for t in texts]
+            if left_truncate_len:
+                encs = [e[-left_truncate_len:] for e in encs]
+            return encs[0] if isinstance(string, str) else encs
+
+    return Completions.create_from_arg_obj({
         **({"header": {"Authorization": f"Bearer {api_key}"}} if api_key else {}),
         "model": served, "base_url": f"{base_url}/v1/completions", "tokenizer": tokenizer,
         "tokenizer_backend": "huggingface", "tokenized_requests": True, "num_concurrent": cfg.num_concurrent,

@@ -25,6 +25,10 @@ class Model:
     # yes, a base model no). Resolved once per source, by check for a local folder and by prepare on the
     # folder it writes (pipeline/domain/chat.py), and carried in the source's record (qtier_source.json)
     apply_chat_template: Literal["auto"] | bool = "auto"
+    # start every prompt with the tokenizer's BOS token; auto: iff the tokenizer adds it by itself (a
+    # Llama or Gemma tokenizer yes, a GPT-2 style one no). Resolved and recorded with the chat template
+    # (pipeline/domain/bos.py); every backend is then told the same
+    add_bos_token: Literal["auto"] | bool = "auto"
 
 
 @dataclass(frozen=True)

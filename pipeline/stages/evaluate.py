@@ -7,8 +7,8 @@ Writes results/evals/<model>/<tier>-<kv>/{result.json, samples/<task>.jsonl}. re
 every metric `<task>/<metric>` (`metrics`, `higher_is_better`, the latter from each task's YAML or
 lm-eval task) and where it was measured (`measured_on`: CPU, accelerator, torch threads, the serving
 engine and its version; pipeline/domain/provenance.py) and whether its prompts were wrapped in the
-model's chat template (`chat_template`, prepare's record of models.<model>.apply_chat_template). A
-variant that cannot run here is recorded as status "unsupported" (with the reason), one that breaks
+model's chat template (`chat_template`, prepare's record of models.<model>.apply_chat_template) and
+whether they start with BOS (`add_bos_token`). A variant that cannot run here is recorded as status "unsupported" (with the reason), one that breaks
 as "failed"; neither stops the pipeline.
 """
 from __future__ import annotations
@@ -91,6 +91,7 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
     backend = select(params, tier=params.tiers[tier])
     result["backend"] = backend.name
     result["chat_template"] = variant.chat      # the prompts' format, as prepare resolved it for the model
+    result["add_bos_token"] = variant.add_bos
     fidelity_rows: list[dict] = []
     try:
         with backend.session(variant) as session:

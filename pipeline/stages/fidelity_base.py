@@ -23,7 +23,7 @@ from pipeline.backends import Unsupported
 from pipeline.backends import longctx, sample_cache
 from pipeline.backends.base import baseline_variant
 from pipeline.backends.selection import select
-from pipeline.domain import fidelity_set, long_texts
+from pipeline.domain import bos, fidelity_set, long_texts
 from pipeline.stages import runner
 
 
@@ -38,7 +38,10 @@ def baseline_dists(params: schema.Params, model: str) -> tuple[fidelity_set.Base
     base = params.decision.baseline
     variant = baseline_variant(params, model, paths.fidelity_logs(model))
     tokenizer = AutoTokenizer.from_pretrained(variant.serve_path)
-    seqs = [ids for t in fidelity_set.texts(fid) if len(ids := tokenizer(t).input_ids[: fid.max_tokens]) > 1] \
+    def encode(text: str) -> list[int]:     # as the prompts are, on every backend (models.<name>.add_bos_token)
+        return bos.encode(tokenizer, text, variant.add_bos)
+
+    seqs = [ids for t in fidelity_set.texts(fid) if len(ids := encode(t)[: fid.max_tokens]) > 1] \
         if fid is not None else []
     long_rows = long_texts.texts(lc.data, lc.field, lc.texts) if lc is not None else []
     backend = select(params)
@@ -55,7 +58,7 @@ def baseline_dists(params: schema.Params, model: str) -> tuple[fidelity_set.Base
 
         def long_dists() -> fidelity_set.Baseline:
             n = longctx.probe_length(session.model, lc.positions, params.memory.max_model_len)
-            found = longctx.baseline(session.model, long_texts.sequences(long_rows, lambda t: tokenizer(t).input_ids, n),
+            found = longctx.baseline(session.model, long_texts.sequences(long_rows, encode, n),
                                      lc.top_k, lc.first_edge)
             return fidelity_set.Baseline(found.seqs, found.ids, found.logprobs, found.top1, {**meta, **found.meta})
 

