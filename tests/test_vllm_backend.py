@@ -417,8 +417,8 @@ def test_session_records_the_served_compute_dtype_and_load(tmp_path, monkeypatch
     monkeypatch.setattr(vllm_argv, "LAUNCHER", fake)
     monkeypatch.setattr(vllm_backend, "accelerator_available", lambda: gpu)
     seen = {}
-    monkeypatch.setattr(vllm_backend, "_local_completions",
-                        lambda url, served, tok, cfg, ev, **k: seen.setdefault("num_concurrent", cfg.num_concurrent))
+    monkeypatch.setattr(vllm_backend, "_local_completions", lambda url, served, tok, cfg, ev, add_bos, **k:
+                        seen.setdefault("num_concurrent", cfg.num_concurrent))
     # the server contract has its own fake servers (tests/test_preflight.py); this engine only starts and answers
     monkeypatch.setattr(vllm_backend, "_encoder", lambda target: None)
     monkeypatch.setattr(vllm_backend.preflight, "check",

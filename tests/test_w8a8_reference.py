@@ -17,6 +17,7 @@ import torch
 
 from pipeline.backends import Unsupported, Variant, w8a8_gemm
 from pipeline.backends.reference import ReferenceBackend
+from pipeline.domain.machine import cpu_info
 from pipeline.schema import Eval, KvMode, Model, Reference, Tier
 from tests import tiny_model
 from tests.conftest import ROOT
@@ -91,7 +92,10 @@ def test_the_reference_runs_w8a8_layers_through_the_engines_arithmetic(checkpoin
         assert s.info["w8a8_layers"] == 14            # 2 layers x (q, k, v, o, gate, up, down); lm_head is not quantized
         linears = {n: m for n, m in s.model.named_modules() if isinstance(m, torch.nn.Linear)}
         assert {n for n, m in linears.items() if hasattr(m, "qtier_w8a8")} == set(linears) - {"lm_head"}
-        assert s.model.model.layers[0].mlp.down_proj.qtier_w8a8.weight.shape == (64, 1040)
+        op = s.model.model.layers[0].mlp.down_proj.qtier_w8a8
+        # int8 on a CPU with AMX-INT8 runs torch._int_mm, whose weight is [K, N]; elsewhere [N, K]
+        impl = w8a8_gemm.exact_impl(cpu_info()["isa"]) if kind == "int8" else "float32"
+        assert op.impl == impl and tuple(op.weight.shape) == ((1040, 64) if impl == "int_mm" else (64, 1040))
         if name == "int8-static":
             assert s.model.model.layers[0].mlp.down_proj.qtier_w8a8.input_scale is not None
         with torch.no_grad():
