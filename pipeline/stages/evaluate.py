@@ -8,8 +8,8 @@ every metric `<task>/<metric>` (`metrics`, `higher_is_better`, the latter from e
 lm-eval task) and where it was measured (`measured_on`: CPU, accelerator, torch threads, the serving
 engine and its version; pipeline/domain/provenance.py) and whether its prompts were wrapped in the
 model's chat template (`chat_template`, prepare's record of models.<model>.apply_chat_template) and
-whether they start with BOS (`add_bos_token`). A variant that cannot run here is recorded as status "unsupported" (with the reason), one that breaks
-as "failed"; neither stops the pipeline.
+whether they start with BOS (`add_bos_token`). A variant that cannot run here is recorded as status
+"unsupported" (with the reason), one that breaks as "failed"; neither stops the pipeline.
 """
 from __future__ import annotations
 
