@@ -56,7 +56,7 @@ def diff(a: Run, b: Run, boot: schema.Bootstrap) -> dict[str, Interval]:
 
 
 def verdict(iv: Interval) -> str:
-    if iv.lo == iv.hi == 0:
+    if iv.discordant == (0, 0) or iv.lo == iv.hi == 0:      # no sample scored differently
         return "identical"
     return "within noise" if iv.lo <= 0 <= iv.hi else "differs"
 

@@ -48,7 +48,8 @@ def test_intervals_per_sample_metric():
     assert set(out) == {"acc"}                       # macro_f1 has no per-sample score: no interval
     iv = out["acc"]
     assert (iv.delta, iv.n) == (-25.0, 4)
-    assert -100.0 <= iv.lo <= -25.0 <= iv.hi <= 0.0  # every resampled mean is a drop of 0..100
+    assert iv.discordant == (1, 0)                   # a 0/100 metric: the paired score interval
+    assert -100.0 <= iv.lo <= -25.0 <= iv.hi <= 100.0
 
 
 @pytest.mark.parametrize("metric", ["bleu", "chrf"])

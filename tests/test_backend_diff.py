@@ -28,8 +28,8 @@ def test_identical_differs_missing_and_unsupported(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     write_run(a, "fp16-auto")
     write_run(b, "fp16-auto", backend="vllm")
-    write_run(a, "int8-auto")
-    write_run(b, "int8-auto", preds=(0, 1, 0, 1), backend="vllm")
+    write_run(a, "int8-auto", preds=(1, 0, 1, 1) * 10, gold=(1, 0, 1, 0) * 10)      # 3 of 4 lost, of 40
+    write_run(b, "int8-auto", preds=(0, 1, 0, 1) * 10, gold=(1, 0, 1, 0) * 10, backend="vllm")
     write_run(a, "int4-auto")
     write_run(b, "int4-auto", status="unsupported", reason="cpu_gemm_wna16 | not implemented\nmore")
     write_run(a, "fp8-auto")

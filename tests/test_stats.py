@@ -8,10 +8,10 @@ TOL = Tolerance(abs=3.0)
 
 
 def test_identical_outputs_pass_with_zero_width_interval():
-    scores = [100.0, 0.0, 100.0, 100.0, 0.0] * 10
-    iv = stats.paired_mean(scores, scores, resamples=500, seed=1)
+    graded = [40.0, 12.5, 100.0, 77.0, 0.0] * 10
+    iv = stats.paired_mean(graded, graded, resamples=500, seed=1)
     assert (iv.delta, iv.lo, iv.hi) == (0.0, 0.0, 0.0)
-    assert judge_metric("acc", 60.0, iv, TOL, None).verdict == PASS
+    assert judge_metric("rougeL", 60.0, iv, TOL, None).verdict == PASS
     refs = ["Der Hund schläft.", "Es regnet heute."] * 5
     civ = stats.paired_corpus("chrf", refs, refs, refs, resamples=200, seed=1)
     assert (civ.delta, civ.lo, civ.hi) == (0.0, 0.0, 0.0)
@@ -131,12 +131,22 @@ def test_paired_corpus_is_the_bootstrap_recomputed_with_sacrebleus_public_scores
     assert found.n == 24 and found.lo < found.delta < found.hi
 
 
+def test_identical_answers_of_a_0_100_metric_are_evidence_in_proportion_to_n():
+    """No discordant pair of 50 cannot exclude a 3-point loss (about 3/n, the rule of three); of 640 it can."""
+    scores = [100.0, 0.0, 100.0, 100.0, 0.0]
+    small = stats.paired_mean(scores * 10, scores * 10, resamples=500, seed=1)
+    assert small.discordant == (0, 0) and small.lo < -3.0 < 0.0 < -small.lo == small.hi
+    assert judge_metric("acc", 60.0, small, TOL, None).verdict != PASS
+    large = stats.paired_mean(scores * 128, scores * 128, resamples=500, seed=1)
+    assert -1.5 < large.lo < 0.0 and judge_metric("acc", 60.0, large, TOL, None).verdict == PASS
+
+
 def test_paired_mean_interval_has_the_width_of_the_normal_approximation():
     """Closed form: 600 paired samples, 36 of them 100 -> 0: delta -6, per-sample SD 100 sqrt(p (1 - p)) at
     p = 0.06 = 23.75, so a 95% interval of -6 +- 1.96 x 23.75 / sqrt(600) = -6 +- 1.90. The bootstrap's
     percentile bounds agree within its Monte Carlo error and the 1/6-point steps of a mean of 600 scores."""
-    base = [100.0] * 600
-    tier = [100.0] * 564 + [0.0] * 36
+    base = [50.0] * 600                      # graded values: the bootstrap (a 0/100 metric has its own)
+    tier = [50.0] * 564 + [-50.0] * 36
     iv = stats.paired_mean(base, tier, resamples=4000, seed=11)
     half = 1.96 * 100 * (0.06 * 0.94) ** 0.5 / 600 ** 0.5
     assert iv.delta == pytest.approx(-6.0)

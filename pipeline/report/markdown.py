@@ -20,7 +20,8 @@ def run_lines(header: Header, rows: list[Row]) -> list[str]:
     base, b = header.baseline, header.bootstrap
     return ["## The run", "",
             f"Generated {header.generated} by stage decide. Baseline: tier `{base.tier}` with KV cache `{base.kv}`. "
-            f"Intervals: {b.confidence:.0%} paired bootstrap, {b.resamples} resamples, seed {b.seed}.", ""
+            f"Intervals: {b.confidence:.0%} paired bootstrap, {b.resamples} resamples, seed {b.seed}; accuracy and "
+            "exact match: the paired score interval (docs/decision-rule.md).", ""
             ] + provenance.header_lines(rows, header.versions)
 
 

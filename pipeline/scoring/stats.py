@@ -3,8 +3,10 @@
 Corpus metrics (BLEU, chrF) are resampled the way sacrebleu's paired bootstrap does it
 (Koehn, 2004; sacrebleu/significance.py): per-sentence sufficient statistics are drawn with the same
 indices for both systems and the corpus score is recomputed from their sum. Per-sample metrics
-(ROUGE, accuracy) resample the per-sample scores. Percentile intervals; numpy's PCG64 with a fixed
-seed, so results are reproducible bit for bit.
+(ROUGE) resample the per-sample scores. Percentile intervals; numpy's PCG64 with a fixed seed, so
+results are reproducible bit for bit. A metric whose every sample is 0 or 100 (accuracy, exact match)
+gets the paired score interval instead (pipeline/scoring/paired_binary.py: the bootstrap is too narrow
+when few samples differ); its bootstrap SE is kept for power planning.
 """
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from statistics import NormalDist
 
 import numpy as np
 
+from pipeline.scoring import paired_binary
+
 
 @dataclass(frozen=True)
 class Interval:
@@ -23,9 +27,33 @@ class Interval:
     hi: float
     n: int
     se: float | None = None   # SD of the bootstrap distribution of the delta: its standard error
+    # a 0/100 metric's discordant pairs (baseline right and tier wrong, the other way): its interval is
+    # the paired score interval of those counts at any confidence (paired_binary)
+    discordant: tuple[int, int] | None = None
 
     def as_dict(self) -> dict:
-        return {"delta": self.delta, "lo": self.lo, "hi": self.hi, "n": self.n, "se": self.se}
+        out = {"delta": self.delta, "lo": self.lo, "hi": self.hi, "n": self.n, "se": self.se}
+        return out if self.discordant is None else {**out, "discordant": list(self.discordant)}
+
+    def at(self, confidence: float) -> Interval:
+        """The same evidence's interval at another confidence: the score interval of a 0/100 metric,
+        delta -/+ z x SE otherwise (a percentile interval at a first look's 99.99% would need far more
+        resamples than its tails hold, and so would be too narrow)."""
+        if self.discordant is not None:
+            return binary(*self.discordant, self.n, confidence, self.se)
+        z = NormalDist().inv_cdf(0.5 + confidence / 2)
+        se = self.se or 0.0
+        return Interval(self.delta, self.delta - z * se, self.delta + z * se, self.n, self.se)
+
+
+BINARY = (0.0, 100.0)       # the two values of a per-sample accuracy or exact match (metrics.py: 0-100)
+
+
+def binary(lost: int, gained: int, n: int, confidence: float, se: float | None) -> Interval:
+    """The paired score interval of a 0/100 metric, in points: `lost` samples the baseline got right
+    and the tier wrong, `gained` the other way, of `n`."""
+    lo, hi = paired_binary.interval(lost, gained, n, confidence)
+    return Interval(100.0 * (gained - lost) / n, 100.0 * float(lo), 100.0 * float(hi), n, se, (lost, gained))
 
 
 def engine_interval(delta: float, lo: float, hi: float, sd: float, confidence: float) -> tuple[float, float]:
@@ -37,14 +65,9 @@ def engine_interval(delta: float, lo: float, hi: float, sd: float, confidence: f
 
 
 def repeated(iv: Interval, confidence: float) -> Interval:
-    """The look's repeated confidence interval, delta -/+ z x SE with the bootstrap's SE (Jennison &
-    Turnbull ch. 9): a percentile interval at a first look's 99.99% would need far more resamples than
-    its tails hold, and so would be too narrow."""
-    from statistics import NormalDist
-
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    se = iv.se or 0.0
-    return Interval(iv.delta, iv.delta - z * se, iv.delta + z * se, iv.n, iv.se)
+    """The look's repeated confidence interval (Jennison & Turnbull ch. 9): the evidence's interval at
+    the look's confidence (Interval.at)."""
+    return iv.at(confidence)
 
 
 def _indices(n: int, resamples: int, seed: int) -> np.ndarray:
@@ -64,8 +87,11 @@ def paired_mean(base: Sequence[float], tier: Sequence[float], resamples: int, se
         raise ValueError(f"paired samples must be non-empty and equal in length ({b.size} vs {t.size})")
     diff = t - b
     boot = diff[_indices(diff.size, resamples, seed)].mean(axis=1)
+    se = float(boot.std(ddof=1))
+    if np.isin(b, BINARY).all() and np.isin(t, BINARY).all():
+        return binary(int((diff < 0).sum()), int((diff > 0).sum()), int(diff.size), confidence, se)
     lo, hi = _percentiles(boot, confidence)
-    return Interval(float(diff.mean()), lo, hi, int(diff.size), float(boot.std(ddof=1)))
+    return Interval(float(diff.mean()), lo, hi, int(diff.size), se)
 
 
 def _sacrebleu_metric(name: str):
