@@ -48,14 +48,9 @@ def _p10(b, c, n, d):
     return (big_b + np.sqrt(disc)) / (4.0 * n)
 
 
-def score_z(b, c, n, d, continuity: float = CONTINUITY):
-    """The score statistic of H0: p01 - p10 = d; large and positive when the data say the difference
-    is above d. Vectorised."""
-    b, c, n, d = (np.asarray(x, dtype=float) for x in (b, c, n, d))
-    return _z(b, c, n, d, continuity)
-
-
 def _z(b, c, n, d, continuity):
+    """The score statistic Z(d) of H0: p01 - p10 = d; large and positive when the data say the
+    difference is above d."""
     var = np.maximum(2.0 * _p10(b, c, n, d) + d - d * d, 0.0) / n
     num = (c - b) - n * d
     num = np.sign(num) * np.maximum(np.abs(num) - continuity, 0.0)

@@ -28,22 +28,12 @@ class Interval:
     n: int
     se: float | None = None   # SD of the bootstrap distribution of the delta: its standard error
     # a 0/100 metric's discordant pairs (baseline right and tier wrong, the other way): its interval is
-    # the paired score interval of those counts at any confidence (paired_binary)
+    # the paired score interval of those counts at any confidence (paired_binary, repeated)
     discordant: tuple[int, int] | None = None
 
     def as_dict(self) -> dict:
         out = {"delta": self.delta, "lo": self.lo, "hi": self.hi, "n": self.n, "se": self.se}
         return out if self.discordant is None else {**out, "discordant": list(self.discordant)}
-
-    def at(self, confidence: float) -> Interval:
-        """The same evidence's interval at another confidence: the score interval of a 0/100 metric,
-        delta -/+ z x SE otherwise (a percentile interval at a first look's 99.99% would need far more
-        resamples than its tails hold, and so would be too narrow)."""
-        if self.discordant is not None:
-            return binary(*self.discordant, self.n, confidence, self.se)
-        z = NormalDist().inv_cdf(0.5 + confidence / 2)
-        se = self.se or 0.0
-        return Interval(self.delta, self.delta - z * se, self.delta + z * se, self.n, self.se)
 
 
 BINARY = (0.0, 100.0)       # the two values of a per-sample accuracy or exact match (metrics.py: 0-100)
@@ -65,9 +55,15 @@ def engine_interval(delta: float, lo: float, hi: float, sd: float, confidence: f
 
 
 def repeated(iv: Interval, confidence: float) -> Interval:
-    """The look's repeated confidence interval (Jennison & Turnbull ch. 9): the evidence's interval at
-    the look's confidence (Interval.at)."""
-    return iv.at(confidence)
+    """The look's repeated confidence interval (Jennison & Turnbull ch. 9): for a 0/100 metric the score
+    interval of its discordant pairs at `confidence`, else delta -/+ z x SE with the bootstrap's SE (a
+    percentile interval at a first look's 99.99% would need far more resamples than its tails hold,
+    and so would be too narrow)."""
+    if iv.discordant is not None:
+        return binary(*iv.discordant, iv.n, confidence, iv.se)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    se = iv.se or 0.0
+    return Interval(iv.delta, iv.delta - z * se, iv.delta + z * se, iv.n, iv.se)
 
 
 def _indices(n: int, resamples: int, seed: int) -> np.ndarray:
