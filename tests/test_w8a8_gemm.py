@@ -188,6 +188,18 @@ def test_operands_reject_a_wrong_weight_or_scale():
         g.operands("fp8", torch.ones(2, 4).to(torch.float8_e4m3fn), torch.ones(2), None, None, "int_mm")
 
 
+def test_fastest_impl_picks_the_faster_of_the_two_exact_gemms():
+    assert g.fastest_impl(64, 32, timer={"float32": 2.0, "int_mm": 0.5}.get) == ("int_mm", {"float32": 2.0, "int_mm": 0.5})
+    assert g.fastest_impl(64, 32, timer={"float32": 0.5, "int_mm": 9.0}.get)[0] == "float32"
+    assert g.fastest_impl(64, 32, timer=lambda impl: 1.0)[0] == "float32"      # a tie keeps the portable one
+
+
+def test_fastest_impl_times_both_here():
+    impl, ms = g.fastest_impl(96, 48, rows=16, repeats=1)
+    assert impl in g.IMPLS and set(ms) == set(g.IMPLS) and all(v > 0 for v in ms.values())
+    assert ms[impl] == min(ms.values())
+
+
 def test_exact_impl_picks_int_mm_only_with_amx_int8():
     assert g.exact_impl(["avx2", "avx512f", "amx_bf16", "amx_int8"]) == "int_mm"
     assert g.exact_impl(["avx2", "avx512f", "avx512_vnni"]) == "float32"

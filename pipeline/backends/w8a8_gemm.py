@@ -22,8 +22,11 @@ Exact integer GEMM, two implementations with identical results (tests/test_w8a8_
   multiply-add of the GEMM, in whatever order BLAS sums, is exact. Longer rows are cut into chunks of
   <= 1024 whose exact results add in float64 (exact below 2**53).
 - `int_mm`: torch._int_mm (int8 x int8 -> int32). oneDNN's int8 GEMM on AMX: 2.1 TOP/s against
-  0.4 TFLOP/s for float32 on an Intel Xeon with AMX (issue 19); on this AVX2 machine it is 25-50x slower
-  than float32 (benchmarks/w8a8_gemm.py), so `exact_impl` picks it only where the CPU has amx_int8.
+  0.4 TFLOP/s for float32 on an Intel Xeon with AMX (issue 19); on an AMD EPYC with AVX512-VNNI 3.4x
+  faster than the float32 path (as fast as a dense bfloat16 GEMM); on an AVX2-only CPU 25-50x slower
+  (benchmarks/w8a8_gemm.py). Which one a CPU runs faster is measured, not assumed: `fastest_impl` times
+  both at the model's shape when a session loads (the two give identical results, so the choice
+  changes speed only); `exact_impl` is the rule by CPU flags, for where nothing can be timed.
 """
 from __future__ import annotations
 
@@ -49,6 +52,28 @@ def check_float32_exact() -> None:
     if torch.get_float32_matmul_precision() != "highest" or torch.backends.mkldnn.matmul.fp32_precision not in ("none", "ieee"):
         raise RuntimeError("the exact W8A8 GEMM needs float32 matmuls at full precision: "
                            "torch.set_float32_matmul_precision('highest')")
+
+
+def fastest_impl(k: int, n: int, timer=None, rows: int = 256, repeats: int = 3) -> tuple[str, dict[str, float]]:
+    """(the faster exact int8 GEMM here, ms per call of each) for [rows, k] x [n, k]^T: each timed
+    best-of-`repeats` after one warm-up call (oneDNN builds its kernel on the first). `timer(impl)`
+    replaces the measurement (tests)."""
+    def measured(impl: str) -> float:
+        import time
+
+        gen = torch.Generator().manual_seed(0)
+        w = torch.randint(-128, 128, (n, k), dtype=torch.int8, generator=gen)
+        op = operands("int8", w, torch.ones(n), None, None, impl)
+        x = torch.randint(-128, 128, (rows, k), generator=gen).to(torch.float32)
+        int8_gemm(x, op)
+        best = float("inf")
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            int8_gemm(x, op)
+            best = min(best, time.perf_counter() - t0)
+        return best * 1e3
+    ms = {impl: round((timer or measured)(impl), 3) for impl in IMPLS}
+    return min(IMPLS, key=lambda i: (ms[i], IMPLS.index(i))), ms
 
 
 @dataclass

@@ -69,6 +69,20 @@ def measured(served: Served, name: str, spec: Any, compute: Callable[[], Any], r
     return compute() if served.cache is None else served.cache.measured(name, spec, compute, result)
 
 
+class Phases:
+    """result["phases"]: seconds per part of an evaluation (load: the model and its session; tasks;
+    fidelity; long_context; throughput), so a run's cost can be read per part; the stage's `seconds`
+    less their sum is the process's own start (imports) and the writing of its outputs."""
+
+    def __init__(self, result: dict):
+        self.phases, self.t = result.setdefault("phases", {}), time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.phases[name] = round(now - self.t, 1)
+        self.t = now
+
+
 def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Path, checkpoint: Path, record: dict,
              quality: Quality | None = None, long: Callable[[Served, dict], dict] | None = None) -> dict[str, Any]:
     """One variant's result (its samples and fidelity rows written to out_dir), from its serving
@@ -93,8 +107,10 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
     result["chat_template"] = variant.chat      # the prompts' format, as prepare resolved it for the model
     result["add_bos_token"] = variant.add_bos
     fidelity_rows: list[dict] = []
+    clock = Phases(result)
     try:
         with backend.session(variant) as session:
+            clock.lap("load")
             result["serving"] = session.info
             result["compute_dtype"] = session.info.get("compute_dtype")   # decide compares only equal ones
             result["measured_on"] = provenance.of_session(backend.name, session.engine_version, session.info)
@@ -103,6 +119,7 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
                 sample_cache.variant_key(params, variant, backend.name, session.info))
             served = Served(session, cache)
             metrics, samples, cut = quality(served, specs, result)
+            clock.lap("tasks")
             if cut:
                 result["cut"] = cut
             # quality before load: under a wall budget the load test is what gets cut
@@ -116,12 +133,15 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
                 except Exception as e:  # noqa: BLE001 - the task metrics already measured are kept
                     traceback.print_exc()
                     result["fidelity"] = {"status": "failed", "why": errors.one_line(e)}
+                clock.lap("fidelity")
             if long is not None:
                 result["long_context"] = long(served, result)
+                clock.lap("long_context")
             tp = params.eval.throughput
             prompts = throughput_prompts(specs, tp.batch_size)
             result["throughput"] = measured(served, "throughput", [dataclasses.asdict(tp), prompts],
                                             lambda: session.throughput(prompts, tp.new_tokens, tp.repeats), result)
+            clock.lap("throughput")
             if backend.name == "vllm":
                 result["throughput"]["roofline"] = roofline(result["throughput"], record.get("weight_bytes"),
                                                             params.serving.bandwidth_gbps)
