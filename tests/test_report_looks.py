@@ -62,3 +62,15 @@ def test_the_table_names_each_variant_s_stopping_look():
     lines = looks.looks_lines(report())
     assert "| int4-auto | 1/4: 160 of 640 | 160 of 640 | stopped at look 1 of 4 of classification |" in lines
     assert "| int8-auto | 2/4: 320 of 640 | 320 of 640 |  |" in lines
+
+
+def test_the_phases_line_sums_where_the_evaluate_seconds_went():
+    r = report()
+    assert "Of the" not in looks.summary_line(r)[0]          # no row recorded its phases: no claim
+    phased = {"load": 6.0, "tasks": 120.0, "fidelity": 12.0, "long_context": 90.0, "throughput": 2.0}
+    r.rows[1] = replace(r.rows[1], facts=replace(r.rows[1].facts, phases=phased))          # 250 s in all
+    r.rows[2] = replace(r.rows[2], facts=replace(r.rows[2].facts, phases={"load": 6.0, "tasks": 30.0}))  # 60 s
+    line = looks.summary_line(r)[0]
+    # 310 s in all; tasks 150 s = 2.5 min; the rest 310 - 266 = 44 s
+    assert line.endswith(" Of the 5.2 min of 2 evaluate stages: loading 0.2 min, the tasks 2.5 min, fidelity 0.2 min, "
+                         "long context 1.5 min, the load test 0.0 min, process start and writing 0.7 min.")

@@ -49,7 +49,9 @@ def row_json(r: Row, m: ModelReport, base: Row | None) -> dict:
             "flips": {t: dataclasses.asdict(x) for t, x in m.flips.get(r.variant, {}).items()},
             "plans": {g: dataclasses.asdict(p) for g, p in m.plans.get(r.variant, {}).items()},
             "power": {k: p.as_dict() for k, p in e.power.items()}, "fidelity": f.fidelity,
-            "measured_on": f.measured_on}
+            "measured_on": f.measured_on,
+            # what it cost: where each task's looks stopped, the stage's seconds and their parts
+            "looks": f.looks, "seconds": f.seconds, "phases": f.phases}
 
 
 def recommended_json(rec: Recommendation, with_why: bool = True) -> dict | None:

@@ -29,7 +29,7 @@ def summary_line(m: ModelReport) -> list[str]:
     stopped = sum(1 for r in rows if "stopped at look" in (r.facts.reason or ""))
     return [f"Looks: {settled} of {len(rows)} variants settled (pass or fail); together they read {n:,} of the "
             f"{total:,} samples a fixed-n run at the same caps reads ({n / total:.0%}); {stopped} stopped at the "
-            "look where a gated metric failed (*Looks*)." + seconds_text(m, rows), ""]
+            "look where a gated metric failed (*Looks*)." + seconds_text(m, rows) + phases_text(rows), ""]
 
 
 def fixed_n_seconds(r: Row, base: Row, caps: dict[str, int]) -> float | None:
@@ -72,6 +72,24 @@ def seconds_text(m: ModelReport, rows: list[Row]) -> str:
     return (f" Their evaluate stages took {sum(used) / 60:.1f} min against about {sum(fixed) / 60:.1f} min at "
             f"fixed n ({sum(used) / sum(fixed):.0%}; each variant's unread samples at its own measured cost per "
             "sample of the task).")
+
+
+PHASES = {"load": "loading", "tasks": "the tasks", "fidelity": "fidelity", "long_context": "long context",
+          "throughput": "the load test"}
+
+
+def phases_text(rows: list[Row]) -> str:
+    """Where the looked variants' evaluate seconds went (result.json "phases"), summed; the rest of the
+    stages' seconds is their processes' start and the writing of results. Empty when no row recorded them."""
+    timed = [r for r in rows if r.facts.phases and r.facts.seconds is not None]
+    if not timed:
+        return ""
+    total = sum(r.facts.seconds for r in timed)
+    sums = {k: sum(r.facts.phases.get(k, 0.0) for r in timed) for k in PHASES}
+    rest = total - sum(sums.values())
+    parts = [f"{PHASES[k]} {v / 60:.1f} min" for k, v in sums.items() if v > 0]
+    parts.append(f"process start and writing {max(rest, 0.0) / 60:.1f} min")
+    return f" Of the {total / 60:.1f} min of {len(timed)} evaluate stages: " + ", ".join(parts) + "."
 
 
 def looks_lines(m: ModelReport) -> list[str]:

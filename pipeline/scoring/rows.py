@@ -49,6 +49,8 @@ class Measured:
     long_context: dict[str, Any] | None = None        # fidelity by position (result.json; eval.long_context)
     # task -> (samples computed, seconds computing them) in this stage (result.json sample_cache.tasks)
     task_seconds: dict[str, tuple[int, float]] = field(default_factory=dict)
+    # part of the evaluation -> seconds (result.json "phases": load, tasks, fidelity, long_context, throughput)
+    phases: dict[str, float] = field(default_factory=dict)
 
     def look_confidence(self, task: str) -> float | None:
         """The confidence of the task's last look (its repeated interval's), None for a fixed-n task."""

@@ -54,7 +54,8 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
         fidelity=fidelity_summary(res.get("fidelity"), out, params.decision.bootstrap),
         looks=dict(res.get("looks") or {}), seconds=res.get("seconds"), long_context=res.get("long_context"),
         task_seconds={t: (v["computed"], v["seconds"])
-                      for t, v in ((res.get("sample_cache") or {}).get("tasks") or {}).items()})
+                      for t, v in ((res.get("sample_cache") or {}).get("tasks") or {}).items()},
+        phases=dict(res.get("phases") or {}))
 
 
 def refused(res: dict) -> str | None:
