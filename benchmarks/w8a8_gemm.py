@@ -54,7 +54,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tokens", type=int, default=512)
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--int-mm-repeats", type=int, default=1, help="torch._int_mm is slow without AMX/VNNI")
+    ap.add_argument("--int-mm-repeats", type=int, default=1, help="torch._int_mm is slow on some CPUs (AVX2 only)")
     ap.add_argument("--dtype", help="the reference's compute dtype (default: what it picks on this CPU)")
     args = ap.parse_args()
     info = machine.cpu_info()
@@ -62,7 +62,8 @@ def main() -> None:
     dtype = getattr(torch, dtype_name)
     print(f"{machine.describe(info, machine.accelerator_available())}; torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads; {args.tokens} tokens; reference dtype {dtype_name}; "
-          f"exact path picked here: {g.exact_impl(info['isa'])}")
+          f"exact path a session picks here (w8a8_gemm.fastest_impl at {INTERMEDIATE} x {HIDDEN}): "
+          f"{g.fastest_impl(HIDDEN, INTERMEDIATE)[0]}")
     gen = torch.Generator().manual_seed(0)
     fake = fake_quant_linear(dtype)
     cols = ("dense", "fake-quant", "exact float32", "exact int_mm", "fp8")

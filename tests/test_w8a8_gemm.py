@@ -198,9 +198,3 @@ def test_fastest_impl_times_both_here():
     impl, ms = g.fastest_impl(96, 48, rows=16, repeats=1)
     assert impl in g.IMPLS and set(ms) == set(g.IMPLS) and all(v > 0 for v in ms.values())
     assert ms[impl] == min(ms.values())
-
-
-def test_exact_impl_picks_int_mm_only_with_amx_int8():
-    assert g.exact_impl(["avx2", "avx512f", "amx_bf16", "amx_int8"]) == "int_mm"
-    assert g.exact_impl(["avx2", "avx512f", "avx512_vnni"]) == "float32"
-    assert g.exact_impl([]) == "float32"

@@ -67,7 +67,7 @@ def _forward(op: w8a8_gemm.Operands):
 
 def install(model, checkpoint: Path, impl: str) -> dict:
     """Route every W8A8 Linear of `model` (loaded from `checkpoint`) through the exact W8A8 GEMM (`impl`:
-    w8a8_gemm.exact_impl). Returns {"layers": n, "arithmetic": one line} ({} when there is none)."""
+    w8a8_gemm.fastest_impl). Returns {"layers": n, "arithmetic": one line} ({} when there is none)."""
     modules = w8a8_modules(model)
     if not modules:
         return {}

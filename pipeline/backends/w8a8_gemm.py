@@ -24,9 +24,9 @@ Exact integer GEMM, two implementations with identical results (tests/test_w8a8_
 - `int_mm`: torch._int_mm (int8 x int8 -> int32). oneDNN's int8 GEMM on AMX: 2.1 TOP/s against
   0.4 TFLOP/s for float32 on an Intel Xeon with AMX (issue 19); on an AMD EPYC with AVX512-VNNI 3.4x
   faster than the float32 path (as fast as a dense bfloat16 GEMM); on an AVX2-only CPU 25-50x slower
-  (benchmarks/w8a8_gemm.py). Which one a CPU runs faster is measured, not assumed: `fastest_impl` times
-  both at the model's shape when a session loads (the two give identical results, so the choice
-  changes speed only); `exact_impl` is the rule by CPU flags, for where nothing can be timed.
+  (benchmarks/w8a8_gemm.py). Which one a CPU runs faster is measured, not read off its flags:
+  `fastest_impl` times both at the model's shape when a session loads (the two give identical
+  results, so the choice changes speed only).
 """
 from __future__ import annotations
 
@@ -39,11 +39,6 @@ INT8_MIN, INT8_MAX = -128.0, 127.0
 FP8_MAX = 448.0                # float8_e4m3fn
 FP8_MIN_SCALE = 1.0 / (FP8_MAX * 512.0)
 IMPLS = ("float32", "int_mm")
-
-
-def exact_impl(isa: list[str] | tuple[str, ...]) -> str:
-    """The faster exact int8 GEMM for a CPU with these flags (pipeline/domain/machine.py: ISA_FLAGS)."""
-    return "int_mm" if "amx_int8" in isa else "float32"
 
 
 def check_float32_exact() -> None:
