@@ -94,17 +94,6 @@ def test_plain_decoder_models_are_supported_and_the_forward_decides(hflm):
     assert not loglik.supported(capped)
 
 
-def test_activation_quantized_checkpoints_score_each_input_whole():
-    from pipeline.backends.reference import quantizes_activations
-
-    w8a8 = {"quantization_config": {"config_groups": {"group_0": {
-        "weights": {"num_bits": 8}, "input_activations": {"num_bits": 8, "strategy": "token", "dynamic": True}}}}}
-    w4a16 = {"quantization_config": {"config_groups": {"group_0": {"weights": {"num_bits": 4},
-                                                                   "input_activations": None}}}}
-    assert quantizes_activations(w8a8)
-    assert not quantizes_activations(w4a16) and not quantizes_activations({})
-
-
 def test_without_prefix_sharing_the_numbers_are_hflms_exactly(hflm):
     reqs = requests(hflm)
     theirs = hflm._loglikelihood_tokens(reqs, disable_tqdm=True)
