@@ -86,11 +86,16 @@ def test_repro_writes_complete_decision(project):
         if "stopped" in res:      # a failed gated metric stopped it: the log-likelihood task ran first
             assert {"classification/acc", "classification/macro_f1"} <= set(x["metrics"]) < everything, x
             assert "stopped at look" in x["reason"]
+            # it stops everything: no fidelity, no load test (their KL and speed would change no verdict)
+            assert res["fidelity"]["status"] == "skipped" and "skipped" in res["throughput"], res
+            assert "fidelity" not in res["phases"] and "throughput" not in res["phases"]
         else:
             assert set(x["metrics"]) >= everything, x
+            assert x["gen_tokens_per_s"] > 0
+            assert set(res["phases"]) >= {"load", "tasks", "fidelity", "throughput"}, res["phases"]
         if x["tier"] != "fp16" or x["kv"] != "auto":      # every variant in looks; the baseline to its caps
             assert set(res["looks"]) >= {"classification"} and res["sample_cache"]["computed"] > 0, res
-        assert x["weight_bytes"] > 0 and x["gen_tokens_per_s"] > 0
+        assert x["weight_bytes"] > 0
         assert x["kv_bytes_per_token"] == 2 * 2 * 2 * 16 * (1 if x["kv"] == "fp8" else 2)
     sizes = {x["tier"]: x["weight_bytes"] for x in rows}
     assert sizes["int4-gptq"] < sizes["int8"] < sizes["fp16"]

@@ -122,8 +122,13 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
             clock.lap("tasks")
             if cut:
                 result["cut"] = cut
-            # quality before load: under a wall budget the load test is what gets cut
-            if base is not None:
+            # quality before load: under a wall budget the load test is what gets cut. A variant that
+            # failed a gated metric stops everything (issue 20): its KL and speed would change no verdict
+            # and it is recommended nowhere
+            failed = "the variant failed a gated metric first" if result.get("stopped") else None
+            if failed:
+                result["fidelity"], result["throughput"] = {"status": "skipped", "why": failed}, {"skipped": failed}
+            elif base is not None:
                 try:
                     result["fidelity"], fidelity_rows = measured(
                         served, "fidelity", [dataclasses.asdict(params.eval.fidelity),
@@ -137,12 +142,13 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
             if long is not None:
                 result["long_context"] = long(served, result)
                 clock.lap("long_context")
-            tp = params.eval.throughput
-            prompts = throughput_prompts(specs, tp.batch_size)
-            result["throughput"] = measured(served, "throughput", [dataclasses.asdict(tp), prompts],
-                                            lambda: session.throughput(prompts, tp.new_tokens, tp.repeats), result)
-            clock.lap("throughput")
-            if backend.name == "vllm":
+            if not failed:
+                tp = params.eval.throughput
+                prompts = throughput_prompts(specs, tp.batch_size)
+                result["throughput"] = measured(served, "throughput", [dataclasses.asdict(tp), prompts],
+                                                lambda: session.throughput(prompts, tp.new_tokens, tp.repeats), result)
+                clock.lap("throughput")
+            if backend.name == "vllm" and not failed:
                 result["throughput"]["roofline"] = roofline(result["throughput"], record.get("weight_bytes"),
                                                             params.serving.bandwidth_gbps)
     except Unsupported as e:
