@@ -260,7 +260,7 @@ class ReferenceBackend:
         if w8a8_schemes:
             impl = "float32"
             if place.device == "cpu" and any(sc.kind == "int8" for sc in w8a8_schemes.values()):
-                # measured at the widest Linear's shape: the two are bit-identical, only their speed differs
+                # timed at the widest W8A8 layer's shape: the two are bit-identical, only their speed differs
                 k, n = max(((m.in_features, m.out_features) for m, _ in w8a8.w8a8_modules(model).values()
                             if isinstance(m, torch.nn.Linear)), key=lambda s: s[0] * s[1], default=(1, 1))
                 impl, info["w8a8_gemm_ms"] = w8a8_gemm.fastest_impl(k, n)

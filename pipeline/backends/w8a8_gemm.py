@@ -30,6 +30,7 @@ Exact integer GEMM, two implementations with identical results (tests/test_w8a8_
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import torch
@@ -54,8 +55,6 @@ def fastest_impl(k: int, n: int, timer=None, rows: int = 256, repeats: int = 3) 
     best-of-`repeats` after one warm-up call (oneDNN builds its kernel on the first). `timer(impl)`
     replaces the measurement (tests)."""
     def measured(impl: str) -> float:
-        import time
-
         gen = torch.Generator().manual_seed(0)
         w = torch.randint(-128, 128, (n, k), dtype=torch.int8, generator=gen)
         op = operands("int8", w, torch.ones(n), None, None, impl)
