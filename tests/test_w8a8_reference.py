@@ -89,8 +89,8 @@ def test_the_reference_runs_w8a8_layers_through_the_engines_arithmetic(checkpoin
         kind = "fp8" if name == "fp8" else "int8"
         acts = "static per-tensor" if name == "int8-static" else "per-token"
         assert s.info["w8a8_arithmetic"].startswith(f"{kind} W8A8 as vLLM") and f"{acts} activations" in s.info["w8a8_arithmetic"]
-        assert s.info["w8a8_layers"] == 14
-        assert s.info["shared_prompt_prefix"] is True      # as vLLM's prefix caching computes a shared prompt            # 2 layers x (q, k, v, o, gate, up, down); lm_head is not quantized
+        assert s.info["w8a8_layers"] == 14            # 2 layers x (q, k, v, o, gate, up, down); lm_head is not quantized
+        assert s.info["shared_prompt_prefix"] is True      # as vLLM's prefix caching computes a shared prompt
         linears = {n: m for n, m in s.model.named_modules() if isinstance(m, torch.nn.Linear)}
         assert {n for n, m in linears.items() if hasattr(m, "qtier_w8a8")} == set(linears) - {"lm_head"}
         op = s.model.model.layers[0].mlp.down_proj.qtier_w8a8

@@ -148,9 +148,9 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
                 result["throughput"] = measured(served, "throughput", [dataclasses.asdict(tp), prompts],
                                                 lambda: session.throughput(prompts, tp.new_tokens, tp.repeats), result)
                 clock.lap("throughput")
-            if backend.name == "vllm" and not failed:
-                result["throughput"]["roofline"] = roofline(result["throughput"], record.get("weight_bytes"),
-                                                            params.serving.bandwidth_gbps)
+                if backend.name == "vllm":
+                    result["throughput"]["roofline"] = roofline(result["throughput"], record.get("weight_bytes"),
+                                                                params.serving.bandwidth_gbps)
     except Unsupported as e:
         # a session that started recorded where; one that did not: "unsupported here" is this machine
         result.setdefault("measured_on", provenance.of_machine(backend.name))
