@@ -13,6 +13,7 @@ from pipeline import paths
 from pipeline.domain import chat
 from pipeline.stages import baseline, check, evaluate, prepare, quantize
 from tests import tiny_model
+from tests.conftest import short_tasks
 
 pytestmark = pytest.mark.model
 
@@ -29,6 +30,7 @@ def write_params(tmp_path, root, base_chat="auto"):
     p["tiers"] = {"fp16": p["tiers"]["fp16"]}
     p["kv_modes"] = {"auto": p["kv_modes"]["auto"]}
     p["calibration"].update(num_samples=2, max_seq_len=32)
+    p["eval"]["tasks"] = short_tasks(p["eval"]["tasks"])
     for task in p["eval"]["tasks"].values():
         task["limit"] = 2
     p["eval"]["throughput"] = {"batch_size": 1, "new_tokens": 2, "repeats": 1}

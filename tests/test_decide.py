@@ -382,10 +382,10 @@ def test_the_retrieval_suite_is_shown_by_length_for_every_variant(project):
     section = md.split("### Long context: retrieval by length", 1)[1]
     assert "| Variant | 300 tokens | 600 tokens | non-inferior up to |" in section
     assert "| fp16-auto | 100.0% | 100.0% | baseline |" in section
-    assert "| int4-gptq-auto | 0.0% (-100.0) fail | 0.0% (-100.0) fail | - |" in section
+    assert "| int4-gptq-auto | 0.0% (-100.0 [-100.0, -37.6]) fail | 0.0% (-100.0 [-100.0, -37.6]) fail | - |" in section
     # 10 samples: one miss at 600 tokens is not settled either way with a 5-point allowed drop, and
     # neither is no miss (the score interval of 0 discordant pairs in 10 reaches well below -5)
-    assert "| nf4-bnb-fp8 | 100.0% (+0.0) inconclusive | 90.0% (-10.0) inconclusive |" in section
+    assert "| nf4-bnb-fp8 | 100.0% (+0.0 [-34.5, +34.5]) inconclusive | 90.0% (-10.0 [-45.9, +27.3]) inconclusive |" in section
     data = json.loads((project / "results/decision.json").read_text())["retrieval"]["m"]
     by = {e["variant"]: e for e in data}
     assert set(by) == {"fp16-auto", "fp16-fp8", "int8-auto", "int4-gptq-auto", "int4-gptq-fp8", "nf4-bnb-auto",

@@ -11,6 +11,7 @@ import yaml
 from pipeline import paths
 from pipeline.stages import baseline, evaluate, fidelity_base, noise, prepare, quantize
 from tests import tiny_model
+from tests.conftest import short_tasks
 
 pytestmark = pytest.mark.model
 
@@ -32,6 +33,7 @@ def test_quantize_and_evaluate_twice_identical(tmp_path, monkeypatch, root):
     p["models"] = {"tiny": {"source": "local:tiny-model", "dtype": "float16"}}
     p["tiers"] = {"fp16": p["tiers"]["fp16"], "int4-gptq": p["tiers"]["int4-gptq"]}
     p["calibration"].update(num_samples=4, max_seq_len=64)
+    p["eval"]["tasks"] = short_tasks(p["eval"]["tasks"])
     for task in p["eval"]["tasks"].values():
         task["limit"] = 3
     p["eval"]["throughput"] = {"batch_size": 1, "new_tokens": 2, "repeats": 1}

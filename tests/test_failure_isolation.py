@@ -9,6 +9,7 @@ import yaml
 
 from pipeline.stages import baseline, decide, evaluate, prepare, quantize
 from tests import tiny_model
+from tests.conftest import short_tasks
 
 pytestmark = pytest.mark.model
 
@@ -32,6 +33,7 @@ def test_broken_tier_is_a_row_not_a_crash(tmp_path, monkeypatch, root):
                              "group_size": 64, "hardware": "int4-w4a16"}}
     p["kv_modes"] = {"auto": p["kv_modes"]["auto"]}
     p["calibration"].update(num_samples=2, max_seq_len=32)
+    p["eval"]["tasks"] = short_tasks(p["eval"]["tasks"])
     for name, task in p["eval"]["tasks"].items():
         task["limit"] = 2
     p["eval"]["throughput"] = {"batch_size": 1, "new_tokens": 2, "repeats": 1}

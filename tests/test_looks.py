@@ -6,7 +6,7 @@ import random
 import numpy as np
 import pytest
 
-from pipeline.backends.looks_runner import Gate, gates_from, run_looks, settle
+from pipeline.backends.looks_runner import Gate, gates_from, report_only, run_looks, settle
 from pipeline.domain import looks, metrics
 from pipeline.domain.task_rows import TaskResult
 from pipeline.domain.tasks import TaskSpec
@@ -105,6 +105,27 @@ def test_an_unchanged_variant_reads_until_it_passes_and_keeps_every_sample_it_re
     assert rec["settled"]["acc"]["verdict"] == "pass" and done.stopped is None
     assert [len(d) for _, d in calls] == [80] * rec["looks"]                   # each look only its new rows
     assert sorted(r["doc_id"] for r in done.samples["c"]) == sorted(c.docs[: rec["n"]])
+
+
+def test_a_report_only_task_runs_to_its_cap_and_an_ungated_one_stops_at_its_first_look():
+    """No tolerance on any metric: the user asked for its numbers, so all of them in one look. Gated
+    metrics the baseline cannot do (no gate from gates_from): nothing to show, the first look only."""
+    rng = random.Random(1)
+    same = {d: rng.random() < 0.9 for d in range(400)}
+    for report_only, sizes in (({"c"}, [320]), ((), [80])):
+        c, calls = spec("c"), []
+        done = run_looks(None, [c], EV, {"c": baseline_rows(c, same)}, {}, BOOT, run=fake_run(same, calls),
+                         report_only=report_only)
+        assert [len(d) for _, d in calls] == sizes and done.record["c"]["n"] == sizes[0], report_only
+        assert done.stopped is None
+
+
+def test_report_only_names_the_tasks_without_any_tolerance():
+    tasks_ = [spec("c"), spec("r", kind="generate", hib={"exact_match": True}),
+              spec("s", kind="generate", hib={"rougeL": True, "rouge1": True})]
+    gate = {"c/acc": ParamGate(Tolerance(abs=3.0), None), "r/exact_match": ParamGate(None, None),
+            "s/rougeL": ParamGate(Tolerance(abs=3.0), None), "s/rouge1": ParamGate(None, None)}
+    assert report_only(tasks_, gate.__getitem__) == {"r"}
 
 
 def test_a_noise_floor_wider_than_the_margin_keeps_an_unchanged_variant_looking_to_the_cap():

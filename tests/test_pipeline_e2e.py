@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from tests import tiny_model
+from tests.conftest import short_tasks
 
 pytestmark = pytest.mark.e2e
 COPY = ["dvc.yaml", "pipeline", "eval_sets", "recipes", "calibration"]
@@ -24,6 +25,7 @@ def small_params(root: Path, models: dict) -> dict:
     p["models"] = models
     p["calibration"].update(num_samples=4, max_seq_len=64)
     limits = {"translation": 3, "summarization": 2, "classification": 8}
+    p["eval"]["tasks"] = short_tasks(p["eval"]["tasks"])
     for name, task in p["eval"]["tasks"].items():
         task["limit"] = limits[name]
     p["eval"]["throughput"] = {"batch_size": 2, "new_tokens": 4, "repeats": 1}

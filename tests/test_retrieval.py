@@ -182,3 +182,18 @@ def test_a_length_of_the_suite_is_a_generate_task_scored_by_exact_match(tmp_path
     assert [r["scores"]["exact_match"] for r in rows] == [100.0, 0.0, 100.0, 0.0]
     agg = spec.config["metric_list"][0]["aggregation"]([d["exact_match"] for d in per_doc])
     assert agg == 50.0
+
+
+def test_the_task_lets_an_instruct_model_restate_the_question_before_the_number(root):
+    """The chat template puts the question's answer prefix in the user turn, so an instruct model starts
+    its answer by restating it (SmolLM2: "The special magic number for pale-heron mentioned in the
+    provided text is 9627830."). At 16 new tokens every such answer was cut before its number and
+    scored 0; the budget must hold the longest restatement and the 7-digit answer, each word and each
+    digit at least one token."""
+    import yaml
+
+    config = yaml.safe_load((root / "eval_sets/tasks/retrieval.yaml").read_text().replace("!function", ""))
+    longest = max((s for s in retrieval.suite(["niah_single", "niah_multikey", "passkey"], [700], [0.5], 4, 1, words)),
+                  key=lambda s: len(s.prompt.rsplit("?", 1)[1].split()) + len(s.answer))
+    restated = longest.prompt.rsplit("?", 1)[1].split()
+    assert config["generation_kwargs"]["max_gen_toks"] >= len(restated) + len(longest.answer) + 4

@@ -64,6 +64,24 @@ def test_a_length_the_baseline_cannot_do_is_named_so():
     assert only.sentence() == "int8 + fp8 KV: retrieval non-inferior up to 1,024 tokens"
 
 
+def test_a_length_without_a_tolerance_is_measured_and_shown_as_report_only():
+    """decide judges only metrics with a tolerance: a measured length with no verdict is report only, with
+    its accuracy and interval, never "not measured" and never counted as non-inferior."""
+    from pipeline.report.retrieval import cell_text
+    from pipeline.scoring.stats import Interval
+
+    v = Row(Measured("m", "int8", "fp8", "ok", metrics={"r1/exact_match": 100.0, "r4/exact_match": 66.7}),
+            Evidence(deltas={"r1/exact_match": 0.0, "r4/exact_match": -33.3},
+                     intervals={"r4/exact_match": Interval(-33.3, -79.2, 12.1, 3)}),
+            Judgement("pass", {}))
+    (e,) = rl.table([v], [L1, L4])
+    assert [c.verdict for _, c in e.cells] == [rl.REPORT_ONLY] * 2 and e.up_to is None
+    assert e.cells[1][1].interval == (-79.2, 12.1)
+    assert cell_text(e.cells[1][1]) == "66.7% (-33.3 [-79.2, +12.1]) report only"
+    assert e.sentence() == ("int8 + fp8 KV: retrieval 100% at 1,024, 67% at 4,096 tokens "
+                            "(report only: no tolerance judges it)")
+
+
 def test_no_retrieval_task_no_section_and_the_section_has_every_variant():
     assert rl.table([row("fp16", "auto", "baseline", {})], []) == []
 

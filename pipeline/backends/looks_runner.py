@@ -14,7 +14,7 @@ The baseline's own samples come from stage baseline@<model>, run to every cap in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from pipeline.backends.lm_eval_runner import run_tasks
 from pipeline.domain import looks, task_rows, tasks
@@ -74,12 +74,20 @@ def gates_from(base_metrics: dict[str, float], higher_is_better: dict[str, bool]
     return out
 
 
+def report_only(specs: list[tasks.TaskSpec], gate: Callable[[str], schema.Gate]) -> set[str]:
+    """The tasks no tolerance gates: no metric of theirs has one (the default retrieval suite). Pure."""
+    return {s.name for s in specs if all(gate(metric_id(s.name, m)).tolerance is None for m in s.higher_is_better)}
+
+
 def run_looks(session, specs: list[tasks.TaskSpec], ev: Eval, baseline: dict[str, list[dict]],
               gates: dict[str, Gate], boot: Bootstrap, run=run_tasks, done: Looked | None = None,
-              chunk_run=None) -> Looked:
+              chunk_run=None, report_only: Collection[str] = ()) -> Looked:
     """`baseline`: task -> the baseline's rows (every cap); `gates`: metric id -> its gate (gates_from).
     `done` fills as tasks finish, so what a time limit interrupts is kept. `chunk_run` runs one look's
-    documents (default `run`; evaluate's reads what the sample cache has, backends/sample_cache.py)."""
+    documents (default `run`; evaluate's reads what the sample cache has, backends/sample_cache.py).
+    `report_only`: tasks with no tolerance on any metric, run to their cap in one look (the user asked
+    for their numbers, and nothing settles them early); a task whose gated metrics the baseline cannot
+    do has nothing to show and stops at the first look."""
     chunk_run = chunk_run or run
     done = done if done is not None else Looked()
     fractions = ev.sequential.looks
@@ -91,7 +99,7 @@ def run_looks(session, specs: list[tasks.TaskSpec], ev: Eval, baseline: dict[str
             done.samples.update(rows)
             done.record[spec.name] = {"cap": spec.num_docs, "looks": 1, "n": spec.num_docs, "whole": True}
             continue
-        sizes = look_sizes(fractions, spec.num_docs)
+        sizes = [spec.num_docs] if spec.name in report_only else look_sizes(fractions, spec.num_docs)
         design = Design.of([n / spec.num_docs for n in sizes], boot.confidence)
         rows: list[dict] = []
         settled: dict[str, dict] = {}

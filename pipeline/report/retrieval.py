@@ -14,7 +14,8 @@ def cell_text(c: Cell) -> str:
         return c.verdict
     if c.verdict == "baseline":
         return f"{c.accuracy:.1f}%"
-    delta = "" if c.delta is None else f" ({c.delta:+.1f})"
+    iv = "" if c.interval is None else f" [{c.interval[0]:+.1f}, {c.interval[1]:+.1f}]"
+    delta = "" if c.delta is None else f" ({c.delta:+.1f}{iv})"
     return f"{c.accuracy:.1f}%{delta} {c.verdict}"
 
 
@@ -26,8 +27,10 @@ def retrieval_lines(m: ModelReport) -> list[str]:
              "The retrieval suite (passkey and needle retrieval in generated filler, exact match of the first "
              "number; scripts/retrieval_set.py), one task per prompt length, each judged like any task: paired "
              "intervals and its own tolerance; *not capable*: the baseline scores below its `min_baseline` at "
-             "that length, so it judges no variant. Per variant: accuracy (delta to the baseline, points) and "
-             "the verdict.", ""]
+             "that length, so it judges no variant; *report only*: the length's task has no tolerance (the "
+             "default: a few prompts per length can show a lost needle, not non-inferiority), so it is shown "
+             "and gates nothing. Per variant: accuracy (delta to the baseline [its paired 95% interval], "
+             "points) and the verdict.", ""]
     lines += [md_row(["Variant", *[f"{x.tokens:,} tokens" for x in lengths], "non-inferior up to"]),
               md_row(["---"] * (len(lengths) + 2))]
     for e in m.retrieval:

@@ -19,6 +19,7 @@ from pipeline.scoring.rows import Row
 METRIC = "exact_match"
 NOT_CAPABLE = "not capable"      # the baseline scores below min_baseline at this length: no verdict
 NOT_MEASURED = "not measured"    # the variant stopped (a gated metric failed first) or did not run
+REPORT_ONLY = "report only"      # the length's task has no tolerance: measured and shown, judged by nothing
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,8 @@ def lengths(samples: dict[str, list[dict]]) -> list[Length]:
 class Cell:
     accuracy: float | None       # exact match, percent; None: not measured
     delta: float | None          # variant - baseline, points
-    verdict: str                 # pass | fail | inconclusive | not capable | not measured | baseline
+    verdict: str                 # pass | fail | inconclusive | not capable | not measured | report only | baseline
+    interval: tuple[float, float] | None = None     # the delta's paired interval (decide's), points
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,9 @@ class ByLength:
 
     def sentence(self) -> str:
         kv = f"{self.kv} KV"
+        if self.cells and all(c.verdict == REPORT_ONLY for _, c in self.cells):
+            found = ", ".join(f"{c.accuracy:.0f}% at {x.tokens:,}" for x, c in self.cells)
+            return f"{self.tier} + {kv}: retrieval {found} tokens (report only: no tolerance judges it)"
         first = next(((x, c) for x, c in self.cells if c.verdict != "pass"), None)
         head = (f"{self.tier} + {kv}: retrieval non-inferior up to {self.up_to:,} tokens" if self.up_to is not None
                 else f"{self.tier} + {kv}: retrieval not shown non-inferior at any length")
@@ -86,8 +91,10 @@ def cell(r: Row, length: Length) -> Cell:
     if accuracy is None:
         return Cell(None, None, NOT_MEASURED)
     v = r.judgement.verdicts.get(mid)
-    verdict = NOT_MEASURED if v is None else NOT_CAPABLE if not_capable(v) else v.verdict
-    return Cell(accuracy, r.evidence.deltas.get(mid), verdict)
+    # measured with no verdict: decide judges only metrics with a tolerance
+    verdict = REPORT_ONLY if v is None else NOT_CAPABLE if not_capable(v) else v.verdict
+    iv = r.evidence.intervals.get(mid)
+    return Cell(accuracy, r.evidence.deltas.get(mid), verdict, None if iv is None else (iv.lo, iv.hi))
 
 
 def table(rows: list[Row], found: list[Length]) -> list[ByLength]:
