@@ -197,3 +197,9 @@ def test_the_task_lets_an_instruct_model_restate_the_question_before_the_number(
                   key=lambda s: len(s.prompt.rsplit("?", 1)[1].split()) + len(s.answer))
     restated = longest.prompt.rsplit("?", 1)[1].split()
     assert config["generation_kwargs"]["max_gen_toks"] >= len(restated) + len(longest.answer) + 4
+
+
+def test_a_sample_id_gives_back_its_task_and_length():
+    for s in retrieval.suite(["passkey", "niah_multikey"], [256, 700], [0.0, 0.25, 1.0], 2, 5, words):
+        assert retrieval.parse_id(s.id) == (s.task, s.target_tokens)
+    assert [retrieval.parse_id(x) for x in ("sen-001", "qa-1024-0.5-0", None, 7)] == [None] * 4

@@ -9,7 +9,8 @@ from pipeline.scoring.rows import Evidence, Judgement, Measured, Row, Verdict
 
 def suite_rows(n: int, tokens: int) -> list[dict]:
     samples = retrieval.suite(["passkey", "niah_single"], [tokens], [0.5], n, 3, lambda s: len(s.split()))
-    return [{"id": s.id, "input": {k: v for k, v in s.as_dict().items() if k != "id"}, "output": s.answer,
+    # as task_rows.sample_row keeps them: the id, and only the fields the task's templates read
+    return [{"id": s.id, "input": {"prompt": s.prompt, "answer": s.answer}, "output": s.answer,
              "scores": {"exact_match": 100.0}} for s in samples]
 
 

@@ -78,6 +78,16 @@ class Sample:
         return {"id": self.id, **asdict(self)}
 
 
+_ID = re.compile(r"^(" + "|".join(TASKS) + r")-(\d+)-([0-9.e+-]+)-(\d+)$")
+
+
+def parse_id(sample_id: object) -> tuple[str, int] | None:
+    """(task, target length) from a Sample.id, else None: an evaluated row keeps its id but only the
+    fields its task's templates read (prompt, answer)."""
+    m = _ID.match(sample_id) if isinstance(sample_id, str) else None
+    return (m.group(1), int(m.group(2))) if m else None
+
+
 def filler_block(rng: random.Random, sentences: int = 12) -> list[str]:
     """`sentences` short generated sentences, no digits, no two alike in a row."""
     out: list[str] = []

@@ -35,7 +35,8 @@ def retrieval_lines(m: ModelReport) -> list[str]:
               md_row(["---"] * (len(lengths) + 2))]
     for e in m.retrieval:
         base = all(c.verdict == "baseline" for _, c in e.cells)
-        up_to = "baseline" if base else ("-" if e.up_to is None else f"{e.up_to:,}")
+        shown = all(c.verdict == "report only" for _, c in e.cells)
+        up_to = "baseline" if base else "report only" if shown else ("-" if e.up_to is None else f"{e.up_to:,}")
         lines.append(md_row([e.variant, *[cell_text(c) for _, c in e.cells], up_to]))
     lines.append("")
     lines += [f"- {e.sentence()}" for e in m.retrieval if not all(c.verdict == "baseline" for _, c in e.cells)]

@@ -29,12 +29,11 @@ class Length:
 
 
 def _length_of(rows: list[dict]) -> int | None:
-    """A task's target length when every sample is one of the suite's, else None."""
-    inputs = [r.get("input") or {} for r in rows]
-    if not inputs or any(i.get("task") not in retrieval.TASKS or not isinstance(i.get("target_tokens"), int)
-                         for i in inputs):
+    """A task's target length when every sample is one of the suite's (its id says which), else None."""
+    found = [retrieval.parse_id(r.get("id")) for r in rows]
+    if not found or any(f is None for f in found):
         return None
-    return Counter(i["target_tokens"] for i in inputs).most_common(1)[0][0]
+    return Counter(n for _, n in found).most_common(1)[0][0]
 
 
 def lengths(samples: dict[str, list[dict]]) -> list[Length]:
