@@ -126,11 +126,11 @@ def planned_power(p: Params, root: Path) -> list[str]:
     lines = [f"planned power (80%, one-sided alpha {(1 - confidence) / 2:g}; {source}):"]
     for name, task in p.eval.tasks.items():
         n = tasks.planned_samples(task, root)
-        lines.append(f"  {name}: limit {task.limit}, {'unknown' if n is None else n} samples")
-        for metric in tasks.declared_metrics(task, root):
-            mid = metric_id(name, metric)
-            if p.gate(mid).tolerance is not None:
-                lines += (f"    {metric}: " + metric_power(p, mid, n, last, confidence)).split("\n")
+        gated = [m for m in tasks.declared_metrics(task, root) if p.gate(metric_id(name, m)).tolerance is not None]
+        lines.append(f"  {name}: limit {task.limit}, {'unknown' if n is None else n} samples"
+                     + ("" if gated else "; report only (no tolerance): every variant still standing runs them all"))
+        for metric in gated:
+            lines += (f"    {metric}: " + metric_power(p, metric_id(name, metric), n, last, confidence)).split("\n")
     return lines
 
 

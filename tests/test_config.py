@@ -71,6 +71,10 @@ def test_planned_power_without_a_previous_run(project, params_dict):
     # 2.8016 / sqrt(640) = 0.1107
     assert "    acc: tolerance 3.00, SD unknown (MDD at n=640 = 0.11 x SD)" in lines
     assert not any("macro_f1" in x or "rouge1" in x for x in lines)      # not gated
+    # the default retrieval suite has no tolerance: said so, and no power line
+    at = lines.index("  retrieval_1024: limit None, 3 samples; report only (no tolerance): every variant "
+                     "still standing runs them all")
+    assert not lines[at + 1].startswith("    ")
 
 
 def test_planned_power_from_the_last_run(project, params_dict):
