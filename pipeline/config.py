@@ -75,6 +75,7 @@ def check_tasks(p: Params, root: Path) -> None:
             seen[task.lm_eval] = name
         tasks.check_files(name, task, root)
         tasks.check_data(name, task, root)
+        check_fits_vllm(p, name, task, root)
         if task.tolerances or task.min_baseline:
             reported = tasks.declared_metrics(task, root)
             for key, given in (("tolerances", task.tolerances), ("min_baseline", task.min_baseline)):
@@ -82,6 +83,22 @@ def check_tasks(p: Params, root: Path) -> None:
                     if reported and metric not in reported:
                         raise ConfigError(f"eval.tasks.{name}.{key}.{metric}: task {name} does not report "
                                           f"{metric!r}{near(metric, reported)} (it reports: {', '.join(reported)})")
+
+
+# what a chat template adds around a prompt (SmolLM2's: 20 tokens with its system message)
+CHAT_TOKENS = 64
+
+
+def check_fits_vllm(p: Params, name: str, task, root: Path) -> None:
+    """On vLLM a prompt longer than --max-model-len leaves no room for its answer: lm-eval would cut it
+    from the left, and a length the suite states would silently not be the length measured."""
+    if p.serving.backend == "reference" or (found := tasks.longest_prompt(task, root)) is None:
+        return
+    need = found[0] + found[1] + CHAT_TOKENS
+    if need > p.serving.vllm.max_model_len:
+        raise ConfigError(f"serving.vllm.max_model_len: {p.serving.vllm.max_model_len} is too short for "
+                          f"eval.tasks.{name} ({found[0]:,}-token prompts, {found[1]} answer tokens and a chat "
+                          f"template: at least {need}); raise it or drop the task")
 
 
 def check_group_sizes(p: Params, root: Path) -> None:

@@ -140,6 +140,10 @@ CASES = {
                                     "eval.apply_chat_template: moved to models.<name>.apply_chat_template"),
     "chat template neither auto nor a bool": (set_in("models.smollm2-135m.apply_chat_template", "yes"),
                                               "models.smollm2-135m.apply_chat_template: expected"),
+    "retrieval prompts longer than vLLM's context": (
+        lambda p, _: (set_in("serving.backend", "vllm")(p, _), set_in("serving.vllm.max_model_len", 4096)(p, _)),
+        "serving.vllm.max_model_len: 4096 is too short for eval.tasks.retrieval_4096 (4,096-token prompts, "
+        "32 answer tokens and a chat template: at least 4192); raise it or drop the task"),
 }
 
 

@@ -107,3 +107,27 @@ def test_logits_processors_fall_back_to_generate(lms):
         assert not generate.plain_greedy(ours.model, {"do_sample": False})
     finally:
         ours.model.generation_config.repetition_penalty = None
+
+
+def test_prefill_groups_keep_padding_small_and_long_prompts_unpadded():
+    # sorted longest first; short prompts share a micro-batch while padding stays under 5%
+    assert generate.prefill_groups([100, 98, 60, 99], pad_free=1024) == [[0, 3, 1], [2]]
+    # beyond pad_free only prompts of the same length share one (no mask: sdpa's flash kernel)
+    assert generate.prefill_groups([2000, 1990, 2000, 1995], pad_free=1024) == [[0, 2], [3], [1]]
+    assert generate.prefill_groups([2000, 1990], pad_free=4096) == [[0, 1]]
+
+
+def test_unpadded_long_prefills_give_the_same_continuations(lms, monkeypatch):
+    """Every prompt past pad_free prefilled in its own micro-batch: the same text as HFLM's generate."""
+    hf, ours = lms
+    seen = []
+    real = generate.prefill_groups
+
+    def groups(lengths):
+        seen.append((lengths, real(lengths, pad_free=2)))
+        return seen[-1][1]
+
+    monkeypatch.setattr(generate, "prefill_groups", groups)
+    theirs = hf.generate_until(requests(["zzzz"], 16), disable_tqdm=True)
+    assert ours.generate_until(requests(["zzzz"], 16), disable_tqdm=True) == theirs
+    assert seen and all(len({lengths[i] for i in g}) == 1 for lengths, gs in seen for g in gs)

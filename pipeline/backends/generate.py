@@ -21,6 +21,10 @@ import torch
 from pipeline.backends import kvcache
 
 PREFILL_PADDING = 0.05     # a prefill micro-batch grows while its padding stays under 5% of its tokens
+# Beyond this many tokens a micro-batch takes only prompts of its own length: any padding needs an
+# explicit mask, with which sdpa falls back from its flash kernel to one that materializes every
+# layer's [rows, heads, L, L] scores; unpadded, transformers skips the mask and sdpa runs causal flash.
+PAD_FREE_TOKENS = 1024
 
 # generation_config fields that make `generate` differ from a plain argmax; with any of them set the
 # reference backend falls back to `generate` itself
@@ -44,8 +48,10 @@ def eos_ids(model) -> set[int]:
     return set(eos if isinstance(eos, list) else [] if eos is None else [eos])
 
 
-def prefill_groups(lengths: list[int], max_padding: float = PREFILL_PADDING) -> list[list[int]]:
-    """Row indices in micro-batches: sorted by length, each grown while padding <= max_padding."""
+def prefill_groups(lengths: list[int], max_padding: float = PREFILL_PADDING,
+                   pad_free: int = PAD_FREE_TOKENS) -> list[list[int]]:
+    """Row indices in micro-batches: sorted by length, each grown while padding <= max_padding; a
+    micro-batch of prompts longer than `pad_free` tokens has no padding at all."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     groups: list[list[int]] = []
     for i in order:
@@ -53,7 +59,8 @@ def prefill_groups(lengths: list[int], max_padding: float = PREFILL_PADDING) -> 
         if g is not None:
             longest = lengths[g[0]]
             real = sum(lengths[j] for j in g) + lengths[i]
-            if longest * (len(g) + 1) <= (1 + max_padding) * real:
+            fits = lengths[i] == longest if longest > pad_free else longest * (len(g) + 1) <= (1 + max_padding) * real
+            if fits:
                 g.append(i)
                 continue
         groups.append([i])

@@ -104,6 +104,19 @@ def declared_metrics(task: Task, root: Path) -> list[str]:
     return [m["metric"] for m in cfg.get("metric_list", [])]
 
 
+def longest_prompt(task: Task, root: Path) -> tuple[int, int] | None:
+    """(the longest prompt in tokens its rows state, the task's max_gen_toks) for a local task whose every
+    row states `target_tokens` (the retrieval suite, retrieval.write_jsonl), else None: other prompts'
+    lengths are known only to a tokenizer."""
+    if task.kind == "lm_eval" or public_sets.is_public(task.data):
+        return None
+    stated = [r.get("target_tokens") for r in read_jsonl(task.data, root=root)]
+    if not stated or not all(isinstance(n, int) for n in stated):
+        return None
+    cfg = yaml.load(read_text(root / task.config, shown=task.config), Loader=_DeclLoader)  # noqa: S506
+    return max(stated), int((cfg.get("generation_kwargs") or {}).get("max_gen_toks", 256))
+
+
 def planned_samples(task: Task, root: Path) -> int | None:
     """Samples an evaluate run will score: the limit, capped by a local file's rows. None for a public
     set or registry task without a limit (its size is known once its data is loaded)."""
