@@ -6,7 +6,7 @@ from __future__ import annotations
 from pipeline import paths
 from pipeline.report.cells import md_row
 from pipeline.report.document import ModelReport
-from pipeline.scoring.retrieval_length import Cell
+from pipeline.scoring.retrieval_length import REPORT_ONLY, Cell
 
 
 def cell_text(c: Cell) -> str:
@@ -35,7 +35,7 @@ def retrieval_lines(m: ModelReport) -> list[str]:
               md_row(["---"] * (len(lengths) + 2))]
     for e in m.retrieval:
         base = all(c.verdict == "baseline" for _, c in e.cells)
-        shown = all(c.verdict == "report only" for _, c in e.cells)
+        shown = all(c.verdict == REPORT_ONLY for _, c in e.cells)
         up_to = "baseline" if base else "report only" if shown else ("-" if e.up_to is None else f"{e.up_to:,}")
         lines.append(md_row([e.variant, *[cell_text(c) for _, c in e.cells], up_to]))
     lines.append("")
