@@ -392,4 +392,5 @@ def test_the_retrieval_suite_is_shown_by_length_for_every_variant(project):
                        "nf4-bnb-fp8"}
     assert [x["tokens"] for x in by["fp16-auto"]["lengths"]] == [300, 600]
     assert by["int4-gptq-auto"]["up_to"] is None and by["int4-gptq-auto"]["lengths"][0]["verdict"] == "fail"
+    assert by["int4-gptq-auto"]["lengths"][0]["interval"] == [-100.0, pytest.approx(-37.6, abs=0.05)]
     assert (project / "results/plots/m-retrieval_by_length.png").stat().st_size > 1000

@@ -234,3 +234,15 @@ def test_the_compute_column_names_the_w8a8_arithmetic_the_reference_recorded():
     assert compute_cell({"backend": "reference", "w8a8_arithmetic": line}, "float32") == f"float32; {line}"
     assert compute_cell({"backend": "reference"}, "bfloat16") == "bfloat16"      # not W8A8, or an older result
     assert compute_cell(None, None) == "–"
+
+
+def test_a_task_without_a_tolerance_shows_its_deltas_as_not_gated():
+    from pipeline.report.summary import decided_cell
+
+    found = [facts("fp16", "auto", metrics={"classification/acc": 90.0, "retrieval_4096/exact_match": 100.0}),
+             facts("int4", "fp8", metrics={"classification/acc": 89.0, "retrieval_4096/exact_match": 66.7})]
+    ev = Evidence({"classification/acc": -1.0, "retrieval_4096/exact_match": -33.3},
+                  {"classification/acc": Interval(-1.0, -2.0, 0.0, 160)})
+    _, int4 = judged(found, [None, ev])
+    assert decided_cell(int4, "retrieval_4096", BASE) == "not gated: Exact match -33.3"
+    assert decided_cell(int4, "classification", BASE) == "pass Accuracy -1.0"

@@ -102,4 +102,5 @@ def test_no_retrieval_task_no_section_and_the_section_has_every_variant():
     assert rl.as_json(rl.table([row("int8", "fp8", "pass", {"r1/exact_match": 85.0},
                                     {"r1/exact_match": Verdict("pass")}, {"r1/exact_match": -5.0})], [L1])) == [
         {"variant": "int8-fp8", "tier": "int8", "kv": "fp8", "up_to": 1024,
-         "lengths": [{"task": "r1", "tokens": 1024, "accuracy": 85.0, "delta": -5.0, "verdict": "pass"}]}]
+         "lengths": [{"task": "r1", "tokens": 1024, "accuracy": 85.0, "delta": -5.0, "interval": None,
+                      "verdict": "pass"}]}]

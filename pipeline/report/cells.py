@@ -8,7 +8,8 @@ from pipeline.scoring.rows import Row
 
 
 METRIC_LABELS = {"bleu": "BLEU", "chrf": "chrF", "rouge1": "ROUGE-1", "rouge2": "ROUGE-2",
-                 "rougeL": "ROUGE-L", "acc": "Accuracy", "macro_f1": "Macro-F1"}
+                 "rougeL": "ROUGE-L", "acc": "Accuracy", "macro_f1": "Macro-F1",
+                 "exact_match": "Exact match"}
 MARK = {"pass": "pass", "fail": "**FAIL**", "inconclusive": "inconclusive"}
 
 

@@ -45,8 +45,10 @@ def decided_cell(r: Row, task: str, base: Baseline | None) -> str:
     if is_baseline(r, base):
         return "baseline"
     mine = {mid: v for mid, v in r.judgement.verdicts.items() if task_of(mid) == task}
-    if not mine:
-        return "not gated"
+    if not mine:        # no tolerance: its deltas shown, judged by nothing
+        shown = [f"{label(mid, with_task=False)} {r.evidence.deltas[mid]:+.1f}" for mid in f.metrics
+                 if task_of(mid) == task and mid in r.evidence.deltas]
+        return "not gated" + (f": {', '.join(shown)}" if shown else "")
     verdict = overall(mine)
     counted = {mid: v for mid, v in mine.items() if not not_capable(v)}
     if not counted:

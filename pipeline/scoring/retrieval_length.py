@@ -108,4 +108,5 @@ def table(rows: list[Row], found: list[Length]) -> list[ByLength]:
 def as_json(entries: list[ByLength]) -> list[dict]:
     return [{"variant": e.variant, "tier": e.tier, "kv": e.kv, "up_to": e.up_to,
              "lengths": [{"task": x.task, "tokens": x.tokens, "accuracy": c.accuracy, "delta": c.delta,
-                          "verdict": c.verdict} for x, c in e.cells]} for e in entries]
+                          "interval": None if c.interval is None else list(c.interval), "verdict": c.verdict}
+                         for x, c in e.cells]} for e in entries]
