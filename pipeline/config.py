@@ -15,7 +15,7 @@ from pipeline import paths, schema
 from pipeline.domain import bos, calibration, chat, fidelity_set, hardware, long_texts, sources, tasks
 from pipeline.domain.metrics import metric_id
 from pipeline.quant import recipes
-from pipeline.schema import PARAMS_FILE, ConfigError, Params, near
+from pipeline.schema import PARAMS_FILE, ConfigError, Params, Task, near
 from pipeline.schema import load as load_schema
 from pipeline.scoring import power, sequential
 
@@ -89,7 +89,7 @@ def check_tasks(p: Params, root: Path) -> None:
 CHAT_TOKENS = 64
 
 
-def check_fits_vllm(p: Params, name: str, task, root: Path) -> None:
+def check_fits_vllm(p: Params, name: str, task: Task, root: Path) -> None:
     """On vLLM a prompt longer than --max-model-len leaves no room for its answer: lm-eval would cut it
     from the left, and a length the suite states would silently not be the length measured."""
     if p.serving.backend == "reference" or (found := tasks.longest_prompt(task, root)) is None:

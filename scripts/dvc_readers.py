@@ -38,6 +38,7 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.domain.tasks:declared_metrics": [EVAL_FILES],
     "pipeline.domain.tasks:planned_samples": [EVAL_FILES],
     "pipeline.domain.tasks:longest_prompt": [EVAL_FILES],
+    "pipeline.domain.tasks:declared_config": [EVAL_FILES],
     "pipeline.domain.tasks:build": [EVAL_FILES],
     "pipeline.domain.tasks:load_yaml": [EVAL_FILES],
     "pipeline.domain.registry:entry": [EVAL_FILES],                     # eval.tasks.*.include_path

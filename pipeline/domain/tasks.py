@@ -57,6 +57,11 @@ class _DeclLoader(SafeLoader):
 _DeclLoader.add_constructor("!function", lambda loader, node: f"!function {loader.construct_scalar(node)}")
 
 
+def declared_config(task: Task, root: Path) -> dict:
+    """A local task's YAML as declared, its `!function` hooks left unimported."""
+    return yaml.load(read_text(root / task.config, shown=task.config), Loader=_DeclLoader)  # noqa: S506
+
+
 def data_file(name: str, task: Task) -> Path:
     """The JSONL a task reads: its local file, or the evalsets stage's copy of a public set."""
     return paths.eval_data(name) if public_sets.is_public(task.data) else Path(task.data)
@@ -87,7 +92,7 @@ def check_data(name: str, task: Task, root: Path, path: Path | None = None) -> i
         if public_sets.is_public(task.data):
             return None
         path = Path(task.data)
-    cfg = yaml.load(read_text(root / task.config, shown=task.config), Loader=_DeclLoader)  # noqa: S506
+    cfg = declared_config(task, root)
     check_languages(name, task, cfg)
     canonical = [f for f in template_fields(cfg) if not (task.kind == "classify" and f in ("gold", "choices"))]
     rows = read_jsonl(path, root=root)
@@ -100,7 +105,7 @@ def declared_metrics(task: Task, root: Path) -> list[str]:
     registry task: from lm-eval's task index)."""
     if task.kind == "lm_eval":
         return registry.declared_metrics(registry.entry("?", task, root).cfg)
-    cfg = yaml.load(read_text(root / task.config, shown=task.config), Loader=_DeclLoader)  # noqa: S506
+    cfg = declared_config(task, root)
     return [m["metric"] for m in cfg.get("metric_list", [])]
 
 
@@ -113,7 +118,7 @@ def longest_prompt(task: Task, root: Path) -> tuple[int, int] | None:
     stated = [r.get("target_tokens") for r in read_jsonl(task.data, root=root)]
     if not stated or not all(isinstance(n, int) for n in stated):
         return None
-    cfg = yaml.load(read_text(root / task.config, shown=task.config), Loader=_DeclLoader)  # noqa: S506
+    cfg = declared_config(task, root)
     return max(stated), int((cfg.get("generation_kwargs") or {}).get("max_gen_toks", 256))
 
 
