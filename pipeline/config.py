@@ -145,7 +145,8 @@ def planned_power(p: Params, root: Path) -> list[str]:
         n = tasks.planned_samples(task, root)
         gated = [m for m in tasks.declared_metrics(task, root) if p.gate(metric_id(name, m)).tolerance is not None]
         lines.append(f"  {name}: limit {task.limit}, {'unknown' if n is None else n} samples"
-                     + ("" if gated else "; report only (no tolerance): every variant still standing runs them all"))
+                     + ("" if gated else "; report only (no tolerance): every variant that can still pass "
+                                         "runs them all (eval.sequential.probes)"))
         for metric in gated:
             lines += (f"    {metric}: " + metric_power(p, metric_id(name, metric), n, last, confidence)).split("\n")
     return lines

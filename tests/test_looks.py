@@ -120,6 +120,34 @@ def test_a_report_only_task_runs_to_its_cap_and_an_ungated_one_stops_at_its_firs
         assert done.stopped is None
 
 
+def test_a_variant_that_cannot_pass_runs_no_report_only_task_unless_probes_is_all():
+    """A gated metric left open at its cap (a noise floor wider than the margin keeps it open) means the
+    variant can no longer pass: a report-only task would change nothing (probes: passable); with
+    probes: all it runs. A report-only task listed first still runs after the gated one."""
+    c, r = spec("c"), spec("r")
+    rng = random.Random(0)
+    same = {d: rng.random() < 0.9 for d in range(400)}
+    base = {"c": baseline_rows(c, same), "r": baseline_rows(r, same)}
+    for probes, ran in (("passable", ["c"] * 4), ("all", ["c"] * 4 + ["r"])):
+        calls: list = []
+        ev = Eval(tasks={}, sequential=Sequential(probes=probes))
+        done = run_looks(None, [r, c], ev, base, {"c/acc": Gate(3.0, noise=2.0)}, BOOT,
+                         run=fake_run(same, calls), report_only={"r"})
+        assert [name for name, _ in calls] == ran, probes
+        assert done.cannot_pass() == "c/acc inconclusive at the cap" and done.stopped is None
+        assert done.skipped == (["r"] if probes == "passable" else [])
+    passing = {"c/acc": Gate(3.0)}             # settles (pass) before the cap: the report-only task runs
+    calls = []
+    done = run_looks(None, [r, c], EV, base, passing, BOOT, run=fake_run(same, calls), report_only={"r"})
+    assert calls[-1][0] == "r" and done.cannot_pass() is None and done.skipped == []
+
+
+def test_probes_takes_passable_or_all():
+    from pipeline.schema.errors import FieldError
+    with pytest.raises(FieldError, match="probes"):
+        Sequential(probes="some")
+
+
 def test_report_only_names_the_tasks_without_any_tolerance():
     tasks_ = [spec("c"), spec("r", kind="generate", hib={"exact_match": True}),
               spec("s", kind="generate", hib={"rougeL": True, "rouge1": True})]

@@ -7,7 +7,9 @@ compute goes where a verdict is still open:
   (pipeline/scoring/sequential.py): pass when its lower bound clears -allowed drop, fail when its
   upper bound is below it;
 - a settled metric stays settled; a task whose gated metrics are all settled stops; a failed gated
-  metric stops the variant (the tasks after it are not run: the row says where it stopped).
+  metric stops the variant (the tasks after it are not run: the row says where it stopped);
+- report-only tasks (no tolerance: the retrieval suite) run last, to their cap, and only on a variant
+  that can still pass (eval.sequential.probes).
 
 The baseline's own samples come from stage baseline@<model>, run to every cap in the same order.
 """
@@ -39,6 +41,16 @@ class Looked:
     samples: dict[str, list[dict]] = field(default_factory=dict)
     record: dict[str, dict[str, Any]] = field(default_factory=dict)     # task -> its looks (result.json "looks")
     stopped: str | None = None
+    open_at_cap: list[str] = field(default_factory=list)    # gated metrics still unsettled at their cap
+    skipped: list[str] = field(default_factory=list)        # report-only tasks not run (cannot_pass)
+
+    def cannot_pass(self) -> str | None:
+        """Why the variant can no longer pass (a gated metric failed, or is open at its cap); None if it can."""
+        if self.stopped:
+            return "it failed a gated metric"
+        if self.open_at_cap:
+            return f"{', '.join(self.open_at_cap)} inconclusive at the cap"
+        return None
 
 
 def settle(ivs: dict, gates: dict[str, Gate], confidence: float = 0.95) -> dict[str, str]:
@@ -87,12 +99,18 @@ def run_looks(session, specs: list[tasks.TaskSpec], ev: Eval, baseline: dict[str
     documents (default `run`; evaluate's reads what the sample cache has, backends/sample_cache.py).
     `report_only`: tasks with no tolerance on any metric, run to their cap in one look (the user asked
     for their numbers, and nothing settles them early); a task whose gated metrics the baseline cannot
-    do has nothing to show and stops at the first look."""
+    do has nothing to show and stops at the first look. With eval.sequential.probes `passable` a
+    report-only task is not run once the variant cannot pass (`Looked.cannot_pass`): it would change no
+    verdict and no recommendation (docs/decision-rule.md "Looks")."""
     chunk_run = chunk_run or run
     done = done if done is not None else Looked()
     fractions = ev.sequential.looks
-    for spec in sorted(specs, key=lambda s: not tasks.is_loglik(s)):      # stable: YAML order otherwise
+    # report-only tasks last, log-likelihood tasks first; stable: YAML order otherwise
+    for spec in sorted(specs, key=lambda s: (s.name in report_only, not tasks.is_loglik(s))):
         mine = {m: g for m in spec.higher_is_better if (g := gates.get(metric_id(spec.name, m)))}
+        if spec.name in report_only and ev.sequential.probes == "passable" and done.cannot_pass():
+            done.skipped.append(spec.name)
+            continue
         if spec.docs is None or spec.name not in baseline:    # registry task, or no baseline: to the cap
             found, rows = run(session, [spec], ev)
             done.metrics.update(found)
@@ -119,6 +137,7 @@ def run_looks(session, specs: list[tasks.TaskSpec], ev: Eval, baseline: dict[str
         done.samples[spec.name] = rows
         done.record[spec.name] = {"cap": spec.num_docs, "sizes": sizes, "looks": k + 1, "of": len(sizes),
                                   "n": len(rows), "confidence": design.confidence_at(k), "settled": settled}
+        done.open_at_cap += [metric_id(spec.name, m) for m in mine if m not in settled]
         failed = [m for m, s in settled.items() if s["verdict"] == "fail"]
         if failed:
             left = [s.name for s in specs if s.name not in done.record]

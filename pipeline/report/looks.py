@@ -100,7 +100,8 @@ def looks_lines(m: ModelReport) -> list[str]:
     lines = ["### Looks", "",
              "Each variant read its tasks in looks, the same documents as the baseline in one seeded order, each "
              "verdict read at its look's group-sequential confidence (docs/decision-rule.md \"Looks\"). A cell: "
-             "the look it stopped at, samples read of the cap; `-`: not run (the variant had already failed).", "",
+             "the look it stopped at, samples read of the cap; `-`: not run (the variant had already failed, or, "
+             "for a task no tolerance gates, could no longer pass: eval.sequential.probes).", "",
              md_row(["variant", *tasks, "samples read", "stopped"]), md_row(["---"] * (len(tasks) + 3))]
     for r in rows:
         cells = []
@@ -109,5 +110,7 @@ def looks_lines(m: ModelReport) -> list[str]:
             cells.append("-" if lk is None else f"{lk['looks']}/{lk.get('of', 1)}: {lk['n']:,} of {lk['cap']:,}")
         n, total = samples_read(r, m.num_samples)
         stop = r.facts.reason if "stopped at look" in (r.facts.reason or "") else ""
+        if r.facts.not_run:
+            stop = f"not run: {', '.join(r.facts.not_run['tasks'])} ({r.facts.not_run['why']})"
         lines.append(md_row([r.variant, *cells, f"{n:,} of {total:,}", stop]))
     return lines + [""]

@@ -41,7 +41,7 @@ def decided_cell(r: Row, task: str, base: Baseline | None) -> str:
     if f.status != "ok":
         return "–"
     if not any(task_of(mid) == task for mid in f.metrics):
-        return "not measured"
+        return "not run: cannot pass" if task in f.not_run.get("tasks", ()) else "not measured"
     if is_baseline(r, base):
         return "baseline"
     mine = {mid: v for mid, v in r.judgement.verdicts.items() if task_of(mid) == task}

@@ -121,17 +121,25 @@ class LongContext:
             raise FieldError("top_k", f"must be within 1..20, got {self.top_k}")
 
 
+PROBES = ("passable", "all")
+
+
 @dataclass(frozen=True)
 class Sequential:
     """Each variant's tasks evaluated in looks, each look a larger share of the task's `limit` (its cap),
     its verdicts read at the group-sequential confidence of that look (pipeline/scoring/sequential.py);
     a settled task stops, a failed gated metric stops the variant (docs/decision-rule.md "Looks")."""
     looks: list[float] = field(default_factory=lambda: [0.25, 0.5, 0.75, 1.0])
+    # passable: the report-only tasks and eval.long_context only on a variant that can still pass (none of
+    # its gated metrics left open at its cap); all: on every variant that has not failed
+    probes: str = "passable"
 
     def __post_init__(self) -> None:
         f = self.looks
         if not f or any(b <= a for a, b in zip(f, f[1:])) or f[0] <= 0 or f[-1] != 1:
             raise FieldError("looks", f"shares of the cap, increasing within (0, 1] and ending at 1, got {f}")
+        if self.probes not in PROBES:
+            raise FieldError("probes", f"one of {', '.join(PROBES)}, got {self.probes!r}")
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,8 @@ class Measured:
     task_seconds: dict[str, tuple[int, float]] = field(default_factory=dict)
     # part of the evaluation -> seconds (result.json "phases": load, tasks, fidelity, long_context, throughput)
     phases: dict[str, float] = field(default_factory=dict)
+    # report-only tasks evaluate did not run, and why (eval.sequential.probes: the variant cannot pass)
+    not_run: dict[str, Any] = field(default_factory=dict)
 
     def look_confidence(self, task: str) -> float | None:
         """The confidence of the task's last look (its repeated interval's), None for a fixed-n task."""

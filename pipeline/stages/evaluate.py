@@ -168,9 +168,13 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
 
 def long_context(served: Served, params: schema.Params, model: str, result: dict) -> dict:
     """Fidelity by position against the baseline's long texts (eval.long_context), once per variant key;
-    not for a variant that already failed a gated metric (nothing it could show would change that)."""
+    not for a variant that already failed a gated metric, nor (eval.sequential.probes: passable) for one
+    that can no longer pass: nothing it could show would change a verdict or a recommendation."""
     if result.get("stopped"):
         return {"status": "skipped", "why": "the variant failed a gated metric first"}
+    seq = params.eval.sequential
+    if result.get("cannot_pass") and seq is not None and seq.probes == "passable":
+        return {"status": "skipped", "why": f"the variant cannot pass: {result['cannot_pass']}"}
     base = fidelity_set.load(paths.long_base(model))
     if base.meta.get("unavailable") or not base.seqs:
         return {"status": "unsupported", "why": base.meta.get("unavailable") or "no long texts"}
@@ -223,6 +227,10 @@ def in_looks(served: Served, specs: list[tasks.TaskSpec], params: schema.Params,
     result["looks"] = done.record
     if done.stopped:
         result["stopped"] = done.stopped
+    elif done.cannot_pass():
+        result["cannot_pass"] = done.cannot_pass()
+    if done.skipped:
+        result["not_run"] = {"tasks": done.skipped, "why": f"the variant cannot pass: {done.cannot_pass()}"}
     return done.metrics, done.samples, cut
 
 
