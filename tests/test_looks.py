@@ -6,7 +6,8 @@ import random
 import numpy as np
 import pytest
 
-from pipeline.backends.looks_runner import Gate, gates_from, report_only, run_looks, settle
+from pipeline.backends.looks_runner import Gate, gates_from, run_looks, settle
+from pipeline.domain.tasks import report_only
 from pipeline.domain import looks, metrics
 from pipeline.domain.task_rows import TaskResult
 from pipeline.domain.tasks import TaskSpec
@@ -151,9 +152,9 @@ def test_probes_takes_passable_or_all():
 def test_report_only_names_the_tasks_without_any_tolerance():
     tasks_ = [spec("c"), spec("r", kind="generate", hib={"exact_match": True}),
               spec("s", kind="generate", hib={"rougeL": True, "rouge1": True})]
-    gate = {"c/acc": ParamGate(Tolerance(abs=3.0), None), "r/exact_match": ParamGate(None, None),
-            "s/rougeL": ParamGate(Tolerance(abs=3.0), None), "s/rouge1": ParamGate(None, None)}
-    assert report_only(tasks_, gate.__getitem__) == {"r"}
+    tolerance = {"c/acc": Tolerance(abs=3.0), "r/exact_match": None, "s/rougeL": Tolerance(abs=3.0),
+                 "s/rouge1": None}
+    assert report_only(tasks_, tolerance.__getitem__) == {"r"}
 
 
 def test_a_noise_floor_wider_than_the_margin_keeps_an_unchanged_variant_looking_to_the_cap():

@@ -102,3 +102,23 @@ def test_simulated_the_floor_halves_passes_the_other_arithmetic_does_not_confirm
     assert folded["a_pass_b_not"] <= plain["a_pass_b_not"] * ratio, (plain, folded)
     assert folded["contradiction"] <= 0.02 and plain["a_pass_b_not"] >= 0.05, (plain, folded)
     assert rates(150, n=500, shift=-0.03, p_flip=p_flip, rng=rng, widen=True)["a_pass"] >= 1 / 5
+
+
+@pytest.mark.model          # the stage's module imports torch
+def test_the_noise_stage_measures_the_gated_tasks_and_a_task_once_a_tolerance_gates_it(in_repo):
+    """The default retrieval suite has no tolerance: no verdict of it to widen, so stage noise leaves it
+    out; give one length a tolerance and it is measured."""
+    import dataclasses
+
+    from pipeline import config
+    from pipeline.schema import Tolerance
+    from pipeline.stages.noise import measured_tasks
+
+    params = config.load()
+    assert [s.name for s in measured_tasks(params)] == ["translation", "summarization", "classification"]
+    tasks_ = dict(params.eval.tasks)
+    tasks_["retrieval_1024"] = dataclasses.replace(tasks_["retrieval_1024"],
+                                                   tolerances={"exact_match": Tolerance(abs=10.0)})
+    gated = dataclasses.replace(params, eval=dataclasses.replace(params.eval, tasks=tasks_))
+    assert "retrieval_1024" in [s.name for s in measured_tasks(gated)]
+    assert all(s.docs is not None for s in measured_tasks(params))       # in the baseline's look order

@@ -86,11 +86,6 @@ def gates_from(base_metrics: dict[str, float], higher_is_better: dict[str, bool]
     return out
 
 
-def report_only(specs: list[tasks.TaskSpec], gate: Callable[[str], schema.Gate]) -> set[str]:
-    """The tasks no tolerance gates: no metric of theirs has one (the default retrieval suite). Pure."""
-    return {s.name for s in specs if all(gate(metric_id(s.name, m)).tolerance is None for m in s.higher_is_better)}
-
-
 def run_looks(session, specs: list[tasks.TaskSpec], ev: Eval, baseline: dict[str, list[dict]],
               gates: dict[str, Gate], boot: Bootstrap, run=run_tasks, done: Looked | None = None,
               chunk_run=None, report_only: Collection[str] = ()) -> Looked:

@@ -14,14 +14,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
 from pipeline import paths
 from pipeline.domain import public_sets, registry
+from pipeline.domain.metrics import metric_id
 from pipeline.io import DataError, read_jsonl, read_text
-from pipeline.schema import ConfigError, Task
+from pipeline.schema import ConfigError, Task, Tolerance
 from pipeline.schema.yaml_io import SafeLoader
 
 _VAR = re.compile(r"{{\s*([A-Za-z_]\w*)\s*}}")
@@ -258,3 +259,10 @@ def is_loglik(spec: TaskSpec) -> bool:
 def build_all(tasks: dict[str, Task]) -> list[TaskSpec]:
     configs = [t.config for t in tasks.values() if t.config]
     return [build(name, t, shared=configs.count(t.config) > 1) for name, t in tasks.items()]
+
+
+def report_only(specs: list[TaskSpec], tolerance: Callable[[str], Tolerance | None]) -> set[str]:
+    """The tasks no tolerance gates: no metric of theirs has one (`tolerance`: Params.tolerance), like the
+    default retrieval suite. Evaluate runs them to their cap in one look, on a variant that can still
+    pass; stage noise leaves them out. Pure."""
+    return {s.name for s in specs if all(tolerance(metric_id(s.name, m)) is None for m in s.higher_is_better)}

@@ -17,13 +17,13 @@ from pipeline.schema.eval import LOCAL_ONLY, TASK_KINDS, Eval, Fidelity, Languag
 from pipeline.schema.memory import Memory, TargetGpu
 from pipeline.schema.models import (BNB_METHODS, CALIBRATED_METHODS, KV_DTYPES, METHODS, RECIPE_METHODS,
                                     Calibration, KvMode, Model, Tier)
-from pipeline.schema.params import NAME_RE, Gate, Params, gate
+from pipeline.schema.params import NAME_RE, Gate, Params, gate, tolerance_of
 from pipeline.schema.serving import Reference, Serving, Slo, Vllm, VllmBench, VllmBudget
 
 __all__ = [
     "BNB_METHODS", "CALIBRATED_METHODS", "KV_DTYPES", "LOCAL_ONLY", "METHODS", "NAME_RE", "PARAMS_FILE",
     "RECIPE_METHODS", "TASK_KINDS", "Baseline", "Bootstrap", "Calibration", "ConfigError", "Decision", "Eval",
     "FieldError", "Fidelity", "Gate", "LongContext", "Sequential", "KvMode", "Languages", "Memory", "Model", "Params", "Reference", "Serving", "Slo",
-    "TargetGpu", "Task", "Throughput", "Tier", "Tolerance", "Vllm", "VllmBench", "VllmBudget", "gate", "load",
+    "TargetGpu", "Task", "Throughput", "Tier", "Tolerance", "Vllm", "VllmBench", "VllmBudget", "gate", "load", "tolerance_of",
     "load_or_exit", "near", "parse",
 ]

@@ -57,6 +57,10 @@ class Params:
     def gate(self, metric_id: str) -> Gate:
         return gate(self.decision, self.eval.tasks, metric_id)
 
+    def tolerance(self, metric_id: str) -> Tolerance | None:
+        """The metric's allowed drop (None: reported, not gated), without reading its floor."""
+        return tolerance_of(self.decision, self.eval.tasks, metric_id)
+
     def calibrated_kv(self) -> bool:
         """Whether any KV mode asks for calibrated k/v scales (stage kvscales then makes checkpoints)."""
         return any(k.calibrated for k in self.kv_modes.values())
@@ -79,7 +83,13 @@ def gate(rule: Decision, tasks: dict[str, Task], metric_id: str) -> Gate:
     decision.tolerances / decision.min_baseline. No tolerance: the metric is reported, not gated."""
     task, _, metric = metric_id.rpartition("/")
     entry = tasks.get(task)
-    tol = entry.tolerances.get(metric) if entry else None
     floor = entry.min_baseline.get(metric) if entry else None
-    return Gate(tol if tol is not None else rule.tolerances.get(metric),
-                floor if floor is not None else rule.min_baseline.get(metric))
+    return Gate(tolerance_of(rule, tasks, metric_id), floor if floor is not None else rule.min_baseline.get(metric))
+
+
+def tolerance_of(rule: Decision, tasks: dict[str, Task], metric_id: str) -> Tolerance | None:
+    """A metric's tolerance as `gate` finds it: the task entry's own, else decision.tolerances'."""
+    task, _, metric = metric_id.rpartition("/")
+    entry = tasks.get(task)
+    tol = entry.tolerances.get(metric) if entry else None
+    return tol if tol is not None else rule.tolerances.get(metric)

@@ -29,7 +29,7 @@ from pipeline.backends.fidelity_compare import measure_fidelity
 from pipeline.backends import longctx, sample_cache
 from pipeline.backends.lm_eval_runner import (WallBudgetExceeded, flat, run_tasks, run_within, wall_limit,
                                               without_refused)
-from pipeline.backends.looks_runner import Looked, gates_from, report_only, run_looks
+from pipeline.backends.looks_runner import Looked, gates_from, run_looks
 from pipeline.domain import fidelity_set, looks, provenance, task_rows, tasks
 from pipeline.domain.prompts import throughput_prompts
 from pipeline.scoring import noise
@@ -218,7 +218,7 @@ def in_looks(served: Served, specs: list[tasks.TaskSpec], params: schema.Params,
     session = served.session
     try:
         with wall_limit(session.remaining_s()):
-            run_looks(session, specs, params.eval, *against, done=done, report_only=report_only(specs, params.gate),
+            run_looks(session, specs, params.eval, *against, done=done, report_only=tasks.report_only(specs, params.tolerance),
                       chunk_run=reading_cache(served, params, specs, result))
     except WallBudgetExceeded as e:
         if not done.metrics:

@@ -3,7 +3,8 @@ engine, so decide can tell the engine's own noise from a tier's quantization err
 
     python -m pipeline.stages.noise <model>
 
-The same tasks, samples and prompts as evaluate@<model>-<baseline>; the reference backend computes in
+The same gated tasks, samples and prompts as evaluate@<model>-<baseline> (not the report-only ones: no
+verdict of theirs to widen); the reference backend computes in
 serving.reference.noise_arithmetic (auto: bf16-operands where the run computes in float32, float32
 where it computes in bfloat16: pipeline/backends/arithmetic.py), vLLM with another batch composition
 (pipeline/backends/selection.py). Fidelity: the same KL and top-1 agreement as a variant's, against
@@ -28,12 +29,22 @@ from pipeline.domain import fidelity_set, looks, provenance, tasks
 from pipeline.stages import runner
 
 
+def measured_tasks(params: schema.Params) -> list[tasks.TaskSpec]:
+    """The tasks a tolerance gates, in the baseline's document order. A report-only task (the retrieval
+    suite) has no verdict for the noise floor to widen; a tolerance change re-runs this stage, which
+    reads every sample it already has from the cache."""
+    specs = tasks.build_all(params.eval.tasks)
+    shown_only = tasks.report_only(specs, params.tolerance)
+    specs = [s for s in specs if s.name not in shown_only]
+    if params.eval.sequential is not None:      # the baseline's own documents (stage baseline)
+        specs = looks.in_look_order(specs, params.eval.seed, looks.data_keys(params.eval.tasks))
+    return specs
+
+
 def measure(params: schema.Params, model: str) -> tuple[dict, dict[str, list[dict]], list[dict]]:
     """(result, task -> sample rows, fidelity rows) of the baseline in the second arithmetic."""
     b = params.decision.baseline
-    specs = tasks.build_all(params.eval.tasks)
-    if params.eval.sequential is not None:      # the baseline's own documents (stage baseline)
-        specs = looks.in_look_order(specs, params.eval.seed, looks.data_keys(params.eval.tasks))
+    specs = measured_tasks(params)
     base = fidelity_set.load(paths.fidelity_base(model)) if params.eval.fidelity is not None else None
     variant = baseline_variant(params, model, paths.noise_dir(model))
     backend = select(params, noise=True)
