@@ -27,3 +27,10 @@ def test_a_variant_that_cannot_pass_skips_the_probe_unless_probes_is_all(in_repo
     with pytest.raises(io.DataError, match="missing.npz"):     # it goes on to read the baseline's long texts
         evaluate.long_context(NoModel(), every, "smollm2-135m", result)
     assert evaluate.long_context(NoModel(), params, "smollm2-135m", {"stopped": "x"})["status"] == "skipped"
+
+
+def test_the_console_says_what_a_variant_that_cannot_pass_did_not_run():
+    assert evaluate.cannot_pass({"status": "ok"}) is None
+    got = evaluate.cannot_pass({"cannot_pass": "c/acc inconclusive at the cap", "not_run": {"tasks": ["r1"]},
+                                "long_context": {"status": "skipped"}})
+    assert got == "cannot pass: c/acc inconclusive at the cap; not run: r1, long context"

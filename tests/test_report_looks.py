@@ -74,3 +74,14 @@ def test_the_phases_line_sums_where_the_evaluate_seconds_went():
     # 310 s in all; tasks 150 s = 2.5 min; the rest 310 - 266 = 44 s
     assert line.endswith(" Of the 5.2 min of 2 evaluate stages: loading 0.2 min, the tasks 2.5 min, fidelity 0.2 min, "
                          "long context 1.5 min, the load test 0.0 min, process start and writing 0.7 min.")
+
+
+def test_a_variant_that_could_no_longer_pass_is_counted_and_its_row_says_what_it_did_not_run():
+    r = report()
+    why = {"tasks": ["retrieval_1024"], "why": "the variant cannot pass: classification/acc inconclusive at the cap"}
+    r.rows[1] = replace(r.rows[1], facts=replace(r.rows[1].facts, not_run=why))
+    assert ("1 stopped at the look where a gated metric failed; 1 could no longer pass (a gated metric open at "
+            "its cap) and did not run the report-only tasks (*Looks*).") in looks.summary_line(r)[0]
+    assert ("| int8-auto | 2/4: 320 of 640 | 320 of 640 | not run: retrieval_1024 (the variant cannot pass: "
+            "classification/acc inconclusive at the cap) |") in looks.looks_lines(r)
+    assert "could no longer pass" not in looks.summary_line(report())[0]

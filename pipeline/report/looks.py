@@ -27,9 +27,12 @@ def summary_line(m: ModelReport) -> list[str]:
     n, total = sum(a for a, _ in read), sum(b for _, b in read)
     settled = sum(1 for r in rows if r.judgement.overall in SETTLED)
     stopped = sum(1 for r in rows if "stopped at look" in (r.facts.reason or ""))
+    unpassable = sum(1 for r in rows if r.facts.not_run)
+    skipped = (f"; {unpassable} could no longer pass (a gated metric open at its cap) and did not run the report-only "
+               "tasks" if unpassable else "")
     return [f"Looks: {settled} of {len(rows)} variants settled (pass or fail); together they read {n:,} of the "
             f"{total:,} samples a fixed-n run at the same caps reads ({n / total:.0%}); {stopped} stopped at the "
-            "look where a gated metric failed (*Looks*)." + seconds_text(m, rows) + phases_text(rows), ""]
+            f"look where a gated metric failed{skipped} (*Looks*)." + seconds_text(m, rows) + phases_text(rows), ""]
 
 
 def fixed_n_seconds(r: Row, base: Row, caps: dict[str, int]) -> float | None:

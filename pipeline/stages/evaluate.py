@@ -249,7 +249,17 @@ def run_stage(st: runner.Stage, model: str, tier: str, kv: str, out_dir: Path, w
     # a copied baseline keeps the seconds of the stage that measured it
     result.setdefault("seconds", round(time.perf_counter() - t0, 1))
     io.atomic_write_json(out_dir / paths.RESULT_FILE, result)
-    st.done(result["status"], result.get("reason") or result.get("stopped") or result.get("cut"))
+    st.done(result["status"], result.get("reason") or result.get("stopped") or result.get("cut") or cannot_pass(result))
+
+
+def cannot_pass(result: dict) -> str | None:
+    """The console's word on a variant that can no longer pass, and what it therefore did not run."""
+    if not result.get("cannot_pass"):
+        return None
+    skipped = list((result.get("not_run") or {}).get("tasks", []))
+    if (result.get("long_context") or {}).get("status") == "skipped":
+        skipped.append("long context")
+    return f"cannot pass: {result['cannot_pass']}" + (f"; not run: {', '.join(skipped)}" if skipped else "")
 
 
 @runner.stage_main("evaluate", ("model", "tier", "kv"))
