@@ -14,10 +14,8 @@ Prints, per layer shape and summed over the decoder layer's seven Linears, the b
                  BLAS in K chunks of <= 1024 (exact), float32 scales;
   exact int_mm   the same results through torch._int_mm (int8 x int8 -> int32), the path on AMX CPUs;
   fp8            the fp8 path (e4m3 operands, float32 sums);
-with each one's ratio to dense, and whether the two exact paths agree bit for bit. Then the decoder
-layer as a forward calls it (q, k, v on one input, gate and up on another): each input quantized once
-(w8a8_gemm.LAST_INPUT) against once per Linear. Timings are only comparable within one run on one
-machine: compare the ratios.
+with each one's ratio to dense, and whether the two exact paths agree bit for bit. Timings are only
+comparable within one run on one machine: compare the ratios.
 """
 from __future__ import annotations
 
@@ -82,9 +80,9 @@ def main() -> None:
         op8 = g.operands("fp8", (codes.to(torch.float32) * 3).to(torch.float8_e4m3fn), ws, None, None)
         runs = {"dense": (lambda: x @ w_dequant.t(), args.repeats),
                 "fake-quant": (lambda: fake(x, w_dequant), args.repeats),
-                "exact float32": (lambda: alone(x, op32), args.repeats),
-                "exact int_mm": (lambda: alone(x, opmm), args.int_mm_repeats),
-                "fp8": (lambda: alone(x, op8), args.repeats)}
+                "exact float32": (lambda: g.linear(x, op32), args.repeats),
+                "exact int_mm": (lambda: g.linear(x, opmm), args.int_mm_repeats),
+                "fp8": (lambda: g.linear(x, op8), args.repeats)}
         t = {}
         for c, (fn, reps) in runs.items():
             if reps > 1:
@@ -98,38 +96,6 @@ def main() -> None:
     print(f"dense {dtype_name} GEMM: {flops / totals['dense'] / 1e9:.1f} GFLOP/s; exact float32 vs fake-quant: "
           f"{totals['exact float32'] / totals['fake-quant']:.2f}x the time; int_mm vs exact float32: "
           f"{totals['exact int_mm'] / totals['exact float32']:.1f}x; exact paths bit-identical: {'yes' if same else 'NO'}")
-    shared_codes(args.tokens, args.repeats, dtype, gen)
-
-
-def alone(x: torch.Tensor, op: g.Operands) -> torch.Tensor:
-    """One Linear with its input quantized afresh (no sibling before it read the same tensor)."""
-    g.LAST_INPUT.forget()
-    return g.linear(x, op)
-
-
-def shared_codes(tokens: int, repeats: int, dtype: torch.dtype, gen: torch.Generator) -> None:
-    """A decoder layer's seven W8A8 Linears as a forward calls them: q, k and v on one input, gate and up
-    on another, each input quantized once (w8a8_gemm.LAST_INPUT), against every input quantized per layer."""
-    impl = g.fastest_impl(HIDDEN, INTERMEDIATE)[0]
-    ops = {kind: {name: g.operands(kind, w if kind == "int8" else (w.to(torch.float32) * 3).to(torch.float8_e4m3fn),
-                                   torch.rand(n, generator=gen) / 500, None, None, impl if kind == "int8" else "float32")
-                  for name, (n, k) in LAYER.items()
-                  for w in [torch.randint(-127, 128, (n, k), generator=gen, dtype=torch.int8)]}
-           for kind in ("int8", "fp8")}
-    attn, mlp = (torch.randn(tokens, HIDDEN, generator=gen).to(dtype) for _ in range(2))
-    o_in, down_in = torch.randn(tokens, HIDDEN, generator=gen).to(dtype), torch.randn(tokens, INTERMEDIATE, generator=gen).to(dtype)
-    inputs = {"q_proj": attn, "k_proj": attn, "v_proj": attn, "o_proj": o_in, "gate_proj": mlp, "up_proj": mlp,
-              "down_proj": down_in}
-    for kind, layer in ops.items():
-        def forward(share: bool) -> None:
-            for name, op in layer.items():
-                (g.linear if share else alone)(inputs[name], op)
-            g.LAST_INPUT.forget()
-        forward(True)
-        per_layer, shared = best_of(lambda: forward(False), repeats), best_of(lambda: forward(True), repeats)
-        print(f"{kind} decoder layer at {tokens} tokens ({impl if kind == 'int8' else 'float32'}): every input quantized "
-              f"per Linear {per_layer * 1e3:.2f} ms, once per input {shared * 1e3:.2f} ms "
-              f"({per_layer / shared:.2f}x faster)")
 
 
 if __name__ == "__main__":

@@ -198,35 +198,3 @@ def test_fastest_impl_times_both_here():
     impl, ms = g.fastest_impl(96, 48, rows=16, repeats=1)
     assert impl in g.IMPLS and set(ms) == set(g.IMPLS) and all(v > 0 for v in ms.values())
     assert ms[impl] == min(ms.values())
-
-
-@pytest.mark.parametrize("kind", ["int8", "fp8"])
-def test_siblings_reading_one_input_share_its_codes_and_get_what_fresh_codes_give(kind):
-    """q, k and v read one activation tensor: quantized once (LAST_INPUT), each output is what it is when
-    the codes are computed afresh; an in-place change of the input, another static scale or another
-    kind is quantized again."""
-    gen = torch.Generator().manual_seed(11)
-    x = torch.randn(3, 4, 40, generator=gen).to(torch.bfloat16)
-
-    def op(n, static=None, kind=kind):
-        w = codes((n, 40), gen) if kind == "int8" else (torch.randn(n, 40, generator=gen) * 50).to(torch.float8_e4m3fn)
-        xs = None if static is None else torch.tensor([static])
-        return g.operands(kind, w, torch.rand(n, generator=gen) / 50, xs, None)
-
-    def fresh(x, o):
-        g.LAST_INPUT.forget()                       # the codes computed again from x
-        return g.linear(x, o)
-
-    ops = [op(8), op(5), op(5)]
-    shared = [g.linear(x, o) for o in ops]
-    assert g.LAST_INPUT.x is x
-    assert all(torch.equal(s, fresh(x, o)) for s, o in zip(shared, ops))
-    g.linear(x, ops[0])
-    x.mul_(3.0)                                     # in place: a new version, new codes
-    assert torch.equal(g.linear(x, ops[1]), fresh(x, ops[1]))
-    a, b = op(6, static=0.05), op(6, static=0.2)
-    g.linear(x, a)
-    assert torch.equal(g.linear(x, b), fresh(x, b))
-    other = op(4, kind="fp8" if kind == "int8" else "int8")
-    g.linear(x, ops[0])
-    assert torch.equal(g.linear(x, other), fresh(x, other))

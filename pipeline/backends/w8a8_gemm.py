@@ -142,47 +142,17 @@ def int8_gemm(codes: torch.Tensor, op: Operands) -> torch.Tensor:
     return acc.to(torch.float32)
 
 
-class _LastInput:
-    """The last input's quantized codes: q, k and v (and gate and up) read the same activation tensor, which
-    vLLM quantizes once for its fused layers; quantizing it once here gives the same codes at a fraction of
-    the small-op cost that dominates decoding. Keyed by the tensor itself (held, so its id cannot be
-    reused), its in-place version, and how it is quantized."""
-
-    def __init__(self) -> None:
-        self.x: torch.Tensor | None = None
-        self.key: tuple | None = None
-        self.value: tuple[torch.Tensor, torch.Tensor] | None = None
-
-    def forget(self) -> None:
-        self.x = self.key = self.value = None
-
-    def codes(self, x: torch.Tensor, op: Operands) -> tuple[torch.Tensor, torch.Tensor]:
-        """(codes as float32 [M, K], float32 scales) of x for op's activation scheme."""
-        scale = op.input_scale
-        key = (x._version, op.kind, None if scale is None else float(scale))
-        if self.x is not x or self.key != key:
-            x2 = x.reshape(-1, x.shape[-1]).to(torch.float32)
-            if op.kind == "int8":
-                self.value = quantize_int8(x2, scale)
-            else:
-                q, xs = quantize_fp8(x2, scale)
-                self.value = (q.to(torch.float32), xs)
-            self.x, self.key = x, key
-        return self.value
-
-
-LAST_INPUT = _LastInput()
-
-
 def linear(x: torch.Tensor, op: Operands) -> torch.Tensor:
     """y = x W^T (+ b) of a W8A8 layer, in x's dtype and shape [..., N]."""
     shape = x.shape
-    codes, xs = LAST_INPUT.codes(x, op)
+    x2 = x.reshape(-1, shape[-1]).to(torch.float32)
     if op.kind == "int8":
+        codes, xs = quantize_int8(x2, op.input_scale)
         out = int8_gemm(codes, op) * op.weight_scale * xs
     else:
         check_float32_exact()
-        out = (codes @ op.weight.t()) * xs * op.weight_scale
+        q, xs = quantize_fp8(x2, op.input_scale)
+        out = (q.to(torch.float32) @ op.weight.t()) * xs * op.weight_scale
     if op.bias is not None:
         out = out + op.bias
     return out.to(x.dtype).reshape(*shape[:-1], op.out_features)
