@@ -98,6 +98,8 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.stages.fidelity_base:baseline_dists": "arg",              # the baseline's serve_path
     "pipeline.backends.reference:ReferenceBackend.session": "arg",      # the variant's serve_path
     "pipeline.backends.reference:ReferenceSession.exact_fidelity": "arg",
+    "pipeline.backends.reference:ReferenceSession.second_arithmetic": "arg",   # the variant's serve_path again
+    "pipeline.backends.second_arithmetic:Checker.rows": "arg",          # opens the variant's second session
     "pipeline.backends.reference:_config_without_kv_scheme": "arg",
     "pipeline.backends.arch:load": "arg",                               # the serve_path session passes
     "pipeline.backends.vllm_backend:VllmBackend.session": "arg",

@@ -122,18 +122,19 @@ def test_a_report_only_task_runs_to_its_cap_and_an_ungated_one_stops_at_its_firs
 
 
 def test_a_variant_that_cannot_pass_runs_no_report_only_task_unless_probes_is_all():
-    """A gated metric left open at its cap (a noise floor wider than the margin keeps it open) means the
+    """A gated metric left open at its cap (a variant 3 points down against a 3-point margin) means the
     variant can no longer pass: a report-only task would change nothing (probes: passable); with
     probes: all it runs. A report-only task listed first still runs after the gated one."""
     c, r = spec("c"), spec("r")
     rng = random.Random(0)
     same = {d: rng.random() < 0.9 for d in range(400)}
+    worse = {d: same[d] and d % 33 != 0 for d in range(400)}
     base = {"c": baseline_rows(c, same), "r": baseline_rows(r, same)}
     for probes, ran in (("passable", ["c"] * 4), ("all", ["c"] * 4 + ["r"])):
         calls: list = []
         ev = Eval(tasks={}, sequential=Sequential(probes=probes))
-        done = run_looks(None, [r, c], ev, base, {"c/acc": Gate(3.0, noise=2.0)}, BOOT,
-                         run=fake_run(same, calls), report_only={"r"})
+        done = run_looks(None, [r, c], ev, base, {"c/acc": Gate(3.0)}, BOOT,
+                         run=fake_run(worse, calls), report_only={"r"})
         assert [name for name, _ in calls] == ran, probes
         assert done.cannot_pass() == "c/acc inconclusive at the cap" and done.stopped is None
         assert done.skipped == (["r"] if probes == "passable" else [])
@@ -157,29 +158,85 @@ def test_report_only_names_the_tasks_without_any_tolerance():
     assert report_only(tasks_, tolerance.__getitem__) == {"r"}
 
 
-def test_a_noise_floor_wider_than_the_margin_keeps_an_unchanged_variant_looking_to_the_cap():
+class Second:
+    """A second arithmetic whose variant answers `correct`, against the baseline's `base` rows."""
+    def __init__(self, correct, base, calls):
+        self.correct, self.baseline, self.calls = correct, base, calls
+
+    def rows(self, spec, start, stop):
+        self.calls.append((spec.name, start, stop))
+        return fake_run(self.correct, [])(None, [looks.chunk(spec, start, stop)], None)[1][spec.name]
+
+
+def test_a_verdict_settles_once_the_second_arithmetic_gives_it_too_and_is_unstable_when_it_never_does():
+    c, r = spec("c"), spec("r")
+    rng = random.Random(0)
+    same = {d: rng.random() < 0.9 for d in range(400)}
+    base = {"c": baseline_rows(c, same), "r": baseline_rows(r, same)}
+    # the second arithmetic agrees: settled at the look both pass, checked from the first look that passed
+    calls, second_calls = [], []
+    done = run_looks(None, [c, r], EV, base, {"c/acc": Gate(3.0)}, BOOT, run=fake_run(same, calls),
+                     report_only={"r"}, second=Second(same, base, second_calls))
+    rec = done.record["c"]
+    assert rec["settled"]["acc"]["verdict"] == "pass" and rec["unstable"] == [] and done.cannot_pass() is None
+    assert second_calls == [("c", 0, rec["settled"]["acc"]["n"])] and calls[-1][0] == "r"
+    # the second arithmetic's variant is 10 points down: never a pass; unstable, so no report-only task
+    worse = {d: same[d] and d % 10 != 0 for d in range(400)}
+    second_calls = []
+    done = run_looks(None, [c, r], EV, base, {"c/acc": Gate(3.0)}, BOOT, run=fake_run(same, []),
+                     report_only={"r"}, second=Second(worse, base, second_calls))
+    rec = done.record["c"]
+    assert rec["settled"] == {} and rec["unstable"] == ["acc"] and rec["first"]["acc"]["verdict"] == "pass"
+    assert done.unstable == ["c/acc"] and done.skipped == ["r"] and done.stopped is None
+    assert done.cannot_pass() == "c/acc unstable under the second arithmetic"
+    assert second_calls[0][1] == 0 and second_calls[-1][2] == done.record["c"]["n"]
+    assert [(a, b) for _, a, b in second_calls] == list(zip([0] + [n for *_, n in second_calls[:-1]],
+                                                             [n for *_, n in second_calls]))   # each row once
+
+
+def test_a_fail_stops_the_variant_only_once_both_arithmetics_give_it():
+    c, g = spec("c"), spec("g", kind="generate", hib={"rougeL": True})
+    base = {d: True for d in range(400)}
+    broken = {d: d % 2 == 0 for d in range(400)}
+    second_calls: list = []
+    done = run_looks(None, [g, c], EV, {"c": baseline_rows(c, base)}, {"c/acc": Gate(3.0)}, BOOT,
+                     run=fake_run(broken, []), second=Second(broken, {"c": baseline_rows(c, base)}, second_calls))
+    assert done.record["c"]["settled"]["acc"] == {"verdict": "fail", "look": 1, "n": 80} and done.stopped
+    assert second_calls == [("c", 0, 80)]
+    fine = {d: True for d in range(400)}        # the second arithmetic does not fail it: the looks go on
+    done = run_looks(None, [c], EV, {"c": baseline_rows(c, base)}, {"c/acc": Gate(3.0)}, BOOT,
+                     run=fake_run(broken, []), second=Second(fine, {"c": baseline_rows(c, base)}, []))
+    rec = done.record["c"]      # looked on until the second arithmetic passed it: pass against fail
+    assert rec["unstable"] == ["acc"] and done.stopped is None and rec["looks"] > 1 and rec["second"]["acc"]["verdict"] == "pass"
+
+
+def test_a_second_arithmetic_that_cannot_start_leaves_the_run_s_verdicts_unchecked():
     c = spec("c")
     rng = random.Random(0)
     same = {d: rng.random() < 0.9 for d in range(400)}
-    calls: list = []
-    done = run_looks(None, [c], EV, {"c": baseline_rows(c, same)}, {"c/acc": Gate(3.0, noise=2.0)}, BOOT,
-                     run=fake_run(same, calls))
-    rec = done.record["c"]                  # z x 2.0 > 3.0 at every look: decide could never pass it
-    assert rec["settled"] == {} and rec["looks"] == 4 and rec["n"] == 320 and done.stopped is None
+
+    class Refused:
+        baseline = {"c": baseline_rows(c, same)}
+
+        def rows(self, spec, start, stop):
+            return None
+    done = run_looks(None, [c], EV, {"c": baseline_rows(c, same)}, {"c/acc": Gate(3.0)}, BOOT,
+                     run=fake_run(same, []), second=Refused())
+    assert done.record["c"]["settled"]["acc"]["verdict"] == "pass" and "second" not in done.record["c"]
 
 
-def test_a_look_settles_exactly_when_decide_gives_the_same_verdict_without_calling_it_unstable():
+def test_a_look_settles_exactly_when_decide_gives_the_same_verdict():
     from pipeline.scoring import decision
     rng = random.Random(3)
     for _ in range(2000):
         delta, half = rng.uniform(-8, 4), rng.uniform(0.2, 5)
-        noise, margin = rng.choice([None, rng.uniform(0, 3)]), rng.uniform(0.5, 4)
+        margin = rng.uniform(0.5, 4)
         conf, hib = rng.choice([0.95, 0.99, 0.9997]), rng.random() < 0.7
         sign = 1.0 if hib else -1.0
         iv = Interval(sign * delta, sign * delta - half, sign * delta + half, 100)
-        v = decision.judge_metric("t/m", 50.0, iv, Tolerance(abs=margin), None, hib, conf, noise)
-        looked = settle({"m": iv}, {"m": Gate(margin, hib, noise)}, conf).get("m")
-        assert looked == (v.verdict if v.verdict != decision.INCONCLUSIVE else None), (delta, half, noise, margin)
+        v = decision.judge_metric("t/m", 50.0, iv, Tolerance(abs=margin), None, hib, conf)
+        looked = settle({"m": iv}, {"m": Gate(margin, hib)}).get("m")
+        assert looked == (v.verdict if v.verdict != decision.INCONCLUSIVE else None), (delta, half, margin)
 
 
 def simulate(shift: float, peek: bool, sims: int, seed: int = 0) -> float:

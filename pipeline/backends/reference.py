@@ -153,6 +153,10 @@ class ReferenceSession:
     def token_dists(self, seqs: list[list[int]], k: int) -> list[TokenDists]:
         return dists.token_dists(self.model, seqs, k)
 
+    def second_arithmetic(self, variant: Variant):
+        """The variant loaded again in serving.reference.noise_arithmetic, beside this one."""
+        return ReferenceBackend(self.backend.ref, self.backend.ev, noise=True).session(variant)
+
     def exact_fidelity(self, baseline: Variant, seqs: list[list[int]]) -> list[tuple[Any, Any]]:
         """Full-vocabulary KL(baseline || this variant) and top-1 agreement per position: the baseline is
         loaded beside this variant, as this backend loads any variant, so both are at one dtype."""

@@ -5,13 +5,13 @@ not load both engines and torch with them.
 """
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from pipeline.backends.base import Backend
 from pipeline.backends.endpoint import EndpointBackend
 from pipeline.backends.reference import ReferenceBackend
 from pipeline.backends.vllm_backend import VllmBackend
+from pipeline.backends.vllm_session import other_concurrency
 from pipeline.domain.machine import accelerator_available
 from pipeline.schema import Params, Tier
 
@@ -29,10 +29,7 @@ def select(params: Params, noise: bool = False, tier: Tier | None = None) -> Bac
         choice = "vllm" if _vllm_usable(params) else "reference"
     if choice == "reference":
         return ReferenceBackend(params.serving.reference, params.eval, noise=noise)
-    cfg = params.serving.vllm
-    if noise:
-        cfg = dataclasses.replace(cfg, num_concurrent=1 if cfg.num_concurrent > 1 else 2,
-                                  gpu_num_concurrent=1 if cfg.gpu_num_concurrent > 1 else 2)
+    cfg = other_concurrency(params.serving.vllm) if noise else params.serving.vllm
     return VllmBackend(cfg, params.eval, params.serving.slo)
 
 

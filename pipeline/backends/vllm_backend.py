@@ -110,10 +110,14 @@ class VllmBackend:
             if cap is not None:
                 info.update(kv_cache_tokens=cap.kv_tokens, max_concurrency=cap.max_concurrency,
                             max_model_len=cap.max_model_len, kv_cache_gib=vllm_logs.kv_memory_gib(log))
-            lm = _local_completions(server.base_url, variant.key, target, cfg, self.ev, variant.add_bos,
-                                    timeout=wall.remaining(600))
-            yield VllmSession(server, cfg, target, variant.key, lm, info, out_dir, env, self.slo, wall,
-                              served_version(server.base_url) or engine.get("vllm_version"), chat=variant.chat)
+            def make_lm(c: Vllm):
+                return _local_completions(server.base_url, variant.key, target, c, self.ev, variant.add_bos,
+                                          timeout=wall.remaining(600))
+            session = VllmSession(server, cfg, target, variant.key, make_lm(cfg), info, out_dir, env, self.slo,
+                                  wall, served_version(server.base_url) or engine.get("vllm_version"),
+                                  chat=variant.chat)
+            session.make_lm = make_lm
+            yield session
         except Unsupported:
             raise
         except Exception as e:

@@ -3,11 +3,14 @@ fidelity, the load test (`vllm bench serve` per concurrency, the SLO search), al
 budget (serving.vllm.budget.max_wall_s) counted from the session's start."""
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from pipeline.backends import vllm_logs
 from pipeline.backends.base import TokenDists, Unsupported, Variant
@@ -33,8 +36,16 @@ class WallBudget:
 OUT_OF_WALL = "the wall budget ran out (serving.vllm.budget.max_wall_s)"
 
 
+def other_concurrency(cfg: Vllm) -> Vllm:
+    """vLLM's second arithmetic: lm-eval's requests in another batch composition (one at a time, or two
+    at once when the run sends them one at a time); batch composition changes vLLM's sums (vllm #11658)."""
+    return dataclasses.replace(cfg, num_concurrent=1 if cfg.num_concurrent > 1 else 2,
+                               gpu_num_concurrent=1 if cfg.gpu_num_concurrent > 1 else 2)
+
+
 class VllmSession:
     loglik_refusal: str | None = None       # why log-likelihood tasks cannot be scored here (an endpoint's contract)
+    make_lm: Callable[[Vllm], Any] | None = None     # lm-eval's client of this server at a config (the backend's)
 
     def __init__(self, server: Server, cfg: Vllm, target: str, served: str, lm, info: dict, out_dir: Path, env,
                  slo: Slo | None = None, wall: WallBudget | None = None, engine_version: str | None = None, *,
@@ -47,6 +58,18 @@ class VllmSession:
 
     def remaining_s(self) -> float | None:
         return self.wall.remaining()
+
+    @contextmanager
+    def second_arithmetic(self, variant: Variant):
+        """This server, with lm-eval's requests in the other batch composition (other_concurrency): the
+        arithmetic stage noise ran the baseline in, without a second server."""
+        if self.make_lm is None:
+            raise Unsupported("this session cannot send its requests in another batch composition")
+        twin = copy.copy(self)
+        twin.cfg = other_concurrency(self.cfg)
+        twin.lm = self.make_lm(twin.cfg)
+        twin.info = {**self.info, "num_concurrent": twin.cfg.num_concurrent}
+        yield twin
 
 
     full_logits = False     # prompt_logprobs: the engine's own top-k (+ the prompt token) per position

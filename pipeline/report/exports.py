@@ -41,7 +41,7 @@ def row_json(r: Row, m: ModelReport, base: Row | None) -> dict:
             "higher_is_better": f.higher_is_better, "deltas": e.deltas,
             "intervals": {k: v.as_dict() for k, v in e.intervals.items()},
             "verdicts": {k: {"verdict": v.verdict, "why": v.why, "unstable": v.unstable,
-                             "engine_interval": v.engine_interval} for k, v in j.verdicts.items()},
+                             "second_arithmetic": v.second[0] if v.second else None} for k, v in j.verdicts.items()},
             "task_verdicts": task_verdicts(j.verdicts), "overall": j.overall, "weight_bytes": f.weight_bytes,
             "kv_bytes_per_token": f.kv_bytes_per_token, "gen_tokens_per_s": f.tokens_per_s, "scheme": f.scheme,
             "hardware": f.hardware, "serving": f.serving, "load": f.throughput,

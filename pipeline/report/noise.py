@@ -1,5 +1,6 @@
 """decision.md's engine-noise section: the baseline under a second arithmetic against the baseline as
-run (stage noise), the unstable verdicts it makes, and each variant's flips inside its margin. Pure."""
+run (stage noise), each settled verdict's check under that arithmetic (evaluate's, scoring/arith_check.py)
+and each variant's flips inside the baseline's flip margin. Pure."""
 from __future__ import annotations
 
 from pipeline.report.cells import md_row
@@ -8,21 +9,27 @@ from pipeline.scoring.decision import INCONCLUSIVE
 
 
 def unstable(m: ModelReport) -> list[tuple[str, str, str]]:
-    """(variant, metric, its verdict on sampling alone) for every verdict the engine's noise undid."""
+    """(variant, metric, its verdict in the run's arithmetic) for every verdict the second did not give."""
     return [(r.variant, mid, v.unstable) for r in m.rows for mid, v in r.judgement.verdicts.items()
             if v.unstable is not None and v.verdict == INCONCLUSIVE]
 
 
+def checked(m: ModelReport) -> list[tuple[str, str, str, str]]:
+    """(variant, metric, the run's verdict, the second arithmetic's) for every verdict evaluate checked."""
+    return [(r.variant, mid, v.unstable or v.verdict, v.second[0]) for r in m.rows
+            for mid, v in r.judgement.verdicts.items() if v.second is not None]
+
+
 def summary_line(m: ModelReport) -> list[str]:
-    """One line under the recommendation: whether verdicts account for the engine's own noise."""
+    """One line under the recommendation: whether the verdicts were checked under the second arithmetic."""
     f = m.noise
     if f is None:
         return []
     if f.status != "ok":
-        return [f"Engine noise: not measured ({f.why or f.status}); verdicts rest on sampling alone.", ""]
-    n = len(unstable(m))
-    return [f"Engine noise: verdicts include the engine's own noise (the baseline under {f.arithmetic}); "
-            f"{n} verdict{'s' if n != 1 else ''} unstable under it (*Engine noise floor*).", ""]
+        return [f"Engine noise: not measured ({f.why or f.status}); verdicts rest on one arithmetic.", ""]
+    n, bad = len(checked(m)), len(unstable(m))
+    return [f"Engine noise: {n} settled verdict{'s' if n != 1 else ''} checked under a second arithmetic "
+            f"({f.arithmetic}), {bad} unstable (*Engine noise floor*).", ""]
 
 
 def noise_lines(m: ModelReport) -> list[str]:
@@ -31,22 +38,23 @@ def noise_lines(m: ModelReport) -> list[str]:
         return []
     lines = ["### Engine noise floor", "",
              f"The baseline evaluated again under {f.arithmetic}: the same samples, a second equally valid "
-             "arithmetic. What it moves is the engine's own noise: its shift estimates the between-arithmetic "
-             "SD of any delta, folded into every verdict's interval (added in quadrature, times z), and a "
-             "verdict that only sampling settles is *unstable* (never a pass).", "",
-             "| metric | second arithmetic - baseline | between-arithmetic SD of a delta |", "|---|---|---|"]
+             "arithmetic. Its shift is the engine's own noise on the baseline:", "",
+             "| metric | second arithmetic - baseline |", "|---|---|"]
     for mid, iv in f.intervals.items():
-        lines.append(md_row([mid, f"{iv.delta:+.2f} [{iv.lo:+.2f}, {iv.hi:+.2f}]", f"{f.widths()[mid]:.2f}"]))
+        lines.append(md_row([mid, f"{iv.delta:+.2f} [{iv.lo:+.2f}, {iv.hi:+.2f}]"]))
     lines.append("")
     for task, fl in f.flips.items():
         lines.append(f"{task}: {fl.right_to_wrong + fl.wrong_to_right} of {fl.n} predictions flipped under the "
                      f"second arithmetic ({fl.right_to_wrong} right to wrong, {fl.wrong_to_right} wrong to right); "
                      f"the largest log-likelihood margin it flipped: {f.margin.get(task, 0.0):.3f}.")
-    lines.append("")
-    bad = unstable(m)
-    if bad:
-        lines += ["| variant | metric | on sampling alone |", "|---|---|---|"]
-        lines += [md_row([v, mid, was]) for v, mid, was in bad] + [""]
+    lines += ["", "Each settled verdict is checked the same way: the variant's samples computed again under the "
+              "second arithmetic and judged against the baseline's under it, at the same look. A verdict the two "
+              "arithmetics do not both give is *unstable*: inconclusive, never a pass (docs/decision-rule.md "
+              "\"Engine noise\"). A variant that can no longer pass is not checked.", ""]
+    found = checked(m)
+    if found:
+        lines += ["| variant | metric | run's arithmetic | second arithmetic | |", "|---|---|---|---|---|"]
+        lines += [md_row([v, mid, a, b, "stable" if a == b else "**unstable**"]) for v, mid, a, b in found] + [""]
     if m.noise_flips:
         tasks = sorted({t for d in m.noise_flips.values() for t in d})
         lines += ["Flips against the baseline, and how many had a baseline margin within the noise floor's "
@@ -65,10 +73,10 @@ def noise_json(m: ModelReport) -> dict:
         return {"status": "missing"}
     return {"status": f.status, "why": f.why, "arithmetic": f.arithmetic,
             "intervals": {k: {"delta": iv.delta, "lo": iv.lo, "hi": iv.hi, "n": iv.n} for k, iv in f.intervals.items()},
-            "widths": f.widths(),
             "flips": {t: {"right_to_wrong": x.right_to_wrong, "wrong_to_right": x.wrong_to_right, "n": x.n}
                       for t, x in f.flips.items()},
             "margin": f.margin,
             "variant_flips": {v: {t: {"flips": a, "inside_noise_margin": b} for t, (a, b) in d.items()}
                               for v, d in m.noise_flips.items()},
-            "unstable": [{"variant": v, "metric": mid, "on_sampling": was} for v, mid, was in unstable(m)]}
+            "checked": [{"variant": v, "metric": mid, "run": a, "second": b} for v, mid, a, b in checked(m)],
+            "unstable": [{"variant": v, "metric": mid, "run": was} for v, mid, was in unstable(m)]}

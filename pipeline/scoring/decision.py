@@ -28,7 +28,7 @@ from pipeline.domain.metrics import split_id
 from pipeline.schema import Decision, TargetGpu, Task, Tolerance, gate
 from pipeline.scoring.planner import Plan
 from pipeline.scoring.rows import Evidence, Judgement, Key, Measured, Row, Settle, Verdict
-from pipeline.scoring.stats import Interval, engine_interval
+from pipeline.scoring.stats import Interval
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 NOT_CAPABLE = "the baseline cannot do this task"
@@ -47,10 +47,11 @@ def not_capable(v: Verdict) -> bool:
 
 def judge_metric(metric: str, base: float | None, interval: Interval | None, tol: Tolerance,
                  min_base: float | None, higher_is_better: bool = True, confidence: float = 0.95,
-                 noise: float | None = None) -> Verdict:
+                 second: tuple[str, str] | None = None) -> Verdict:
     """The verdict for one metric of one variant; `confidence`: the interval's (it only names it).
-    `noise`: the engine's noise floor for the metric (stage noise); the verdict is then judged on the
-    interval widened by it, and one that only sampling settles is `unstable` (never a pass)."""
+    `second`: (the metric's verdict under the engine's second arithmetic, its name), where evaluate
+    checked it (scoring/arith_check.py); a settled verdict it does not give is `unstable`: inconclusive,
+    never a pass."""
     if base is None:
         return Verdict(INCONCLUSIVE, NO_BASELINE)
     if min_base is not None and base < min_base:
@@ -60,12 +61,10 @@ def judge_metric(metric: str, base: float | None, interval: Interval | None, tol
     sign = 1.0 if higher_is_better else -1.0
     lo, hi = sorted((sign * interval.lo, sign * interval.hi))
     limit = allowed_drop(tol, base)
-    found = {"lo": lo, "hi": hi, "n": interval.n, "limit": limit, "confidence": confidence, "noise": noise}
+    found = {"lo": lo, "hi": hi, "n": interval.n, "limit": limit, "confidence": confidence, "second": second}
     on_sampling = settled(lo, hi, limit)
-    if noise is not None:
-        found["engine_interval"] = engine_interval(sign * interval.delta, lo, hi, noise, confidence)
-        if settled(*found["engine_interval"], limit) != on_sampling:
-            return Verdict(INCONCLUSIVE, **found, unstable=on_sampling)
+    if second is not None and on_sampling != INCONCLUSIVE and second[0] != on_sampling:
+        return Verdict(INCONCLUSIVE, **found, unstable=on_sampling)
     if on_sampling != INCONCLUSIVE:
         return Verdict(on_sampling, **found)
     return Verdict(INCONCLUSIVE, **found, settle=samples_to_settle(sign * interval.delta, lo, hi, limit, interval.n))
@@ -132,18 +131,17 @@ def missing_baseline(r: Measured, base_rows: dict[Pairing, Measured]) -> str:
 
 
 def judge(rows: list[Measured], evidence: dict[Key, Evidence], rule: Decision,
-          tasks: dict[str, Task] | None = None, noise: dict[str, dict[str, float]] | None = None) -> list[Row]:
+          tasks: dict[str, Task] | None = None) -> list[Row]:
     """Every row with its evidence (decide: comparison.compare; none for rows not compared) and its
-    judgement. `tasks`: eval.tasks, for per-task tolerances and min_baseline; `noise`: model -> metric
-    -> the engine's noise floor (scoring/noise.py), folded into the verdicts of rows of that model."""
+    judgement. `tasks`: eval.tasks, for per-task tolerances and min_baseline."""
     base_rows = baselines(rows, rule)
     return [Row(r, evidence.get(r.key, Evidence()), judgement(r, evidence.get(r.key, Evidence()), base_rows,
-                                                              rule, tasks or {}, (noise or {}).get(r.model, {})))
+                                                              rule, tasks or {}))
             for r in rows]
 
 
 def judgement(r: Measured, ev: Evidence, base_rows: dict[Pairing, Measured], rule: Decision,
-              tasks: dict[str, Task], noise: dict[str, float] | None = None) -> Judgement:
+              tasks: dict[str, Task]) -> Judgement:
     if r.status != "ok":
         return Judgement(r.status)
     base = baseline_for(r, base_rows)
@@ -164,7 +162,7 @@ def judgement(r: Measured, ev: Evidence, base_rows: dict[Pairing, Measured], rul
         task = split_id(metric)[0]
         found = judge_metric(metric, base.metrics.get(metric), ev.intervals.get(metric), tol, floor,
                              r.higher_is_better.get(metric, True),
-                             r.look_confidence(task) or rule.bootstrap.confidence, (noise or {}).get(metric))
+                             r.look_confidence(task) or rule.bootstrap.confidence, r.second(metric))
         verdicts[metric] = dataclasses.replace(found, look=r.look_text(task)) if found.lo is not None else found
     return Judgement(overall(verdicts), verdicts)
 

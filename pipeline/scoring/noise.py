@@ -1,13 +1,11 @@
 """The engine's own noise: the baseline under a second arithmetic (stage noise) against the baseline as
 run, sample by sample. Pure.
 
-Its paired interval per metric says how far the arithmetic alone moves a score; decide widens every
-verdict's interval by that much on each side (`width`: the larger bound of the interval in absolute
-value), so a verdict that the arithmetic could undo is `unstable`, never a pass. On choice tasks,
-`margin` is the largest log-likelihood margin (top choice minus runner-up, of the baseline) among
-the samples the arithmetic flipped: a variant's flip inside that margin is one the engine alone can
-make. The estimate is the baseline's: a damaged tier has more near-ties, so its own arithmetic noise
-can be larger (docs/decision-rule.md "Engine noise").
+Its paired interval per metric says how far the arithmetic alone moves the baseline's score (decide
+reports it; the verdicts are checked under the same arithmetic by evaluate, scoring/arith_check.py).
+On choice tasks, `margin` is the largest log-likelihood margin (top choice minus runner-up, of the
+baseline) among the samples the arithmetic flipped: a variant's flip inside that margin is one the
+engine alone can make (docs/decision-rule.md "Engine noise").
 """
 from __future__ import annotations
 
@@ -29,13 +27,6 @@ class NoiseFloor:
     flips: dict[str, Flips] = field(default_factory=dict)            # choice task -> flips
     margin: dict[str, float] = field(default_factory=dict)           # choice task -> largest flipped margin
 
-    def widths(self) -> dict[str, float]:
-        """metric id -> the between-arithmetic SD of a variant's delta. The second run's shift d of the
-        baseline is one draw of (arithmetic B - arithmetic A) of the mean: variance 2 s^2 for a per-run
-        arithmetic SD s; a variant's delta also involves two runs (it and the baseline, each one draw),
-        so its between-draw variance is 2 s^2 too, estimated by d^2 (one degree of freedom)."""
-        return {m: abs(iv.delta) for m, iv in self.intervals.items()}
-
 
 def margin(row: dict) -> float | None:
     """The top choice's log-likelihood minus the runner-up's; None for a row without choices."""
@@ -46,8 +37,7 @@ def margin(row: dict) -> float | None:
 def floor(result: dict, base_metrics: Iterable[str], base_samples: Samples, noise_samples: Samples,
           boot: Bootstrap) -> NoiseFloor:
     """The noise floor from the noise stage's result.json and samples against the baseline's; `base_metrics`:
-    the metric ids the baseline reports. Decide reports it, and evaluate's looks judge with the same
-    widths, so a look never stops on a verdict decide would not give."""
+    the metric ids the baseline reports."""
     if result.get("status") != "ok":
         return NoiseFloor(result.get("status", "missing"), result.get("reason"))
     intervals, flips, margins = {}, {}, {}

@@ -53,6 +53,15 @@ class Measured:
     phases: dict[str, float] = field(default_factory=dict)
     # report-only tasks evaluate did not run, and why (eval.sequential.probes: the variant cannot pass)
     not_run: dict[str, Any] = field(default_factory=dict)
+    # the settled verdicts checked under the engine's second arithmetic (result.json; scoring/arith_check.py)
+    arithmetic_check: dict[str, Any] = field(default_factory=dict)
+
+    def second(self, metric: str) -> tuple[str, str] | None:
+        """(the metric's verdict under the second arithmetic, that arithmetic) where evaluate checked it."""
+        c = (self.arithmetic_check.get("metrics") or {}).get(metric)
+        if c is None or c.get("status") is None:
+            return None
+        return c["second"], self.arithmetic_check.get("arithmetic") or "the second arithmetic"
 
     def look_confidence(self, task: str) -> float | None:
         """The confidence of the task's last look (its repeated interval's), None for a fixed-n task."""
@@ -105,9 +114,8 @@ class Verdict:
     limit: float | None = None
     settle: Settle | None = None
     confidence: float = 0.95         # of the interval (decision.bootstrap.confidence)
-    noise: float | None = None       # the engine's between-arithmetic SD of this delta (scoring/noise.py)
-    unstable: str | None = None      # the verdict on sampling alone, when the engine's noise undoes it
-    engine_interval: tuple[float, float] | None = None   # the interval with that noise folded in
+    second: tuple[str, str] | None = None   # (its verdict under the engine's second arithmetic, that arithmetic)
+    unstable: str | None = None      # the run's verdict, when the second arithmetic does not give it
     look: str | None = None          # the look it was read at (eval.sequential), e.g. "look 2 of 4, ..."
 
     @property
@@ -117,12 +125,12 @@ class Verdict:
             return self.note
         ci = f"{confidence_text(self.confidence)} CI [{self.lo:+.2f}, {self.hi:+.2f}] (n={self.n})"
         relation = {"pass": "lies above", "fail": "lies below"}.get(self.verdict, "straddles")
-        if self.noise is not None:
-            elo, ehi = self.engine_interval
-            ci += f", with the engine's noise (SD {self.noise:.2f}) [{elo:+.2f}, {ehi:+.2f}]"
         text = f"{ci} {relation} -{self.limit:.2f}"
         if self.unstable is not None:
-            text = f"unstable: {self.unstable} on sampling alone, not once the engine's own noise is added; {text}"
+            text = (f"unstable: {self.unstable} in the run's arithmetic, {self.second[0]} under "
+                    f"{self.second[1]}; {text}")
+        elif self.second is not None:
+            text += f"; the same under {self.second[1]}"
         if self.look is not None:
             text += f" (read at {self.look})"
         return f"{text}; {self.settle.text()}" if self.settle is not None else text

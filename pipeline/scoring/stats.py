@@ -46,14 +46,6 @@ def binary(lost: int, gained: int, n: int, confidence: float, se: float | None) 
     return Interval(100.0 * (gained - lost) / n, 100.0 * float(lo), 100.0 * float(hi), n, se, (lost, gained))
 
 
-def engine_interval(delta: float, lo: float, hi: float, sd: float, confidence: float) -> tuple[float, float]:
-    """The interval with the arithmetic's between-draw variance folded in: each side's sampling half-width
-    and z x `sd` added in quadrature (z: the interval's normal quantile). Decide judges on it, and so
-    do evaluate's looks (backends/looks_runner.py)."""
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    return (delta - math.hypot(delta - lo, z * sd), delta + math.hypot(hi - delta, z * sd))
-
-
 def repeated(iv: Interval, confidence: float) -> Interval:
     """The look's repeated confidence interval (Jennison & Turnbull ch. 9): for a 0/100 metric the score
     interval of its discordant pairs at `confidence`, else delta -/+ z x SE with the bootstrap's SE (a

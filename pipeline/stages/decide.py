@@ -209,8 +209,7 @@ def main(st: runner.Stage) -> None:
     samples = read_all_samples(measured)
     found = compare(params, measured, samples)
     floors = {m: noise_floor(params, measured, m, samples) for m in params.models}
-    rows = decision.judge(measured, found.evidence, params.decision, params.eval.tasks,
-                          {m: f.widths() for m, f in floors.items()})
+    rows = decision.judge(measured, found.evidence, params.decision, params.eval.tasks)
     planned = plan_rows(params, rows)
     models = {name: model_report(params, rows, name, found, planned, samples, floors[name])
               for name in params.models}

@@ -55,7 +55,8 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
         looks=dict(res.get("looks") or {}), seconds=res.get("seconds"), long_context=res.get("long_context"),
         task_seconds={t: (v["computed"], v["seconds"])
                       for t, v in ((res.get("sample_cache") or {}).get("tasks") or {}).items()},
-        phases=dict(res.get("phases") or {}), not_run=dict(res.get("not_run") or {}))
+        phases=dict(res.get("phases") or {}), not_run=dict(res.get("not_run") or {}),
+        arithmetic_check=dict(res.get("arithmetic_check") or {}))
 
 
 def refused(res: dict) -> str | None:

@@ -18,6 +18,7 @@ import shutil
 import sys
 import time
 import traceback
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -26,13 +27,12 @@ from pipeline import errors, io, paths, schema
 from pipeline.backends import Unsupported, Variant
 from pipeline.backends.base import baseline_variant
 from pipeline.backends.fidelity_compare import measure_fidelity
-from pipeline.backends import longctx, sample_cache
+from pipeline.backends import longctx, sample_cache, second_arithmetic
 from pipeline.backends.lm_eval_runner import (WallBudgetExceeded, flat, run_tasks, run_within, wall_limit,
                                               without_refused)
 from pipeline.backends.looks_runner import Looked, gates_from, run_looks
 from pipeline.domain import fidelity_set, looks, provenance, task_rows, tasks
 from pipeline.domain.prompts import throughput_prompts
-from pipeline.scoring import noise
 from pipeline.scoring.planner import roofline
 from pipeline.stages import runner
 from pipeline.backends.selection import select
@@ -43,6 +43,7 @@ class Served:
     """A variant's started session, and the cache of what it already measured (None: an endpoint)."""
     session: Any
     cache: sample_cache.SampleCache | None
+    variant: Variant | None = None
 
 
 Quality = Callable[[Served, list, dict], tuple[dict, dict, "str | None"]]   # (served, specs, result) -> run_within's
@@ -117,7 +118,7 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
             specs = without_refused(specs, getattr(session, "loglik_refusal", None), result)
             cache = None if backend.name == "endpoint" else sample_cache.SampleCache(
                 sample_cache.variant_key(params, variant, backend.name, session.info))
-            served = Served(session, cache)
+            served = Served(session, cache, variant)
             metrics, samples, cut = quality(served, specs, result)
             clock.lap("tasks")
             if cut:
@@ -196,34 +197,46 @@ def copied_baseline(model: str, out_dir: Path) -> dict[str, Any]:
     return {**io.read_json(src / paths.RESULT_FILE), "copied_from": str(src)}
 
 
-def baseline_samples(params: schema.Params, model: str) -> tuple | None:
-    """(the baseline's samples, each gated metric's gate, the bootstrap) for the looks; None without
-    eval.sequential or when the baseline did not run (the variant then runs every task to its cap).
-    The gates carry the engine's noise floor (stage noise) that decide folds into the verdicts."""
+@dataclass(frozen=True)
+class Against:
+    """What a variant's looks judge against: the baseline's samples (stage baseline), each gated
+    metric's gate, and the baseline's samples under the second arithmetic (stage noise; a string: why
+    there are none) for the check of each settled verdict."""
+    samples: dict[str, list[dict]]
+    gates: dict
+    second: dict[str, list[dict]] | str
+
+
+def baseline_samples(params: schema.Params, model: str) -> Against | None:
+    """None without eval.sequential or when the baseline did not run (the variant then runs every task
+    to its cap)."""
     res = io.read_json(paths.baseline_dir(model) / paths.RESULT_FILE)
     if params.eval.sequential is None or res.get("status") != "ok":
         return None
-    samples = task_rows.read_samples(paths.baseline_dir(model))
-    floor = noise.floor(io.read_json(paths.noise_dir(model) / paths.RESULT_FILE), res["metrics"], samples,
-                        task_rows.read_samples(paths.noise_dir(model)), params.decision.bootstrap)
-    gates = gates_from(res["metrics"], res.get("higher_is_better", {}), params.gate, floor.widths())
-    return samples, gates, params.decision.bootstrap
+    gates = gates_from(res["metrics"], res.get("higher_is_better", {}), params.gate)
+    return Against(task_rows.read_samples(paths.baseline_dir(model)), gates,
+                   second_arithmetic.baseline_second(params, model))
 
 
-def in_looks(served: Served, specs: list[tasks.TaskSpec], params: schema.Params, against: tuple,
-             result: dict) -> tuple[dict, dict, str | None]:
+def in_looks(served: Served, specs: list[tasks.TaskSpec], params: schema.Params, against: Against,
+             result: dict, out_dir: Path | None = None) -> tuple[dict, dict, str | None]:
     """run_looks within the session's time budget, reading what the sample cache has (not for an
-    endpoint: its server may change); result gets the looks, the cache's counts and where it stopped."""
+    endpoint: its server may change), each verdict settled in both arithmetics; result gets the looks,
+    the check, the cache's counts and where it stopped."""
     done, cut = Looked(), None
     session = served.session
-    try:
-        with wall_limit(session.remaining_s()):
-            run_looks(session, specs, params.eval, *against, done=done, report_only=tasks.report_only(specs, params.tolerance),
-                      chunk_run=reading_cache(served, params, specs, result))
-    except WallBudgetExceeded as e:
-        if not done.metrics:
-            raise Unsupported(f"too slow here: lm-eval {e}") from None
-        cut = f"too slow here: lm-eval {e}; not measured: " + ", ".join(s.name for s in specs if s.name not in done.record)
+    with ExitStack() as stack:
+        check = second_arithmetic.second(served, params, specs, against.second, stack, result)
+        try:
+            with wall_limit(session.remaining_s()):
+                run_looks(session, specs, params.eval, against.samples, against.gates, params.decision.bootstrap,
+                          done=done, report_only=tasks.report_only(specs, params.tolerance),
+                          chunk_run=reading_cache(served, params, specs, result), second=check)
+        except WallBudgetExceeded as e:
+            if not done.metrics:
+                raise Unsupported(f"too slow here: lm-eval {e}") from None
+            cut = f"too slow here: lm-eval {e}; not measured: " + ", ".join(s.name for s in specs if s.name not in done.record)
+    second_arithmetic.finish(check, done, result, out_dir)
     result["looks"] = done.record
     if done.stopped:
         result["stopped"] = done.stopped
@@ -277,7 +290,7 @@ def main(st: runner.Stage) -> None:
         against = baseline_samples(params, model) if record.get("status") == "ok" else None
         checkpoint = paths.serving_checkpoint(model, tier, kv, calibrated)
         quality = None if against is None else (
-            lambda served, specs, result: in_looks(served, specs, params, against, result))
+            lambda served, specs, result: in_looks(served, specs, params, against, result, out_dir))
         long = None if params.eval.long_context is None else (
             lambda served, result: long_context(served, params, model, result))
         return evaluate(params, model, tier, kv, out_dir, checkpoint, record, quality, long)

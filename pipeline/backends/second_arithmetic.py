@@ -1,0 +1,101 @@
+"""The engine's second arithmetic for a variant's looks (looks_runner.Second; scoring/arith_check.py):
+the variant's samples computed again in its session's `second_arithmetic` (the reference backend: the
+variant loaded a second time in serving.reference.noise_arithmetic; vLLM: the same server, lm-eval's
+requests in another batch composition), through the sample cache, opened the first time a verdict
+needs checking and kept open until the looks are done; judged against the baseline's samples in that
+arithmetic (stage noise's).
+
+result.json "arithmetic_check": {status: ok | not needed | not checked | unsupported, why, arithmetic,
+metrics: {metric id: {first, second, status}}, sample_cache, seconds}; the samples go to
+<variant dir>/second_arithmetic/samples/.
+"""
+from __future__ import annotations
+
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from pipeline import io, paths, schema
+from pipeline.backends import Unsupported, sample_cache
+from pipeline.backends.lm_eval_runner import run_tasks
+from pipeline.backends.looks_runner import Looked
+from pipeline.domain import looks, task_rows, tasks
+from pipeline.scoring import arith_check
+
+DIR = "second_arithmetic"
+
+
+class Checker:
+    """looks_runner.Second over a served variant; `stack` closes the second session with the looks."""
+
+    def __init__(self, served, params: schema.Params, specs: list[tasks.TaskSpec],
+                 baseline: dict[str, list[dict]], stack: ExitStack):
+        self.served, self.params, self.specs, self.baseline, self.stack = served, params, specs, baseline, stack
+        self.session = None
+        self.record: dict[str, Any] = {"status": "ok"}
+        self.seconds = 0.0
+
+    def rows(self, spec: tasks.TaskSpec, start: int, stop: int) -> list[dict] | None:
+        if self.record["status"] != "ok":
+            return None
+        t0 = time.perf_counter()
+        if self.session is None:
+            try:
+                self.session = self.stack.enter_context(self.served.session.second_arithmetic(self.served.variant))
+            except Unsupported as e:
+                self.record.update(status="unsupported", why=str(e))
+                return None
+            info = self.session.info
+            self.record["arithmetic"] = (info.get("arithmetic")
+                                         or f"lm-eval requests {info.get('num_concurrent')} at a time")
+            self.run = run_tasks
+            if self.served.cache is not None:       # an endpoint's server may change: nothing kept
+                cache = sample_cache.SampleCache(sample_cache.variant_key(self.params, self.served.variant,
+                                                                          info["backend"], info))
+                self.record["sample_cache"] = counts = {}
+                self.run = sample_cache.cached(cache, sample_cache.task_keys(self.params, self.specs), run_tasks,
+                                               counts)
+        rows = self.run(self.session, [looks.chunk(spec, start, stop)], self.params.eval)[1][spec.name]
+        self.seconds += time.perf_counter() - t0
+        return rows
+
+
+def second(served, params: schema.Params, specs: list[tasks.TaskSpec], baseline: dict[str, list[dict]] | str,
+           stack: ExitStack, result: dict) -> Checker | None:
+    """The looks' second arithmetic, or None (result["arithmetic_check"] says why: no baseline samples
+    under it, or a backend without one)."""
+    if isinstance(baseline, str):
+        result["arithmetic_check"] = {"status": "not checked", "why": baseline}
+        return None
+    if not hasattr(served.session, "second_arithmetic") or served.variant is None:
+        result["arithmetic_check"] = {"status": "unsupported", "why": "this backend has no second arithmetic"}
+        return None
+    return Checker(served, params, specs, baseline, stack)
+
+
+def finish(checker: Checker | None, done: Looked, result: dict, out_dir: Path | None) -> None:
+    """result["arithmetic_check"] from the looks' records; the second arithmetic's samples to out_dir."""
+    if checker is None:
+        return
+    found = arith_check.metrics_record(done.record)
+    if checker.record["status"] != "ok":
+        result["arithmetic_check"] = checker.record
+        return
+    if checker.session is None:
+        why = "the variant cannot pass" if done.cannot_pass() else "no verdict settled"
+        result["arithmetic_check"] = {"status": "not needed", "why": why}
+        return
+    result["arithmetic_check"] = {**checker.record, "metrics": found, "seconds": round(checker.seconds, 1)}
+    for name, rows in done.second_rows.items():
+        if out_dir is not None:
+            io.atomic_write_jsonl(out_dir / DIR / paths.SAMPLES / f"{name}.jsonl", rows)
+
+
+def baseline_second(params: schema.Params, model: str) -> dict[str, list[dict]] | str:
+    """task -> the baseline's samples under the second arithmetic (stage noise), or why there are none."""
+    res = io.read_json(paths.noise_dir(model) / paths.RESULT_FILE)
+    if res.get("status") != "ok":
+        return f"no second arithmetic: stage noise {res.get('status', 'missing')}" + (
+            f" ({res['reason']})" if res.get("reason") else "")
+    return task_rows.read_samples(paths.noise_dir(model))

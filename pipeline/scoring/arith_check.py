@@ -1,0 +1,75 @@
+"""A verdict settled in both of the engine's arithmetics (docs/decision-rule.md "Engine noise"). Pure.
+
+A variant's looks read each gated metric's interval in the run's own arithmetic (bfloat16 on most
+CPUs). Once a metric settles there, evaluate computes the same samples of the variant again under the
+second arithmetic (the one stage noise runs the baseline in: float32 against bfloat16; on vLLM another
+batch composition) and judges them against the baseline's samples under it, by the same rule at the
+same look's confidence: the comparison a machine computing in the other arithmetic would make. Look by
+look, each metric is
+
+  settled    once both arithmetics have settled it alike (pass and pass, or fail and fail), at the
+             later of their two looks;
+  unstable   when they settle it differently, or one has settled it and the other has not by the cap:
+             inconclusive, never a pass, never recommended;
+  open       otherwise: the looks go on.
+
+Why this rule and not the baseline's shift folded into every interval: a damaged tier has more near-ties
+than the baseline, so its own arithmetic noise can be larger than the baseline's. For a tier exactly at
+its margin whose delta each arithmetic shifts by N(0, tau), a pass needs both arithmetics to pass it,
+which holds the false-pass rate at alpha while tau is up to the sampling SE; one arithmetic alone does
+not (tests/test_arith_check.py simulates both through the look runner).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.domain.metrics import metric_id
+
+STABLE, UNSTABLE = "stable", "unstable"
+OPEN = "inconclusive"
+
+
+@dataclass(frozen=True)
+class State:
+    settled: dict[str, dict] = field(default_factory=dict)     # metric -> {"verdict", "look", "n"}
+    unstable: list[str] = field(default_factory=list)
+
+    def failed(self) -> bool:
+        return any(s["verdict"] == "fail" for s in self.settled.values())
+
+
+def state(first: dict[str, dict], second: dict[str, dict], metrics: list[str], at_cap: bool = False) -> State:
+    """The task's metrics from what each arithmetic has settled (metric -> {"verdict", "look", "n"});
+    `at_cap`: the last look, where a metric only one arithmetic settled is unstable."""
+    settled, unstable = {}, []
+    for m in metrics:
+        a, b = first.get(m), second.get(m)
+        if a is not None and b is not None:
+            if a["verdict"] == b["verdict"]:
+                settled[m] = max(a, b, key=lambda x: x["look"])
+            else:
+                unstable.append(m)
+        elif at_cap and (a is not None or b is not None):
+            unstable.append(m)
+    return State(settled, unstable)
+
+
+def metrics_record(record: dict[str, dict[str, Any]]) -> dict[str, dict[str, str | None]]:
+    """metric (task-local) per task -> {"first", "second", "status"} from a task's looks record, for the
+    tasks the check ran on (those with a "second" entry)."""
+    out = {}
+    for task, r in record.items():
+        if "second" not in r:
+            continue
+        for m, a in r["first"].items():
+            b = r["second"].get(m, {}).get("verdict", OPEN)
+            out[metric_id(task, m)] = {"first": a["verdict"], "second": b,
+                                  "status": UNSTABLE if m in r.get("unstable", []) else STABLE if b == a["verdict"]
+                                  else None}
+    return out
+
+
+def unstable(check: dict[str, Any]) -> list[str]:
+    """The metric ids a result.json `arithmetic_check` found unstable."""
+    return [m for m, c in (check.get("metrics") or {}).items() if c.get("status") == UNSTABLE]
