@@ -44,3 +44,17 @@ def test_a_noise_session_computes_in_the_second_arithmetic_and_compares_with_the
         ((kl, agree),) = noisy.exact_fidelity(v, ids)          # against the baseline in the plain arithmetic
     assert 0 < (p - q).abs().max() < 0.1
     assert float(kl.max()) > 0 and agree.mean() > 0.8
+
+
+def test_a_session_opens_its_variant_in_the_second_arithmetic_beside_itself(tmp_path, root):
+    """evaluate's check of each settled verdict (backends/second_arithmetic.py) opens this while the
+    variant's own session stays open."""
+    ckpt = tiny_model.build(tmp_path / "tiny", root)
+    v = Variant("tiny", "fp16", "auto", ckpt, Model(source="local:tiny", dtype="float16", apply_chat_template=False, add_bos_token=False),
+                Tier(method="baseline"), KvMode(cache_dtype="auto"), serve_path=ckpt)
+    ids = torch.tensor([list(range(5, 40))])
+    with ReferenceBackend(Reference(dtype="float32"), Eval(tasks={})).session(v) as plain:
+        with plain.second_arithmetic(v) as second:
+            assert second.info["arithmetic"].startswith("bf16-operands") and "arithmetic" not in plain.info
+            assert second.model is not plain.model
+            assert 0 < (plain.model(ids).logits - second.model(ids).logits).abs().max() < 0.1

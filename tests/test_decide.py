@@ -345,6 +345,7 @@ def test_the_engine_noise_floor_is_shown_and_a_verdict_the_second_arithmetic_doe
     assert "Engine noise: 1 settled verdict checked under a second arithmetic (bf16-operands: test), 1 unstable" in md
     assert "### Engine noise floor" in md and "| classification/acc | -5.00 [" in md
     assert "| int8-auto | classification/acc | pass | inconclusive | **unstable** |" in md
+    assert "(unstable)" in next(line for line in md.splitlines() if line.startswith("| int8 | auto |"))
     data = json.loads((project / "results/decision.json").read_text())
     floor = data["noise_floor"]["m"]
     assert floor["status"] == "ok" and floor["intervals"]["classification/acc"]["delta"] == pytest.approx(-5.0)

@@ -416,9 +416,9 @@ def test_session_records_the_served_compute_dtype_and_load(tmp_path, monkeypatch
     fake.write_text(HEALTHY_ENGINE)
     monkeypatch.setattr(vllm_argv, "LAUNCHER", fake)
     monkeypatch.setattr(vllm_backend, "accelerator_available", lambda: gpu)
-    seen = {}
+    seen = []
     monkeypatch.setattr(vllm_backend, "_local_completions", lambda url, served, tok, cfg, ev, add_bos, **k:
-                        seen.setdefault("num_concurrent", cfg.num_concurrent))
+                        seen.append(cfg.num_concurrent) or cfg.num_concurrent)
     # the server contract has its own fake servers (tests/test_preflight.py); this engine only starts and answers
     monkeypatch.setattr(vllm_backend, "_encoder", lambda target: None)
     monkeypatch.setattr(vllm_backend.preflight, "check",
@@ -427,10 +427,14 @@ def test_session_records_the_served_compute_dtype_and_load(tmp_path, monkeypatch
     with backend.session(variant(tmp_path, dtype="float16")) as session:
         assert session.info["device"] == ("gpu" if gpu else "cpu")
         assert session.info["compute_dtype"] == dtype and session.info["engine"]["dtype"] == f"torch.{dtype}"
-        assert session.info["num_concurrent"] == concurrent == seen["num_concurrent"]
+        assert session.info["num_concurrent"] == concurrent == seen[0] == session.lm
         assert session.cfg.bench.num_prompts == (200 if gpu else 16)
         # the version is the server's own answer, not a lookup in the pipeline's environment
         assert session.engine_version == "0.33.0+served"
+        # the second arithmetic: the same server, lm-eval's requests one at a time (stage noise's)
+        with session.second_arithmetic(variant(tmp_path, dtype="float16")) as twin:
+            assert twin.server is session.server and twin.info["num_concurrent"] == 1 == twin.lm == seen[-1]
+        assert session.lm == concurrent and session.info["num_concurrent"] == concurrent
 
 
 def test_prompt_logprobs_are_parsed_sorted_and_padded():

@@ -77,8 +77,8 @@ def seconds_text(m: ModelReport, rows: list[Row]) -> str:
             "sample of the task).")
 
 
-PHASES = {"load": "loading", "tasks": "the tasks", "fidelity": "fidelity", "long_context": "long context",
-          "throughput": "the load test"}
+PHASES = {"load": "loading", "tasks": "the tasks", "second_arithmetic": "their check in the second arithmetic",
+          "fidelity": "fidelity", "long_context": "long context", "throughput": "the load test"}
 
 
 def phases_text(rows: list[Row]) -> str:

@@ -57,8 +57,10 @@ def decided_cell(r: Row, task: str, base: Baseline | None) -> str:
     wanted = {FAIL: (FAIL,), PASS: (PASS,)}.get(verdict, ("inconclusive",))
     deciding = [mid for mid, v in counted.items() if v.verdict in wanted]
     deltas = r.evidence.deltas
-    parts = [f"{label(mid, with_task=False)} {deltas[mid]:+.1f}" if mid in deltas
-             else f"{label(mid, with_task=False)} n/a" for mid in deciding]
+    # unstable: settled in one arithmetic only (docs/decision-rule.md "Engine noise")
+    parts = [(f"{label(mid, with_task=False)} {deltas[mid]:+.1f}" if mid in deltas
+              else f"{label(mid, with_task=False)} n/a") + (" (unstable)" if counted[mid].unstable else "")
+             for mid in deciding]
     return f"{MARK[verdict]} " + ", ".join(parts)
 
 

@@ -72,15 +72,19 @@ def measured(served: Served, name: str, spec: Any, compute: Callable[[], Any], r
 
 class Phases:
     """result["phases"]: seconds per part of an evaluation (load: the model and its session; tasks;
-    fidelity; long_context; throughput), so a run's cost can be read per part; the stage's `seconds`
+    second_arithmetic: their check, with its own load; fidelity; long_context; throughput), so a run's cost can be read per part; the stage's `seconds`
     less their sum is the process's own start (imports) and the writing of its outputs."""
 
     def __init__(self, result: dict):
         self.phases, self.t = result.setdefault("phases", {}), time.perf_counter()
 
-    def lap(self, name: str) -> None:
+    def lap(self, name: str, within: tuple[str, float | None] = ("", None)) -> None:
+        """`within`: (a part of this phase, its seconds), recorded apart from it."""
         now = time.perf_counter()
-        self.phases[name] = round(now - self.t, 1)
+        part, spent = within
+        self.phases[name] = round(now - self.t - (spent or 0.0), 1)
+        if spent:
+            self.phases[part] = spent
         self.t = now
 
 
@@ -120,7 +124,7 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
                 sample_cache.variant_key(params, variant, backend.name, session.info))
             served = Served(session, cache, variant)
             metrics, samples, cut = quality(served, specs, result)
-            clock.lap("tasks")
+            clock.lap("tasks", ("second_arithmetic", (result.get("arithmetic_check") or {}).get("seconds")))
             if cut:
                 result["cut"] = cut
             # quality before load: under a wall budget the load test is what gets cut. A variant that
