@@ -1,15 +1,16 @@
 """Stage noise@<model>: the baseline evaluated again under a second, equally valid arithmetic of the same
-engine, so decide can tell the engine's own noise from a tier's quantization error.
+engine, so decide can tell the engine's own noise from a tier's quantization error, and evaluate can
+judge each variant's verdicts again in that arithmetic (scoring/arith_check.py).
 
     python -m pipeline.stages.noise <model>
 
 The same gated tasks, samples and prompts as evaluate@<model>-<baseline> (not the report-only ones: no
-verdict of theirs to widen); the reference backend computes in
+verdict of theirs to check); the reference backend computes in
 serving.reference.noise_arithmetic (auto: bf16-operands where the run computes in float32, float32
 where it computes in bfloat16: pipeline/backends/arithmetic.py), vLLM with another batch composition
 (pipeline/backends/selection.py). Fidelity: the same KL and top-1 agreement as a variant's, against
 the baseline in the run's own arithmetic. Writes results/noise/<model>/{result.json, samples/}; with
-`eval.noise_floor: false` a result saying so, and decide then judges on sampling alone.
+`eval.noise_floor: false` a result saying so, and the verdicts then rest on the run's arithmetic alone.
 """
 from __future__ import annotations
 
@@ -88,7 +89,7 @@ def main(st: runner.Stage) -> None:
             raise SystemExit(2) from None
         except Unsupported as e:
             result = {"model": model, "status": "unsupported", "reason": str(e)}
-        except Exception as e:  # noqa: BLE001 - the decision goes on, on sampling alone, and says so
+        except Exception as e:  # noqa: BLE001 - the decision goes on, on one arithmetic, and says so
             traceback.print_exc()
             result = {"model": model, "status": "failed", "reason": errors.one_line(e)}
     result["seconds"] = round(time.perf_counter() - t0, 1)
