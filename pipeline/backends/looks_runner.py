@@ -162,7 +162,7 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
         state = arith_check.state(first, other if checking else first, list(mine))
         if len(state.settled) + len(state.unstable) == len(mine) or state.failed():
             break
-    state = arith_check.state(first, other if checking else first, list(mine), at_cap=True)
+    state = arith_check.state(first, other if checking else first, list(mine), at_cap=k == len(sizes) - 1)
     rows.sort(key=lambda r: r["doc_id"])
     done.metrics[spec.name] = task_rows.TaskResult(looks.scores_from_rows(spec, rows), rows,
                                                dict(spec.higher_is_better))
