@@ -47,6 +47,7 @@ def noise_lines(m: ModelReport) -> list[str]:
         lines.append(f"{task}: {fl.right_to_wrong + fl.wrong_to_right} of {fl.n} predictions flipped under the "
                      f"second arithmetic ({fl.right_to_wrong} right to wrong, {fl.wrong_to_right} wrong to right); "
                      f"the largest log-likelihood margin it flipped: {f.margin.get(task, 0.0):.3f}.")
+    lines += kl_line(f.fidelity)
     lines += ["", "Each settled verdict is checked the same way: the variant's samples computed again under the "
               "second arithmetic and judged against the baseline's under it, at the same look. A verdict the two "
               "arithmetics do not both give is *unstable*: inconclusive, never a pass (docs/decision-rule.md "
@@ -67,6 +68,20 @@ def noise_lines(m: ModelReport) -> list[str]:
     return lines
 
 
+def kl_line(fid: dict | None) -> list[str]:
+    """The second arithmetic's next-token KL and top-1 agreement against the baseline as run (the
+    fidelity texts): the floor under every variant's KL in *Fidelity*."""
+    if not fid or fid.get("status") != "ok" or "kl_mean" not in fid:
+        why = (fid or {}).get("why") or (fid or {}).get("status") or "not measured"
+        return [f"Fidelity under the second arithmetic: {why}."]
+    lo, hi = fid["kl_mean_ci"]
+    alo, ahi = fid["top1_agreement_ci"]
+    return [f"Fidelity under the second arithmetic against the baseline as run ({fid['n_texts']} texts, "
+            f"{fid['n_tokens']:,} tokens): KL mean {fid['kl_mean']:.4f} [{lo:.4f}, {hi:.4f}] nats/token, p99 "
+            f"{fid['kl_p99']:.3f}, top-1 agreement {fid['top1_agreement']:.1f}% [{alo:.1f}, {ahi:.1f}]: a variant's "
+            "KL in *Fidelity* at or below this is within the engine's own noise."]
+
+
 def noise_json(m: ModelReport) -> dict:
     f = m.noise
     if f is None:
@@ -75,7 +90,7 @@ def noise_json(m: ModelReport) -> dict:
             "intervals": {k: {"delta": iv.delta, "lo": iv.lo, "hi": iv.hi, "n": iv.n} for k, iv in f.intervals.items()},
             "flips": {t: {"right_to_wrong": x.right_to_wrong, "wrong_to_right": x.wrong_to_right, "n": x.n}
                       for t, x in f.flips.items()},
-            "margin": f.margin,
+            "margin": f.margin, "fidelity": f.fidelity,
             "variant_flips": {v: {t: {"flips": a, "inside_noise_margin": b} for t, (a, b) in d.items()}
                               for v, d in m.noise_flips.items()},
             "checked": [{"variant": v, "metric": mid, "run": a, "second": b} for v, mid, a, b in checked(m)],

@@ -26,6 +26,7 @@ class NoiseFloor:
     intervals: dict[str, Interval] = field(default_factory=dict)     # metric id -> second run - baseline
     flips: dict[str, Flips] = field(default_factory=dict)            # choice task -> flips
     margin: dict[str, float] = field(default_factory=dict)           # choice task -> largest flipped margin
+    fidelity: dict | None = None     # KL and top-1 of the second arithmetic against the baseline as run
 
 
 def margin(row: dict) -> float | None:

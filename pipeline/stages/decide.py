@@ -20,7 +20,7 @@ from pipeline.scoring.comparison import Comparison
 from pipeline.scoring.decision import Recommendation
 from pipeline.scoring.rows import Measured, Row
 from pipeline.stages import runner
-from pipeline.stages.decide_inputs import Samples, baseline_of, build_row, read_all_samples
+from pipeline.stages.decide_inputs import Samples, baseline_of, build_row, fidelity_summary, read_all_samples
 
 MODEL_DTYPE_CACHE = "auto"     # kv_modes.<mode>.cache_dtype of a cache kept in the model's dtype (vLLM's name)
 
@@ -116,8 +116,11 @@ def noise_floor(params: schema.Params, measured: list[Measured], model: str, sam
     base = baseline_of(params, measured, model)
     if base is None:
         return noise.NoiseFloor("missing", "the baseline did not run")
-    return noise.floor(io.read_json(result_file), base.metrics, samples[base.key],
-                       task_rows.read_samples(paths.noise_dir(model)), params.decision.bootstrap)
+    res = io.read_json(result_file)
+    found = noise.floor(res, base.metrics, samples[base.key], task_rows.read_samples(paths.noise_dir(model)),
+                        params.decision.bootstrap)
+    kl = fidelity_summary(res.get("fidelity"), paths.noise_dir(model), params.decision.bootstrap)
+    return dataclasses.replace(found, fidelity=kl) if found.status == "ok" else found
 
 
 def noise_flips(mine: list[Row], base: Measured, samples: Samples, floor: noise.NoiseFloor
