@@ -68,8 +68,8 @@ def test_planned_power_without_a_previous_run(project, params_dict):
     lines = config.planned_power(schema.parse(params_dict), project)
     assert lines[0] == "planned power (80%, one-sided alpha 0.025; no previous run: SD unknown):"
     assert "  translation: limit 24, 24 samples" in lines
-    # 2.8016 / sqrt(640) = 0.1107
-    assert "    acc: tolerance 3.00, SD unknown (MDD at n=640 = 0.11 x SD)" in lines
+    n = params_dict["eval"]["tasks"]["classification"]["limit"]      # the shipped cap
+    assert f"    acc: tolerance 3.00, SD unknown (MDD at n={n} = {2.8016 / math.sqrt(n):.2f} x SD)" in lines
     assert not any("macro_f1" in x or "rouge1" in x for x in lines)      # not gated
     # the default retrieval suite has no tolerance: said so, and no power line
     at = lines.index("  retrieval_1024: limit None, 3 samples; report only (no tolerance): every variant "
@@ -86,15 +86,18 @@ def test_planned_power_from_the_last_run(project, params_dict):
          "power": {"classification/acc": {"sd": 4.0, "n": 160, "mdd": 0.9, "n_for_80pct_power": 15}}}])
     lines = config.planned_power(schema.parse(params_dict), project)
     assert "from last run (2030-01-02 03:04 UTC)" in lines[0]
-    # the median variant plans: SD (10 + 4) / 2 = 7, MDD 2.8016 * 7 / sqrt(640) = 0.8,
+    cap = params_dict["eval"]["tasks"]["classification"]["limit"]
+    # the median variant plans: SD (10 + 4) / 2 = 7, MDD 2.8016 * 7 / sqrt(cap),
     # n80 = ceil((2.8016 * 7 / 3)^2) = 43
-    assert "    acc: tolerance 3.00, SD 7.0 -> MDD 0.8 at n=640; n for 80% power: 43" in lines
+    assert f"    acc: tolerance 3.00, SD 7.0 -> MDD {2.8016 * 7 / math.sqrt(cap):.1f} at n={cap}; n for 80% power: 43" \
+        in lines
     n = params_dict["eval"]["tasks"]["summarization"]["limit"]      # the shipped cap (96: MDD 0.29 x SD)
     assert f"    rougeL: tolerance 3.00, SD unknown (MDD at n={n} = {2.8016 / math.sqrt(n):.2f} x SD)" in lines
     # in looks (params.yaml's eval.sequential): SD 7 makes an unchanged tier clear the 3-point margin early
-    looked = next(x for x in lines if x.startswith("      in looks 160/320/480/640: expected samples"))
+    sizes = "/".join(str(cap * k // 4) for k in (1, 2, 3, 4))
+    looked = next(x for x in lines if x.startswith(f"      in looks {sizes}: expected samples"))
     expected = int(looked.split("expected samples ")[1].split()[0])
-    assert expected < 640 and looked.endswith("at most 640"), looked
+    assert expected < cap and looked.endswith(f"at most {cap}"), looked
 
 
 def test_planned_power_relative_tolerance_uses_the_last_baseline(project, params_dict):
@@ -105,7 +108,9 @@ def test_planned_power_relative_tolerance_uses_the_last_baseline(project, params
     last_run(project, [{"tier": "fp16", "kv": "auto", "status": "ok", "metrics": {"classification/acc": 60.0}},
                        {"tier": "int8", "kv": "auto", "status": "ok", "metrics": {"classification/acc": 59.0},
                         "power": {"classification/acc": {"sd": 10.0, "n": 160, "mdd": 2.2, "n_for_80pct_power": 88}}}])
-    assert "    acc: tolerance 3.00, SD 10.0 -> MDD 1.1 at n=640; n for 80% power: 88" in config.planned_power(p, project)
+    cap = d["eval"]["tasks"]["classification"]["limit"]
+    assert f"    acc: tolerance 3.00, SD 10.0 -> MDD {28.016 / math.sqrt(cap):.1f} at n={cap}; n for 80% power: 88" \
+        in config.planned_power(p, project)
 
 
 # model tier: check reads the embedded model's GGUF header (seconds)
@@ -115,7 +120,7 @@ def test_main_prints_variants_then_planned_power(project, monkeypatch, capsys):
     monkeypatch.chdir(project)
     config.main()
     out = capsys.readouterr().out
-    assert out.index("smollm2-135m-fp16-auto") < out.index("planned power") < out.index("classification: limit 640")
+    assert out.index("smollm2-135m-fp16-auto") < out.index("planned power") < out.index("classification: limit 1280")
 
 
 def test_config_imports_no_torch(root):
