@@ -109,7 +109,7 @@ def test_planned_power_relative_tolerance_uses_the_last_baseline(project, params
                        {"tier": "int8", "kv": "auto", "status": "ok", "metrics": {"classification/acc": 59.0},
                         "power": {"classification/acc": {"sd": 10.0, "n": 160, "mdd": 2.2, "n_for_80pct_power": 88}}}])
     cap = d["eval"]["tasks"]["classification"]["limit"]
-    assert f"    acc: tolerance 3.00, SD 10.0 -> MDD {28.016 / math.sqrt(cap):.1f} at n={cap}; n for 80% power: 88" \
+    assert f"    acc: tolerance 3.00, SD 10.0 -> MDD {2.8016 * 10 / math.sqrt(cap):.1f} at n={cap}; n for 80% power: 88" \
         in config.planned_power(p, project)
 
 

@@ -3,7 +3,7 @@ run (stage noise), each settled verdict's check under that arithmetic (evaluate'
 and each variant's flips inside the baseline's flip margin. Pure."""
 from __future__ import annotations
 
-from pipeline.report.cells import md_row
+from pipeline.report.cells import ci, md_row
 from pipeline.report.document import ModelReport
 from pipeline.scoring.decision import INCONCLUSIVE
 
@@ -72,14 +72,13 @@ def kl_line(fid: dict | None) -> list[str]:
     """The second arithmetic's next-token KL and top-1 agreement against the baseline as run (the
     fidelity texts): the floor under every variant's KL in *Fidelity*."""
     if not fid or fid.get("status") != "ok" or "kl_mean" not in fid:
-        why = (fid or {}).get("why") or (fid or {}).get("status") or "not measured"
+        status = (fid or {}).get("status")
+        why = (fid or {}).get("why") or (status if status != "ok" else None) or "not measured"
         return [f"Fidelity under the second arithmetic: {why}."]
-    lo, hi = fid["kl_mean_ci"]
-    alo, ahi = fid["top1_agreement_ci"]
     return [f"Fidelity under the second arithmetic against the baseline as run ({fid['n_texts']} texts, "
-            f"{fid['n_tokens']:,} tokens): KL mean {fid['kl_mean']:.4f} [{lo:.4f}, {hi:.4f}] nats/token, p99 "
-            f"{fid['kl_p99']:.3f}, top-1 agreement {fid['top1_agreement']:.1f}% [{alo:.1f}, {ahi:.1f}]: a variant's "
-            "KL in *Fidelity* at or below this is within the engine's own noise."]
+            f"{fid['n_tokens']:,} tokens): KL mean {fid['kl_mean']:.4f} {ci(fid['kl_mean_ci'], '.4f')} nats/token, p99 "
+            f"{fid['kl_p99']:.3f}, top-1 agreement {fid['top1_agreement']:.1f}% {ci(fid['top1_agreement_ci'], '.1f')}: "
+            "a variant's KL in *Fidelity* at or below this is within the engine's own noise."]
 
 
 def noise_json(m: ModelReport) -> dict:
