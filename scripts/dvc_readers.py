@@ -73,7 +73,7 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.backends.sample_cache:code_hash": "code",     # the modules the stage imports (its code deps)
     "pipeline.backends.sample_cache:task_key": "arg",       # the task's YAML and data (eval_sets, a dep)
     "pipeline.backends.sample_cache:task_keys": "arg",      # the tasks' YAMLs and data files (deps)
-    "pipeline.stages.evaluate:reading_cache": "arg", "pipeline.stages.evaluate:to_the_caps": "arg",
+    "pipeline.stages.evaluation:reading_cache": "arg", "pipeline.stages.evaluation:to_the_caps": "arg",
     "pipeline.stages.evaluate:in_looks": "arg",
     "pipeline.backends.sample_cache:SampleCache.load": "own",     # the cache, no DVC dep by design (NOT_READ)
     "pipeline.backends.sample_cache:SampleCache.measure": "own",

@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from pipeline import config, io
-from pipeline.stages import evaluate
+from pipeline.stages import evaluate, evaluation
 
 pytestmark = pytest.mark.model
 
@@ -30,7 +30,7 @@ def test_a_variant_that_cannot_pass_skips_the_probe_unless_probes_is_all(in_repo
 
 
 def test_the_console_says_what_a_variant_that_cannot_pass_did_not_run():
-    assert evaluate.cannot_pass({"status": "ok"}) is None
-    got = evaluate.cannot_pass({"cannot_pass": "c/acc inconclusive at the cap", "not_run": {"tasks": ["r1"]},
+    assert evaluation.cannot_pass({"status": "ok"}) is None
+    got = evaluation.cannot_pass({"cannot_pass": "c/acc inconclusive at the cap", "not_run": {"tasks": ["r1"]},
                                 "long_context": {"status": "skipped"}})
     assert got == "cannot pass: c/acc inconclusive at the cap; not run: r1, long context"

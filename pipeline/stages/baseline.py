@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pipeline import io, paths
 from pipeline.stages import runner
-from pipeline.stages.evaluate import evaluate, run_stage
+from pipeline.stages.evaluation import evaluate, run_stage
 
 
 @runner.stage_main("baseline", ("model",))
