@@ -49,7 +49,10 @@ def test_the_section_states_each_kv_mode_s_length_and_every_variant_s_buckets():
 
 def test_without_any_measured_variant_it_says_why_and_json_carries_the_verdicts():
     lines = long_context.long_lines(report(with_records=False), 1024)
-    assert any(line.startswith("Not measured on any variant: ") and "reference backend only" in line for line in lines)
+    assert "Not measured on any variant; why, per variant:" in lines
+    assert "| fp16-fp8 | unsupported: fidelity by position runs on the reference backend only |" in lines
+    assert "| int4-auto | skipped: the variant failed a gated metric first |" in lines
+    assert not any(line.startswith("| fp16-auto |") for line in lines)      # the baseline is the reference
     m = report()
     js = exports.decision_json({"m": m}, HEADER)["long_context"]["m"]
     assert js["configured"] and js["kl_tolerance"] == 0.02
