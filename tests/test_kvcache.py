@@ -27,6 +27,32 @@ def test_fp8_round_keeps_dtype():
     assert kvcache.fp8_round(x).dtype == torch.bfloat16
 
 
+def _e4m3_grid() -> torch.Tensor:
+    """Every finite float8_e4m3fn value, ascending, from the dtype's own decoding (not from kvcache)."""
+    vals = torch.arange(256, dtype=torch.int32).to(torch.uint8).view(torch.float8_e4m3fn).float()
+    return torch.unique(vals[torch.isfinite(vals)])
+
+
+def test_fp8_truncate_is_the_grid_value_toward_zero():
+    grid = _e4m3_grid()
+    x = torch.cat([torch.randn(20000) * 3, torch.randn(2000) * 2**-7, grid, (grid[1:] + grid[:-1]) / 2,
+                   torch.tensor([1000.0, -1000.0])])
+    y = kvcache.fp8_truncate(x)
+    mag = x.abs().clamp(max=448.0)
+    # brute force: the largest grid value not above |x|, with x's sign
+    want = grid[torch.searchsorted(grid, mag, right=True) - 1] * x.sign()
+    assert torch.equal(y, want)
+    assert torch.equal(kvcache.fp8_truncate(y), y)
+    # it differs from round-to-nearest exactly where nearest rounds away from zero
+    away = kvcache.fp8_round(x).abs() > mag
+    assert ((y != kvcache.fp8_round(x)) == away).all() and away.float().mean() > 0.3
+
+
+def test_fp8_truncate_uses_scale_and_keeps_dtype():
+    assert kvcache.fp8_truncate(torch.tensor([250.0]), scale=4.0).tolist() == [240.0]   # 62.5 -> 60 in e4m3
+    assert kvcache.fp8_truncate(torch.randn(8, dtype=torch.bfloat16)).dtype == torch.bfloat16
+
+
 K_SCALE, V_SCALE = 0.5, 2.0
 
 

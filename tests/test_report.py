@@ -246,3 +246,25 @@ def test_a_task_without_a_tolerance_shows_its_deltas_as_not_gated():
     _, int4 = judged(found, [None, ev])
     assert decided_cell(int4, "retrieval_4096", BASE) == "not gated: Exact match -33.3"
     assert decided_cell(int4, "classification", BASE) == "pass Accuracy -1.0"
+
+
+def test_how_the_engine_stored_fp8_kv_is_said_under_the_variants_once_per_finding():
+    from pipeline.report.quality import variants_table
+
+    trunc = {"rounding": "truncation", "values": 12288, "as_nearest": 0.546, "as_truncation": 1.0}
+    found = [facts("fp16", "auto", backend="vllm", serving={"backend": "vllm"}),
+             facts("fp16", "fp8", backend="vllm", serving={"backend": "vllm", "kv_write": trunc}),
+             facts("int8", "fp8", backend="vllm", serving={"backend": "vllm", "kv_write": trunc})]
+    text = "\n".join(variants_table(model_report(judged(found, [None, None, None]))))
+    assert text.count("truncated toward zero") == 1
+    assert "variant: fp16-fp8, int8-fp8)" in text and "55% as round-to-nearest" in text and "pessimistic for a GPU" in text
+    none = "\n".join(variants_table(model_report(rows())))
+    assert "as the engine stored them" not in none       # the reference backend reads no engine
+
+
+def test_an_engine_write_that_could_not_be_read_says_why():
+    from pipeline.report.quality import kv_write_sentence
+
+    assert kv_write_sentence({"rounding": None, "why": "exit 1"}) == "not read (exit 1)"
+    near = kv_write_sentence({"rounding": "nearest", "values": 10, "as_nearest": 1.0, "as_truncation": 0.5})
+    assert near.startswith("rounded to nearest (50% of 10 values as truncation, 100% as round-to-nearest)")

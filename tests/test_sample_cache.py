@@ -145,3 +145,17 @@ def test_measured_records_what_it_read_in_the_result(tmp_path):
     assert cache.measured("fidelity", [1], lambda: {"kl": 0.1}, first) == {"kl": 0.1} and "reused" not in first
     assert cache.measured("fidelity", [1], lambda: {"kl": 9.9}, second) == {"kl": 0.1}
     assert list(second["reused"]) == ["fidelity"]
+
+
+def test_a_wall_budget_or_an_slo_keeps_the_key_and_a_served_flag_changes_it(tmp_path):
+    from pipeline.schema import Serving, Slo, Vllm, VllmBudget
+    variant = SimpleNamespace(checkpoint=str(tmp_path), serve_path=str(tmp_path), kv_cfg=_Cfg(), model_cfg=_Cfg())
+
+    def key(serving):
+        params = SimpleNamespace(eval=SimpleNamespace(batch_size=1, seed=0), serving=serving)
+        return sample_cache.variant_key(params, variant, "vllm", {"compute_dtype": "bfloat16"})
+    base = key(Serving(backend="vllm"))
+    assert key(Serving(backend="vllm", vllm=Vllm(budget=VllmBudget(max_wall_s=300)))) == base
+    assert key(Serving(backend="vllm", slo=Slo(ttft_ms=2000, tpot_ms=200))) == base
+    assert key(Serving(backend="vllm", vllm=Vllm(max_model_len=4608))) != base
+    assert key(Serving(backend="vllm", vllm=Vllm(num_concurrent=1))) != base

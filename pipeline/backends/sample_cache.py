@@ -74,8 +74,21 @@ def variant_key(params, variant, backend: str, info: dict) -> str:
                    "arithmetic": info.get("arithmetic"), "num_concurrent": info.get("num_concurrent"),
                    "kv": dataclasses.asdict(variant.kv_cfg), "model": dataclasses.asdict(variant.model_cfg),
                    "eval": {"batch_size": params.eval.batch_size, "seed": params.eval.seed},
-                   "serving": dataclasses.asdict(params.serving), "machine": [cpu["cpu"], cpu["isa"]],
+                   "serving": output_settings(params.serving), "machine": [cpu["cpu"], cpu["isa"]],
                    "code": code_hash()})
+
+
+# serving settings that bound time or shape the load test, not what a request answers: raising a wall
+# budget or adding an SLO must not compute the samples again
+NOT_OUTPUT = {"slo", "bandwidth_gbps"}
+NOT_OUTPUT_VLLM = {"startup_timeout_s", "first_request_timeout_s", "bench", "gpu_bench", "budget"}
+
+
+def output_settings(serving) -> dict:
+    """The part of params.serving that can change a sample's output. Pure."""
+    d = {k: v for k, v in dataclasses.asdict(serving).items() if k not in NOT_OUTPUT}
+    d["vllm"] = {k: v for k, v in d["vllm"].items() if k not in NOT_OUTPUT_VLLM}
+    return d
 
 
 def code_hash() -> str:

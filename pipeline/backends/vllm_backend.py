@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from pipeline.backends import preflight, vllm_logs
+from pipeline.backends import kv_write, preflight, vllm_logs
 from pipeline.backends.base import Unsupported, Variant
 from pipeline.backends.server import NoTokenCount, Server, ServerDied, decode_speed, first_completion, free_port
 from pipeline.backends.vllm_argv import serve_argv, served_dtype, server_env
@@ -107,6 +107,8 @@ class VllmBackend:
                 info["load_skipped"] = skipped
             if variant.kv_cfg.cache_dtype != "auto":
                 info["kv_scales"] = kv_scales_note(_has_kv_scales(target), vllm_logs.unit_kv_scales(log))
+                if dev == "cpu":
+                    info["kv_write"] = kv_write.read_engine(self.cfg.python)
             if cap is not None:
                 info.update(kv_cache_tokens=cap.kv_tokens, max_concurrency=cap.max_concurrency,
                             max_model_len=cap.max_model_len, kv_cache_gib=vllm_logs.kv_memory_gib(log))

@@ -15,12 +15,31 @@ def compute_cell(serving: dict | None, compute_dtype: str | None) -> str:
     return f"{cell}; {w8a8}" if w8a8 else cell
 
 
+def kv_write_sentence(found: dict) -> str:
+    """How the engine stored fp8 K/V (serving.kv_write, pipeline/backends/kv_write.py), in words."""
+    if found.get("rounding") is None:
+        return f"not read ({found.get('why', 'unknown')})"
+    shares = (f"{found['as_truncation']:.0%} of {found['values']:,} values as truncation, "
+              f"{found['as_nearest']:.0%} as round-to-nearest")
+    if found["rounding"] == "truncation":
+        return (f"**truncated toward zero** ({shares}), where a GPU's conversion and the reference's simulation "
+                "round to nearest: these fp8-KV rows are pessimistic for a GPU (docs/kv-cache.md)")
+    if found["rounding"] == "nearest":
+        return f"rounded to nearest ({shares}), as on a GPU and in the reference's simulation"
+    return f"neither rounded to nearest nor truncated ({shares}): not what the reference simulates"
+
+
 def variants_table(m: ModelReport) -> list[str]:
-    """The scheme, backend and activation dtype each variant ran at."""
+    """The scheme, backend and activation dtype each variant ran at; how the engine stored fp8 K/V."""
     lines = [md_row(["Variant", "Scheme", "Backend", "Compute"]), "|---|---|---|---|"]
     for r in m.rows:
         f = r.facts
         lines.append(md_row([r.variant, f.scheme, f.backend or "–", compute_cell(f.serving, f.compute_dtype)]))
+    writes = {r.variant: (r.facts.serving or {}).get("kv_write") for r in m.rows}
+    said = sorted({kv_write_sentence(w) for w in writes.values() if w})
+    if said:
+        lines += ["", "fp8 K/V as the engine stored them (its cache kernel, read at the start of each fp8-KV "
+                  f"variant: {', '.join(v for v, w in writes.items() if w)}): " + "; ".join(said) + "."]
     return lines + [""]
 
 
