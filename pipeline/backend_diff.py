@@ -29,6 +29,19 @@ class Run:
     reason: str | None
     metrics: dict[str, float]                  # `<task>/<metric>` -> score
     samples: dict[str, list[dict]]             # task -> per-sample rows
+    kv_rounding: str | None = None             # how its fp8 KV cache rounded K/V; None: no fp8 cache
+
+
+def kv_rounding(res: dict) -> str | None:
+    """How a result's fp8 KV cache rounded K/V: the engine's own, read by the vLLM backend
+    (serving.kv_write), or the reference's simulation (to nearest, as a GPU). Pure."""
+    serving = res.get("serving") or {}
+    written = (serving.get("kv_write") or {}).get("rounding")
+    if written:
+        return written
+    if res.get("backend") == "reference" and str(serving.get("kv_cache", "")).startswith("fp8"):
+        return "nearest"
+    return None
 
 
 def load_run(variant_dir: Path) -> Run | None:
@@ -37,7 +50,7 @@ def load_run(variant_dir: Path) -> Run | None:
         return None
     res = io.read_json(result)
     return Run(res.get("backend", "?"), res["status"], res.get("reason"), res.get("metrics", {}),
-               task_rows.read_samples(variant_dir))
+               task_rows.read_samples(variant_dir), kv_rounding(res))
 
 
 def diff(a: Run, b: Run, boot: schema.Bootstrap) -> dict[str, Interval]:
@@ -76,7 +89,11 @@ def compare_dirs(dir_a: Path, dir_b: Path, boot: schema.Bootstrap) -> list[tuple
             note = f"A {a.status}, B {b.status}" + (f": {reason[0][:160]}" if reason else "")
             rows.append((model, variant, note.replace("|", "/"), {}))
         else:
-            rows.append((model, variant, f"A {a.backend}, B {b.backend}", diff(a, b, boot)))
+            note = f"A {a.backend}, B {b.backend}"
+            if a.kv_rounding != b.kv_rounding:
+                # a known cause of a difference, said beside it (docs/kv-cache.md)
+                note += f"; fp8 K/V rounded: A {a.kv_rounding or '?'}, B {b.kv_rounding or '?'}"
+            rows.append((model, variant, note, diff(a, b, boot)))
     return rows
 
 

@@ -9,11 +9,11 @@ BOOT = Bootstrap(resamples=200, seed=1, confidence=0.95)
 
 
 def write_run(root, variant, status="ok", preds=(1, 0, 1, 1), backend="reference", reason=None, gold=(1, 0, 1, 0),
-              cpu=None):
+              cpu=None, serving=None):
     d = root / "evals" / "m" / variant
     (d / "samples").mkdir(parents=True)
     acc = [100.0 * (p == g) for p, g in zip(preds, gold)]
-    result = {"status": status, "backend": backend, "reason": reason,
+    result = {"status": status, "backend": backend, "reason": reason, "serving": serving or {},
               "metrics": {"classification/acc": sum(acc) / len(acc)} if status == "ok" else {}}
     if cpu:
         result["measured_on"] = {"cpu": {"model": cpu, "isa": ["avx2"], "cores": 2}}
@@ -69,3 +69,14 @@ def test_cli_rejects_a_dir_without_evals(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         backend_diff.main([str(tmp_path), str(tmp_path)])
     assert e.value.code == 2 and "no evals/ folder" in capsys.readouterr().err
+
+
+def test_a_difference_in_how_the_fp8_cache_rounds_is_said_beside_the_row(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    write_run(a, "int8-fp8", serving={"kv_cache": "fp8_e4m3 simulated (K/V rounded through float8_e4m3fn, 1.0)"})
+    write_run(b, "int8-fp8", backend="vllm", serving={"kv_cache": "fp8_e4m3", "kv_write": {"rounding": "truncation"}})
+    write_run(a, "int8-auto", serving={"kv_cache": "auto"})
+    write_run(b, "int8-auto", backend="vllm", serving={"kv_cache": "auto"})
+    rows = {v: note for _, v, note, _ in backend_diff.compare_dirs(a, b, BOOT)}
+    assert rows["int8-fp8"] == "A reference, B vllm; fp8 K/V rounded: A nearest, B truncation"
+    assert rows["int8-auto"] == "A reference, B vllm"
