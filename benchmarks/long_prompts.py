@@ -13,8 +13,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from pipeline import io, paths, schema
-from pipeline.backends import Variant, generate
+from benchmarks.variants import served_variant
+from pipeline import schema
+from pipeline.backends import generate
 from pipeline.backends.lm_eval_runner import run_tasks
 from pipeline.backends.selection import select
 from pipeline.domain import machine, tasks
@@ -35,9 +36,7 @@ def main() -> None:
     spec = [s for s in tasks.build_all(params.eval.tasks) if s.name == a.task]
     if not spec:
         raise SystemExit(f"qtier: eval.tasks has no task {a.task!r}")
-    calibrated = params.kv_modes[kv].calibrated
-    record = io.read_json(paths.serving_record(model, tier, kv, calibrated))
-    variant = Variant.of(params, model, tier, kv, paths.serving_checkpoint(model, tier, kv, calibrated), record)
+    variant = served_variant(params, model, tier, kv)
     real = generate.prefill_groups
     seconds, outputs = {}, {}
     with select(params, tier=params.tiers[tier]).session(variant) as s:

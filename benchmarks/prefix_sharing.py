@@ -14,8 +14,8 @@ import argparse
 import statistics
 import time
 
-from pipeline import io, paths, schema
-from pipeline.backends import Variant
+from benchmarks.variants import served_variant
+from pipeline import schema
 from pipeline.backends.lm_eval_runner import run_tasks
 from pipeline.backends.selection import select
 from pipeline.domain import looks, machine, tasks
@@ -43,9 +43,7 @@ def main() -> None:
     model = a.model or next(iter(params.models))
     specs = looks.in_look_order(tasks.build_all(params.eval.tasks), params.eval.seed, looks.data_keys(params.eval.tasks))
     spec = [s for s in specs if s.name == a.task]
-    calibrated = params.kv_modes[a.kv].calibrated
-    record = io.read_json(paths.serving_record(model, a.tier, a.kv, calibrated))
-    variant = Variant.of(params, model, a.tier, a.kv, paths.serving_checkpoint(model, a.tier, a.kv, calibrated), record)
+    variant = served_variant(params, model, a.tier, a.kv)
     seconds, rows = {}, {}
     with select(params, tier=params.tiers[a.tier]).session(variant) as s:
         print(f"{machine.describe(machine.cpu_info(), machine.accelerator_available())}; {model} {a.tier} + KV {a.kv}, "
