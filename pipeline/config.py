@@ -145,11 +145,17 @@ def planned_power(p: Params, root: Path) -> list[str]:
         n = tasks.planned_samples(task, root)
         gated = [m for m in tasks.declared_metrics(task, root) if p.gate(metric_id(name, m)).tolerance is not None]
         lines.append(f"  {name}: limit {task.limit}, {'unknown' if n is None else n} samples"
-                     + ("" if gated else "; report only (no tolerance): every variant that can still pass "
-                                         "runs them all (eval.sequential.probes)"))
+                     + ("" if gated else "; report only (no tolerance): " + probed_by(p) + " runs them all "
+                                         "(eval.sequential.probes)"))
         for metric in gated:
             lines += (f"    {metric}: " + metric_power(p, metric_id(name, metric), n, last, confidence)).split("\n")
     return lines
+
+
+def probed_by(p: Params) -> str:
+    """Which variants run the report-only tasks."""
+    seq = p.eval.sequential
+    return "every variant that can still pass" if seq is not None and seq.probes == "passable" else "every variant"
 
 
 def metric_power(p: Params, metric: str, n: int | None, last: power.LastRun | None, confidence: float) -> str:

@@ -73,8 +73,11 @@ def test_planned_power_without_a_previous_run(project, params_dict):
     assert not any("macro_f1" in x or "rouge1" in x for x in lines)      # not gated
     # the default retrieval suite has no tolerance: said so, and no power line
     at = lines.index("  retrieval_1024: limit None, 3 samples; report only (no tolerance): every variant "
-                     "that can still pass runs them all (eval.sequential.probes)")
+                     "runs them all (eval.sequential.probes)")
     assert not lines[at + 1].startswith("    ")
+    params_dict["eval"]["sequential"]["probes"] = "passable"
+    assert ("  retrieval_1024: limit None, 3 samples; report only (no tolerance): every variant that can still "
+            "pass runs them all (eval.sequential.probes)") in config.planned_power(schema.parse(params_dict), project)
 
 
 def test_planned_power_from_the_last_run(project, params_dict):

@@ -1,5 +1,6 @@
-"""evaluate's long-context probe (pipeline/stages/evaluate.py: long_context) is not run on a variant that
-cannot pass (eval.sequential.probes: passable), and is with probes: all."""
+"""evaluate's long-context probe (pipeline/stages/evaluate.py: long_context) runs on every variant, one
+that failed or cannot pass included (eval.sequential.probes: all, the default), and with probes:
+passable not on those."""
 import dataclasses
 
 import pytest
@@ -16,17 +17,21 @@ class NoModel:
     cache = None
 
 
-def test_a_variant_that_cannot_pass_skips_the_probe_unless_probes_is_all(in_repo, tmp_path, monkeypatch):
-    params = config.load()
-    result = {"cannot_pass": "classification/acc inconclusive at the cap"}
-    got = evaluate.long_context(NoModel(), params, "smollm2-135m", result)
+def test_a_variant_that_failed_or_cannot_pass_runs_the_probe_unless_probes_is_passable(in_repo, tmp_path,
+                                                                                         monkeypatch):
+    every = config.load()
+    assert every.eval.sequential.probes == "all"         # the shipped default
+    passable = dataclasses.replace(every, eval=dataclasses.replace(
+        every.eval, sequential=dataclasses.replace(every.eval.sequential, probes="passable")))
+    cannot = {"cannot_pass": "classification/acc inconclusive at the cap"}
+    got = evaluate.long_context(NoModel(), passable, "smollm2-135m", cannot)
     assert got == {"status": "skipped", "why": "the variant cannot pass: classification/acc inconclusive at the cap"}
-    every = dataclasses.replace(params, eval=dataclasses.replace(
-        params.eval, sequential=dataclasses.replace(params.eval.sequential, probes="all")))
+    assert evaluate.long_context(NoModel(), passable, "smollm2-135m", {"stopped": "x"}) == \
+        {"status": "skipped", "why": "the variant failed a gated metric first"}
     monkeypatch.setattr(evaluate.paths, "long_base", lambda model: tmp_path / "missing.npz")
-    with pytest.raises(io.DataError, match="missing.npz"):     # it goes on to read the baseline's long texts
-        evaluate.long_context(NoModel(), every, "smollm2-135m", result)
-    assert evaluate.long_context(NoModel(), params, "smollm2-135m", {"stopped": "x"})["status"] == "skipped"
+    for result in (cannot, {"stopped": "x"}):
+        with pytest.raises(io.DataError, match="missing.npz"):     # it goes on to read the baseline's long texts
+            evaluate.long_context(NoModel(), every, "smollm2-135m", result)
 
 
 def test_the_console_says_what_a_variant_that_cannot_pass_did_not_run():

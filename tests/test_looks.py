@@ -144,6 +144,44 @@ def test_a_variant_that_cannot_pass_runs_no_report_only_task_unless_probes_is_al
     assert calls[-1][0] == "r" and done.cannot_pass() is None and done.skipped == []
 
 
+def test_a_failed_variant_still_runs_its_report_only_tasks_unless_probes_is_passable():
+    """A failed gated metric stops the gated tasks after it; the report-only ones (the long-context
+    suite) still run with probes: all, and the row's "not run" names only what did not."""
+    c, g, r = spec("c"), spec("g", kind="generate", hib={"rougeL": True}), spec("r")
+    base = {d: True for d in range(400)}
+    broken = {d: d % 2 == 0 for d in range(400)}
+    head = "stopped at look 1 of 4 of c (80 of 320 samples): c/acc failed"
+    for probes, ran, left in (("all", ["c", "r"], "g"), ("passable", ["c"], "r, g")):
+        calls: list = []
+        done = run_looks(None, [r, g, c], Eval(tasks={}, sequential=Sequential(probes=probes)),
+                         {"c": baseline_rows(c, base), "r": baseline_rows(r, base)}, {"c/acc": Gate(3.0)}, BOOT,
+                         run=fake_run(broken, calls), report_only={"r"})
+        assert [name for name, _ in calls] == ran, probes
+        assert done.stopped == f"{head}; not run: {left}", probes
+        assert ("r" in done.record) == (probes == "all") and done.skipped == []
+
+
+def test_no_verdict_is_checked_in_the_second_arithmetic_once_the_variant_cannot_pass():
+    """c1 left open at its cap: the variant cannot pass, so c2's verdicts are read in the run's arithmetic
+    alone whatever eval.sequential.probes says (a check would change no recommendation)."""
+    c1, c2 = spec("c1"), spec("c2")
+    rng = random.Random(0)
+    same = {d: rng.random() < 0.9 for d in range(400)}
+    worse = {d: same[d] and d % 33 != 0 for d in range(400)}
+    base = {"c1": baseline_rows(c1, same), "c2": baseline_rows(c2, same)}
+
+    def run(session, specs, ev):          # c1 three points down, c2 unchanged
+        return fake_run(worse if specs[0].name == "c1" else same, [])(session, specs, ev)
+    for probes in ("all", "passable"):
+        second_calls: list = []
+        done = run_looks(None, [c1, c2], Eval(tasks={}, sequential=Sequential(probes=probes)), base,
+                         {"c1/acc": Gate(3.0), "c2/acc": Gate(3.0)}, BOOT, run=run,
+                         second=Second(worse, base, second_calls))
+        assert done.cannot_pass() == "c1/acc inconclusive at the cap", probes
+        assert "c2" not in {name for name, *_ in second_calls} and "second" not in done.record["c2"], probes
+        assert done.record["c2"]["settled"]["acc"]["verdict"] == "pass", probes
+
+
 def test_probes_takes_passable_or_all():
     from pipeline.schema.errors import FieldError
     with pytest.raises(FieldError, match="probes"):
@@ -180,14 +218,15 @@ def test_a_verdict_settles_once_the_second_arithmetic_gives_it_too_and_is_unstab
     rec = done.record["c"]
     assert rec["settled"]["acc"]["verdict"] == "pass" and rec["unstable"] == [] and done.cannot_pass() is None
     assert second_calls == [("c", 0, rec["settled"]["acc"]["n"])] and calls[-1][0] == "r"
-    # the second arithmetic's variant is 10 points down: never a pass; unstable, so no report-only task
+    # the second arithmetic's variant is 10 points down: never a pass; unstable, so it cannot pass (the
+    # report-only task still runs: probes all)
     worse = {d: same[d] and d % 10 != 0 for d in range(400)}
     second_calls = []
     done = run_looks(None, [c, r], EV, base, {"c/acc": Gate(3.0)}, BOOT, run=fake_run(same, []),
                      report_only={"r"}, second=Second(worse, base, second_calls))
     rec = done.record["c"]
     assert rec["settled"] == {} and rec["unstable"] == ["acc"] and rec["first"]["acc"]["verdict"] == "pass"
-    assert done.unstable == ["c/acc"] and done.skipped == ["r"] and done.stopped is None
+    assert done.unstable == ["c/acc"] and done.skipped == [] and done.stopped is None
     assert done.cannot_pass() == "c/acc unstable under the second arithmetic"
     assert second_calls[0][1] == 0 and second_calls[-1][2] == done.record["c"]["n"]
     assert [(a, b) for _, a, b in second_calls] == list(zip([0] + [n for *_, n in second_calls[:-1]],

@@ -7,12 +7,13 @@ compute goes where a verdict is still open:
   (pipeline/scoring/sequential.py): pass when its lower bound clears -allowed drop, fail when its
   upper bound is below it;
 - a settled metric stays settled; a task whose gated metrics are all settled stops; a failed gated
-  metric stops the variant (the tasks after it are not run: the row says where it stopped);
+  metric stops the variant's gated tasks (those after it are not run: the row says where it stopped);
 - a metric settles when the engine's second arithmetic (evaluate's: backends/second_arithmetic.py)
   settles it alike at the same look; the two settling it differently, or only one by the cap, make it
   unstable (scoring/arith_check.py);
-- report-only tasks (no tolerance: the retrieval suite) run last, to their cap, and only on a variant
-  that can still pass (eval.sequential.probes).
+- report-only tasks (no tolerance: the retrieval suite) run last, to their cap, on every variant, a
+  failed one included (eval.sequential.probes: all), or only on one that can still pass (passable);
+- once the variant cannot pass, no verdict is checked in the second arithmetic.
 
 The baseline's own samples come from stage baseline@<model>, run to every cap in the same order.
 """
@@ -109,28 +110,32 @@ def run_looks(session, specs: list[tasks.TaskSpec], ev: Eval, baseline: dict[str
     for their numbers, and nothing settles them early); a task whose gated metrics the baseline cannot
     do has nothing to show and stops at the first look. `second`: each verdict settles only once the
     second arithmetic gives it at the same look too (scoring/arith_check.py); without it, on the run's
-    arithmetic alone. With eval.sequential.probes `passable` neither a report-only task nor the check
-    runs once the variant cannot pass (`Looked.cannot_pass`): they would change no verdict that
-    matters and no recommendation (docs/decision-rule.md "Looks")."""
+    arithmetic alone, and not once the variant cannot pass (`Looked.cannot_pass`): it would change no
+    recommendation. Report-only tasks run on a variant that failed or cannot pass unless
+    eval.sequential.probes is `passable` (docs/decision-rule.md "Looks")."""
     chunk_run = chunk_run or run
     done = done if done is not None else Looked()
     # log-likelihood tasks first; stable: YAML order otherwise
     ordered = sorted(specs, key=lambda s: not tasks.is_loglik(s))
+    passable = ev.sequential.probes == "passable"
     for spec in [s for s in ordered if s.name not in report_only]:
-        _task(session, spec, ev, baseline, gates, boot, run, chunk_run, done, specs, second)
+        _task(session, spec, ev, baseline, gates, boot, run, chunk_run, done, second)
         if done.stopped:
-            return done
+            left = [s.name for s in ordered if s.name not in done.record and (passable or s.name not in report_only)]
+            done.stopped += f"; not run: {', '.join(left)}" if left else ""
+            if passable:
+                return done
+            break
     for spec in [s for s in ordered if s.name in report_only]:
-        if ev.sequential.probes == "passable" and done.cannot_pass():
+        if passable and done.cannot_pass():
             done.skipped.append(spec.name)
             continue
-        _task(session, spec, ev, baseline, gates, boot, run, chunk_run, done, specs, None, whole=True)
+        _task(session, spec, ev, baseline, gates, boot, run, chunk_run, done, None, whole=True)
     return done
 
 
 def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict]], gates: dict[str, Gate],
-          boot: Bootstrap, run, chunk_run, done: Looked, specs: list[tasks.TaskSpec], second: Second | None,
-          whole: bool = False) -> None:
+          boot: Bootstrap, run, chunk_run, done: Looked, second: Second | None, whole: bool = False) -> None:
     """One task in looks (`whole`: to its cap in one), its rows, record and verdicts into `done`."""
     mine = {m: g for m in spec.higher_is_better if (g := gates.get(metric_id(spec.name, m)))}
     if spec.docs is None or spec.name not in baseline:    # registry task, or no baseline: to the cap
@@ -139,8 +144,8 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
         done.samples.update(rows)
         done.record[spec.name] = {"cap": spec.num_docs, "looks": 1, "n": spec.num_docs, "whole": True}
         return
-    checking = (second is not None and bool(mine) and spec.name in second.baseline
-                and not (ev.sequential.probes == "passable" and done.cannot_pass()))
+    # once the variant cannot pass, a verdict's check would change no recommendation
+    checking = second is not None and bool(mine) and spec.name in second.baseline and not done.cannot_pass()
     sizes = [spec.num_docs] if whole else look_sizes(ev.sequential.looks, spec.num_docs)
     design = Design.of([n / spec.num_docs for n in sizes], boot.confidence)
     rows: list[dict] = []
@@ -176,10 +181,8 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
     done.open_at_cap += [metric_id(spec.name, m) for m in mine if m not in state.settled and m not in state.unstable]
     failed = [m for m, s in state.settled.items() if s["verdict"] == "fail"]
     if failed:
-        left = [s.name for s in specs if s.name not in done.record]
         done.stopped = (f"stopped at look {k + 1} of {len(sizes)} of {spec.name} ({len(rows)} of "
-                        f"{spec.num_docs} samples): {', '.join(metric_id(spec.name, m) for m in failed)} failed"
-                        + (f"; not run: {', '.join(left)}" if left else ""))
+                        f"{spec.num_docs} samples): {', '.join(metric_id(spec.name, m) for m in failed)} failed")
 
 
 def _settled(open_: dict[str, Gate], base: list[dict], rows: list[dict], boot: Bootstrap, conf: float, k: int,

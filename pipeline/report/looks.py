@@ -103,8 +103,9 @@ def looks_lines(m: ModelReport) -> list[str]:
     lines = ["### Looks", "",
              "Each variant read its tasks in looks, the same documents as the baseline in one seeded order, each "
              "verdict read at its look's group-sequential confidence (docs/decision-rule.md \"Looks\"). A cell: "
-             "the look it stopped at, samples read of the cap; `-`: not run (the variant had already failed, or, "
-             "for a task no tolerance gates, could no longer pass: eval.sequential.probes).", "",
+             "the look it stopped at, samples read of the cap; `-`: not run (a gated task: the variant had already "
+             "failed; a task no tolerance gates, with eval.sequential.probes `passable`: the variant could no "
+             "longer pass).", "",
              md_row(["variant", *tasks, "samples read", "stopped"]), md_row(["---"] * (len(tasks) + 3))]
     for r in rows:
         cells = []

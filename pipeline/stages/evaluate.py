@@ -27,14 +27,16 @@ from pipeline.stages.evaluation import Served, evaluate, measured, reading_cache
 
 
 def long_context(served: Served, params: schema.Params, model: str, result: dict) -> dict:
-    """Fidelity by position against the baseline's long texts (eval.long_context), once per variant key;
-    not for a variant that already failed a gated metric, nor (eval.sequential.probes: passable) for one
-    that can no longer pass: nothing it could show would change a verdict or a recommendation."""
-    if result.get("stopped"):
-        return {"status": "skipped", "why": "the variant failed a gated metric first"}
+    """Fidelity by position against the baseline's long texts (eval.long_context), once per variant key,
+    on every variant: how its KV cache holds with length is a question its task verdicts do not answer.
+    With eval.sequential.probes `passable` not for a variant that failed a gated metric or can no longer
+    pass: then nothing it could show would change a verdict or a recommendation."""
     seq = params.eval.sequential
-    if result.get("cannot_pass") and seq is not None and seq.probes == "passable":
-        return {"status": "skipped", "why": f"the variant cannot pass: {result['cannot_pass']}"}
+    if seq is not None and seq.probes == "passable":
+        if result.get("stopped"):
+            return {"status": "skipped", "why": "the variant failed a gated metric first"}
+        if result.get("cannot_pass"):
+            return {"status": "skipped", "why": f"the variant cannot pass: {result['cannot_pass']}"}
     base = fidelity_set.load(paths.long_base(model))
     if base.meta.get("unavailable") or not base.seqs:
         return {"status": "unsupported", "why": base.meta.get("unavailable") or "no long texts"}

@@ -121,8 +121,8 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
             if cut:
                 result["cut"] = cut
             # quality before load: under a wall budget the load test is what gets cut. A variant that
-            # failed a gated metric stops everything (issue 20): its KL and speed would change no verdict
-            # and it is recommended nowhere
+            # failed a gated metric skips its fidelity and load test: its KL and speed would change no
+            # verdict and it is recommended nowhere. Its long-context probe still runs (eval.sequential.probes)
             failed = "the variant failed a gated metric first" if result.get("stopped") else None
             if failed:
                 result["fidelity"], result["throughput"] = {"status": "skipped", "why": failed}, {"skipped": failed}
