@@ -1,6 +1,8 @@
-"""Quality delta (with its bootstrap intervals) against weight memory, one panel per metric. Writes a PNG."""
+"""The report's plots, each a PNG: quality delta (with its bootstrap intervals) against weight memory, one
+panel per metric; next-token KL and retrieval accuracy against context length, one panel per tier."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.domain.memory import mib
@@ -44,54 +46,88 @@ def quality_vs_memory(rows: list[Row], metrics: list[str], out: Path, title: str
     tmp.replace(out)
 
 
-def _by_length(lines: list[tuple[list, list, bool, str]], out: Path, title: str, xlabel: str, ylabel: str,
+@dataclass(frozen=True)
+class Line:
+    tier: str
+    kv: str
+    xs: list[float]
+    ys: list[float]
+
+
+def panels(lines: list[Line], baseline_kv: str) -> tuple[dict[str, list[Line]], dict[str, str]]:
+    """(tier -> its lines, tiers in the order they first appear: the report's row order; KV mode -> its
+    colour, the baseline's mode first so that every plot gives a mode the same colour)."""
+    by_tier: dict[str, list[Line]] = {}
+    for line in lines:
+        by_tier.setdefault(line.tier, []).append(line)
+    kvs = sorted(dict.fromkeys(line.kv for line in lines), key=lambda kv: kv != baseline_kv)
+    return by_tier, {kv: f"C{k % 10}" for k, kv in enumerate(kvs)}
+
+
+def _by_length(lines: list[Line], out: Path, title: str, xlabel: str, ylabel: str, baseline_kv: str,
                ylim: tuple[float, float] | None = None) -> None:
-    """One line per (xs, ys, dashed, label) against a log2 length axis; writes the PNG."""
+    """One panel per tier, one line per KV mode in it (a colour per mode, the same in every panel; the
+    baseline's mode solid with open markers, any other dashed with small filled ones, so two modes that
+    measured the same are both seen), on a log2 length axis, y shared; writes the PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    for xs, ys, dashed, label in lines:
-        ax.plot(xs, ys, marker="o", ls="--" if dashed else "-", label=label)
-    ax.set_xscale("log", base=2)
+    by_tier, colour = panels(lines, baseline_kv)
+    ncols = min(4, len(by_tier))
+    nrows = -(-len(by_tier) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(2.9 * ncols, 2.4 * nrows + 0.6), sharex=True, sharey=True,
+                             squeeze=False)
+    for ax, (tier, group) in zip(axes.flat, by_tier.items()):
+        for line in group:
+            base = line.kv == baseline_kv
+            ax.plot(line.xs, line.ys, color=colour[line.kv], ls="-" if base else "--",
+                    marker="o", ms=8 if base else 4, mfc="none" if base else colour[line.kv], label=f"KV {line.kv}")
+        ax.set_title(tier, fontsize=9)
+        ax.set_xscale("log", base=2)
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(by_tier):]:
+        ax.set_visible(False)
     if ylim is not None:
-        ax.set_ylim(*ylim)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=6, ncol=2)
-    fig.tight_layout()
+        axes[0][0].set_ylim(*ylim)
+    for ax in axes[-1]:
+        ax.set_xlabel(xlabel, fontsize=8)
+    for row in axes:
+        row[0].set_ylabel(ylabel, fontsize=8)
+    found = {h.get_label(): h for ax in axes.flat for h in ax.get_lines()}
+    handles = {f"KV {kv}": found[f"KV {kv}"] for kv in colour if f"KV {kv}" in found}
+    fig.legend(list(handles.values()), list(handles), loc="upper right", fontsize=7, ncol=len(handles))
+    fig.suptitle(title, fontsize=10, x=0.02, ha="left")
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)
     plt.close(fig)
 
 
 def kl_by_position(rows: list[Row], out: Path, title: str, baseline_kv: str) -> bool:
-    """Next-token KL against the baseline by position bucket (eval.long_context), one line per variant
-    measured: solid in the baseline's KV mode, dashed in any other. False when no variant was measured."""
+    """Next-token KL against the baseline by position bucket (eval.long_context): a panel per tier, a
+    line per KV mode measured. False when no variant was measured."""
     shown = [r for r in rows if long_kv.measured(r.facts)]
     if not shown:
         return False
     lines = []
     for r in shown:
         b = [x for x in r.facts.long_context["buckets"] if x.get("kl_mean") is not None]
-        lines.append(([(x["lo"] + x["hi"]) / 2 for x in b], [x["kl_mean"] for x in b], r.facts.kv != baseline_kv,
-                      r.variant))
-    _by_length(lines, out, title, "token position (bucket midpoint)", "KL to the baseline (nats/token)")
+        lines.append(Line(r.facts.tier, r.facts.kv, [(x["lo"] + x["hi"]) / 2 for x in b], [x["kl_mean"] for x in b]))
+    _by_length(lines, out, title, "token position (bucket midpoint)", "KL to the baseline (nats/token)", baseline_kv)
     return True
 
 
 def retrieval_by_length(entries: list[retrieval_length.ByLength], out: Path, title: str, baseline_kv: str) -> bool:
-    """The retrieval suite's exact-match accuracy by prompt length, one line per variant that measured a
-    length: solid in the baseline's KV mode, dashed in any other. False when there is nothing to draw."""
+    """The retrieval suite's exact-match accuracy by prompt length: a panel per tier, a line per KV mode
+    that measured a length. False when there is nothing to draw."""
     shown = [e for e in entries if any(c.accuracy is not None for _, c in e.cells)]
     if not shown:
         return False
     lines = []
     for e in shown:
         points = [(x.tokens, c.accuracy) for x, c in e.cells if c.accuracy is not None]
-        lines.append(([p[0] for p in points], [p[1] for p in points], e.kv != baseline_kv, e.variant))
-    _by_length(lines, out, title, "prompt length (tokens)", "exact match (%)", ylim=(-5, 105))
+        lines.append(Line(e.tier, e.kv, [p[0] for p in points], [p[1] for p in points]))
+    _by_length(lines, out, title, "prompt length (tokens)", "exact match (%)", baseline_kv, ylim=(-5, 105))
     return True
