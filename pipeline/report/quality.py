@@ -23,7 +23,8 @@ def kv_write_sentence(found: dict) -> str:
               f"{found['as_nearest']:.0%} as round-to-nearest")
     if found["rounding"] == "truncation":
         return (f"**truncated toward zero** ({shares}), where a GPU's conversion and the reference's simulation "
-                "round to nearest: these fp8-KV rows are pessimistic for a GPU (docs/kv-cache.md)")
+                "round to nearest: by KL on long texts these fp8-KV rows move further from the baseline than a GPU's "
+                "would, and on short-prompt tasks the engines differ in either direction (docs/kv-cache.md)")
     if found["rounding"] == "nearest":
         return f"rounded to nearest ({shares}), as on a GPU and in the reference's simulation"
     return f"neither rounded to nearest nor truncated ({shares}): not what the reference simulates"
