@@ -61,6 +61,7 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.backend_diff:load_run": "outside",        # not a stage: folders given on its command line
     "pipeline.backend_diff:compare_dirs": "outside",
     "pipeline.backend_diff:main": "outside",
+    "pipeline.scoring.simulate:load": "outside",        # not a stage: files given on its command line
     "pipeline.params_doc:load_descriptions": "outside",  # not a stage: docs/params_doc.yaml -> docs/params.md
     "pipeline.params_doc:main": "outside",
     "pipeline.runlog:capture": "log", "pipeline.runlog:last_error_line": "log",

@@ -278,14 +278,14 @@ def test_a_look_settles_exactly_when_decide_gives_the_same_verdict():
         assert looked == (v.verdict if v.verdict != decision.INCONCLUSIVE else None), (delta, half, margin)
 
 
-def simulate(shift: float, peek: bool, sims: int, seed: int = 0) -> float:
-    """Share of variants passed by the look runner (or, peek: by the fixed 95% interval at every look)
-    when each sample's paired difference is -margin + shift with noise (margin 3, SD 30 points)."""
+def simulate(shift: float, sims: int, seed: int = 0) -> float:
+    """Share of variants passed by the look runner when each sample's paired difference is
+    -margin + shift with noise (margin 3, SD 10 points)."""
     rng = np.random.default_rng(seed)
     c = spec("c", cap=200, pool=200, hib={"score": True})
     passes = 0
     for _ in range(sims):
-        diff = -3.0 + shift + 30.0 * rng.standard_normal(200)
+        diff = -3.0 + shift + 10.0 * rng.standard_normal(200)
         base = {d: 50.0 for d in range(200)}
         tier = {d: 50.0 + diff[d] for d in range(200)}
 
@@ -294,25 +294,15 @@ def simulate(shift: float, peek: bool, sims: int, seed: int = 0) -> float:
             rows = [{"doc_id": d, "scores": {"score": tier[d]}} for d in s.docs]
             return {s.name: TaskResult({}, rows, {"score": True})}, {s.name: rows}
         brows = [{"doc_id": d, "scores": {"score": base[d]}} for d in c.docs]
-        if peek:
-            import pipeline.backends.looks_runner as lr
-            fixed = lr.Design.of
-            lr.Design.of = lambda fr, conf: lr.Design(tuple(fr), 0.025, tuple([1.959964] * len(fr)))
-            try:
-                done = run_looks(None, [c], EV, {"c": brows}, {"c/score": Gate(3.0)}, BOOT, run=run)
-            finally:
-                lr.Design.of = fixed
-        else:
-            done = run_looks(None, [c], EV, {"c": brows}, {"c/score": Gate(3.0)}, BOOT, run=run)
+        done = run_looks(None, [c], EV, {"c": brows}, {"c/score": Gate(3.0)}, BOOT, run=run)
         passes += done.record["c"]["settled"].get("score", {}).get("verdict") == "pass"
     return passes / sims
 
 
-def test_simulated_the_runner_passes_at_the_margin_at_most_alpha_and_peeking_does_not():
-    sims = 300
-    at_margin = simulate(0.0, peek=False, sims=sims)
-    peeking = simulate(0.0, peek=True, sims=sims, seed=1)
-    mc = 2.5 * (0.025 * 0.975 / sims) ** 0.5
-    assert at_margin <= 0.025 + mc, at_margin
-    assert peeking > 0.025 + mc, peeking                   # the fixed interval at 4 looks: about 0.06
-    assert simulate(6.0, peek=False, sims=100, seed=2) > 0.5    # a tier 6 points above the margin passes
+def test_simulated_the_runner_passes_at_the_margin_at_most_alpha():
+    """The look runner itself, end to end (the replay of tests/test_simulate.py shows the same rates at
+    scale, and what reading the fixed 95% interval at every look would cost)."""
+    sims = 200
+    at_margin = simulate(0.0, sims=sims)
+    assert at_margin <= 0.025 + 2.5 * (0.025 * 0.975 / sims) ** 0.5, at_margin
+    assert simulate(6.0, sims=60, seed=2) > 0.5     # a tier 6 points above the margin passes

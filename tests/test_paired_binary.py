@@ -2,6 +2,8 @@
 look-by-look verdicts that use it, by simulation (and the bootstrap-SE rule it replaced, which fails them)."""
 import math
 
+from statistics import NormalDist
+
 import numpy as np
 import pytest
 
@@ -77,7 +79,7 @@ def score_rule(b, c, n, conf):
 
 def bootstrap_se_rule(b, c, n, conf):
     """delta -/+ z x SE with the sample SD of the -1/0/+1 differences: what the bootstrap SE estimates."""
-    z = stats.NormalDist().inv_cdf(0.5 + conf / 2)
+    z = NormalDist().inv_cdf(0.5 + conf / 2)
     d = (c - b) / n
     se = np.sqrt(np.maximum((b + c) / n - d * d, 0) / n)
     return d - z * se, d + z * se

@@ -7,14 +7,15 @@ from pipeline.scoring.decision import FAIL, INCONCLUSIVE, PASS, judge_metric
 TOL = Tolerance(abs=3.0)
 
 
-def test_identical_outputs_pass_with_zero_width_interval():
+def test_identical_outputs_never_pass_on_a_zero_width_interval():
+    """Before 2026-12 identical graded outputs had the interval [0, 0] and passed any margin."""
     graded = [40.0, 12.5, 100.0, 77.0, 0.0] * 10
     iv = stats.paired_mean(graded, graded, resamples=500, seed=1)
-    assert (iv.delta, iv.lo, iv.hi) == (0.0, 0.0, 0.0)
-    assert judge_metric("rougeL", 60.0, iv, TOL, None).verdict == PASS
+    assert iv.delta == 0.0 and iv.lo < -3.0 and iv.hi > 3.0
+    assert judge_metric("rougeL", 60.0, iv, TOL, None).verdict == INCONCLUSIVE
     refs = ["Der Hund schläft.", "Es regnet heute."] * 5
-    civ = stats.paired_corpus("chrf", refs, refs, refs, resamples=200, seed=1)
-    assert (civ.delta, civ.lo, civ.hi) == (0.0, 0.0, 0.0)
+    civ = stats.paired_corpus("chrf", refs, refs, refs)
+    assert civ.delta == 0.0 and civ.lo < -3.0 and civ.hi > 3.0
 
 
 def test_truly_worse_by_twice_the_tolerance_fails():
@@ -34,18 +35,17 @@ def test_ten_samples_small_drop_is_inconclusive():
     assert judge_metric("acc", 100.0, iv, TOL, None).verdict == INCONCLUSIVE
 
 
-def test_bootstrap_reproducible_with_seed_and_differs_otherwise():
+def test_intervals_are_deterministic_and_the_seed_moves_only_the_bootstrap_se():
     base = [float(i % 7) for i in range(60)]
     tier = [float((i * 3) % 7) for i in range(60)]
     a = stats.paired_mean(base, tier, 1000, seed=42)
     b = stats.paired_mean(base, tier, 1000, seed=42)
     c = stats.paired_mean(base, tier, 1000, seed=43)
-    assert a == b and (a.lo, a.hi) != (c.lo, c.hi)
+    assert a == b and (a.lo, a.hi) == (c.lo, c.hi) and a.se != c.se
     refs = [f"Satz Nummer {i} ist hier." for i in range(20)]
     hyp = [f"Satz {i} ist da." for i in range(20)]
-    x = stats.paired_corpus("bleu", refs, refs, hyp, 300, seed=5)
-    y = stats.paired_corpus("bleu", refs, refs, hyp, 300, seed=5)
-    assert x == y and x.delta < 0 and x.lo <= x.delta <= x.hi
+    x = stats.paired_corpus("bleu", refs, refs, hyp)
+    assert x == stats.paired_corpus("bleu", refs, refs, hyp) and x.delta < 0 and x.lo <= x.delta <= x.hi
 
 
 def test_corpus_delta_matches_sacrebleu():
@@ -54,7 +54,7 @@ def test_corpus_delta_matches_sacrebleu():
     refs = ["Der Zug fährt um neun.", "Bitte Salz hinzufügen.", "Morgen regnet es."]
     base = ["Der Zug fährt um neun.", "Bitte Salz.", "Morgen regnet es."]
     tier = ["Zug um neun.", "Bitte Salz.", "Es regnet."]
-    iv = stats.paired_corpus("bleu", refs, base, tier, 100, seed=0)
+    iv = stats.paired_corpus("bleu", refs, base, tier)
     expected = sacrebleu.corpus_bleu(tier, [refs]).score - sacrebleu.corpus_bleu(base, [refs]).score
     assert iv.delta == pytest.approx(expected)
 
@@ -108,10 +108,9 @@ def _corpus_case():
 
 
 @pytest.mark.parametrize("metric", ["bleu", "chrf"])
-def test_paired_corpus_is_the_bootstrap_recomputed_with_sacrebleus_public_scores(metric):
-    """Brute force: each resample's corpus scores recomputed from its sentences with sacrebleu's public
-    corpus_bleu / corpus_chrf (not from summed statistics), the same draws (numpy PCG64, the seed, n
-    sentences with replacement per resample), and the 2.5/97.5 percentiles of the deltas."""
+def test_paired_corpus_reads_the_jackknife_of_sacrebleus_public_scores(metric):
+    """Brute force: each leave-one-out corpus score recomputed with sacrebleu's public corpus_bleu /
+    corpus_chrf (not from summed statistics); the pseudo-values' variance is the interval's."""
     import numpy as np
     import sacrebleu
 
@@ -121,13 +120,18 @@ def test_paired_corpus_is_the_bootstrap_recomputed_with_sacrebleus_public_scores
     def score(hyps, idx):
         return public([hyps[i] for i in idx], [[refs[i] for i in idx]]).score
 
-    everything = range(len(refs))
-    draws = np.random.default_rng(5).integers(0, len(refs), size=(40, len(refs)))
-    deltas = [score(tier, d) - score(base, d) for d in draws]
-    lo, hi = np.quantile(deltas, [0.025, 0.975])
-    found = stats.paired_corpus(metric, refs, base, tier, 40, seed=5)
+    n = len(refs)
+    everything = list(range(n))
+
+    def pseudo(hyps):
+        full = score(hyps, everything)
+        return np.array([n * full - (n - 1) * score(hyps, [j for j in everything if j != i]) for i in everything])
+
+    diffs = pseudo(tier) - pseudo(base)
+    found = stats.paired_corpus(metric, refs, base, tier)
     assert found.delta == pytest.approx(score(tier, everything) - score(base, everything), abs=1e-9)
-    assert (found.lo, found.hi) == (pytest.approx(lo, abs=1e-9), pytest.approx(hi, abs=1e-9))
+    assert found.graded.var == pytest.approx(diffs.var(ddof=1), rel=1e-9)
+    assert found.graded.changed == sum(a != b for a, b in zip(base, tier))
     assert found.n == 24 and found.lo < found.delta < found.hi
 
 

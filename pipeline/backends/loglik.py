@@ -10,7 +10,7 @@ scored on (then the model's final soft-cap, if it has one: arch.logits; a model 
 anything else after its head is scored by HFLM itself, arch.head_handback). Inputs, truncation, right
 padding without a mask and the greedy check
 are HFLM's own, so the numbers are the same up to float rounding of the smaller head GEMM
-(tests/test_loglik.py compares the two on a tiny model).
+(tests/test_loglik.py compares the two on a tiny model); the head and softmax run in float32.
 """
 from __future__ import annotations
 
@@ -76,8 +76,10 @@ def score(model, requests: list[Request], max_length: int, batch_size: int,
                 k = inputs[inp]
                 rows += [i] * k
                 cols += range(len(inp) - k - shared, len(inp) - shared)
-            # in the logits' dtype, as HFLM does with its default softmax_dtype
-            picked = F.log_softmax(arch.logits(model, hidden[rows, cols]), dim=-1)
+            # the head and softmax in float32 at the scored positions (a vocabulary row per position):
+            # in bfloat16 a label's log-likelihood is a multiple of 0.125 at logits of 16-32, and 5% of
+            # the default model's classification items tied exactly (docs/decisions/float32-choices.md)
+            picked = F.log_softmax(arch.logits(model, hidden[rows, cols], float32=True), dim=-1)
             at = 0
             for inp in chunk:
                 k = inputs[inp]

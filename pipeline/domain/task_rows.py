@@ -29,13 +29,22 @@ def sample_row(spec: TaskSpec, s: dict[str, Any]) -> dict:
         row["choices"] = doc["choices"]
         row["gold"] = doc["gold"]
         row["logliks"] = [float(r[0]) for r in s["filtered_resps"]]
-        row["pred"] = max(range(len(row["logliks"])), key=row["logliks"].__getitem__)
+        row["pred"], row["tied"] = choose(row["logliks"], int(s["doc_id"]))
     else:
         resp = s["filtered_resps"][0]
         row["output"] = resp if isinstance(resp, str) else resp[0]
     row["prompt_chars"] = len(str(s["arguments"][0][0])) if s.get("arguments") else None
     row["scores"] = per_sample_scores(spec, row)
     return row
+
+
+def choose(logliks: list[float], doc_id: int) -> tuple[int, bool]:
+    """(the predicted choice, whether the best log-likelihood was tied exactly). A tie goes to the
+    tied choice at position doc_id mod (number tied): the same choice on both sides of a pair, and
+    no label favoured across documents (lm-eval's argmax gives every tie to the first label)."""
+    best = max(logliks)
+    tied = [i for i, x in enumerate(logliks) if x == best]
+    return tied[doc_id % len(tied)], len(tied) > 1
 
 
 def per_sample_scores(spec: TaskSpec, row: dict) -> dict[str, float]:

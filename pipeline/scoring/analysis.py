@@ -59,7 +59,7 @@ def intervals(task_metrics: list[str], pairs: list[tuple[dict, dict]], boot: Boo
             refs = [str(b["target"]) for b, _ in pairs]
             bh = [metrics.clean_generation(b["output"]) for b, _ in pairs]
             th = [metrics.clean_generation(t["output"]) for _, t in pairs]
-            out[m] = stats.paired_corpus(m, refs, bh, th, boot.resamples, boot.seed, boot.confidence)
+            out[m] = stats.paired_corpus(m, refs, bh, th, boot.confidence)
         elif pairs and all(m in b["scores"] and m in t["scores"] for b, t in pairs):
             out[m] = stats.paired_mean([b["scores"][m] for b, _ in pairs], [t["scores"][m] for _, t in pairs],
                                        boot.resamples, boot.seed, boot.confidence)

@@ -1,23 +1,27 @@
-"""Paired bootstrap intervals for tier-minus-baseline deltas, and classification flips. Pure.
+"""Paired intervals for tier-minus-baseline deltas, and classification flips. Pure.
 
-Corpus metrics (BLEU, chrF) are resampled the way sacrebleu's paired bootstrap does it
-(Koehn, 2004; sacrebleu/significance.py): per-sentence sufficient statistics are drawn with the same
-indices for both systems and the corpus score is recomputed from their sum. Per-sample metrics
-(ROUGE) resample the per-sample scores. Percentile intervals; numpy's PCG64 with a fixed seed, so
-results are reproducible bit for bit. A metric whose every sample is 0 or 100 (accuracy, exact match)
-gets the paired score interval instead (pipeline/scoring/paired_binary.py: the bootstrap is too narrow
-when few samples differ); its bootstrap SE is kept for power planning.
+Every interval is a test inverted at the variance the hypothesised delta requires, because the
+paired differences of a close tier are mostly exact zeros and a bootstrap or Wald interval is then
+far too narrow (docs/decisions/graded-interval.md):
+- a metric whose every sample is 0 or 100 (accuracy, exact match): the paired score interval of its
+  discordant pairs (pipeline/scoring/paired_binary.py);
+- a graded per-sample metric (ROUGE): the floored studentized interval (paired_graded.py);
+- a corpus metric (BLEU, chrF): the same interval on the jackknife pseudo-values of the corpus delta
+  (per-sentence sufficient statistics as sacrebleu's paired bootstrap uses them), its changed pairs
+  the sentences whose output changed.
+Each interval is computed at any confidence from what it keeps (`repeated`). The bootstrap SE of a
+per-sample delta (numpy's PCG64, fixed seed) is kept for power planning only.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
 
-from pipeline.scoring import paired_binary
+from pipeline.scoring import paired_binary, paired_graded
 
 
 @dataclass(frozen=True)
@@ -30,9 +34,13 @@ class Interval:
     # a 0/100 metric's discordant pairs (baseline right and tier wrong, the other way): its interval is
     # the paired score interval of those counts at any confidence (paired_binary, repeated)
     discordant: tuple[int, int] | None = None
+    # a graded or corpus metric's summary: its interval at any confidence (paired_graded)
+    graded: paired_graded.Summary | None = None
 
     def as_dict(self) -> dict:
         out = {"delta": self.delta, "lo": self.lo, "hi": self.hi, "n": self.n, "se": self.se}
+        if self.graded is not None:
+            out["changed"] = self.graded.changed
         return out if self.discordant is None else {**out, "discordant": list(self.discordant)}
 
 
@@ -46,26 +54,24 @@ def binary(lost: int, gained: int, n: int, confidence: float, se: float | None) 
     return Interval(100.0 * (gained - lost) / n, 100.0 * float(lo), 100.0 * float(hi), n, se, (lost, gained))
 
 
+def graded(s: paired_graded.Summary, confidence: float, se: float | None) -> Interval:
+    """The floored studentized interval of a graded or corpus metric's paired differences."""
+    lo, hi = paired_graded.interval(s, confidence)
+    return Interval(s.mean, lo, hi, s.n, se, graded=s)
+
+
 def repeated(iv: Interval, confidence: float) -> Interval:
-    """The look's repeated confidence interval (Jennison & Turnbull ch. 9): for a 0/100 metric the score
-    interval of its discordant pairs at `confidence`, else delta -/+ z x SE with the bootstrap's SE (a
-    percentile interval at a first look's 99.99% would need far more resamples than its tails hold,
-    and so would be too narrow)."""
+    """The look's repeated confidence interval (Jennison & Turnbull ch. 9): the interval's own test
+    inverted at `confidence` (the look's nominal level), from the counts or summary it keeps."""
     if iv.discordant is not None:
         return binary(*iv.discordant, iv.n, confidence, iv.se)
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    se = iv.se or 0.0
-    return Interval(iv.delta, iv.delta - z * se, iv.delta + z * se, iv.n, iv.se)
+    if iv.graded is not None:
+        return graded(iv.graded, confidence, iv.se)
+    raise ValueError("an interval without its discordant counts or graded summary cannot be re-read")
 
 
 def _indices(n: int, resamples: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, n, size=(resamples, n))
-
-
-def _percentiles(values: np.ndarray, confidence: float) -> tuple[float, float]:
-    alpha = (1.0 - confidence) / 2
-    lo, hi = np.quantile(values, [alpha, 1 - alpha])
-    return float(lo), float(hi)
 
 
 def paired_mean(base: Sequence[float], tier: Sequence[float], resamples: int, seed: int,
@@ -78,8 +84,7 @@ def paired_mean(base: Sequence[float], tier: Sequence[float], resamples: int, se
     se = float(boot.std(ddof=1))
     if np.isin(b, BINARY).all() and np.isin(t, BINARY).all():
         return binary(int((diff < 0).sum()), int((diff > 0).sum()), int(diff.size), confidence, se)
-    lo, hi = _percentiles(boot, confidence)
-    return Interval(float(diff.mean()), lo, hi, int(diff.size), se)
+    return graded(paired_graded.summary(diff, b), confidence, se)
 
 
 def _sacrebleu_metric(name: str):
@@ -105,7 +110,7 @@ def score_from_stats(metric, summed: np.ndarray) -> float:
 
 
 def paired_corpus(metric: str, refs: Sequence[str], base_hyps: Sequence[str], tier_hyps: Sequence[str],
-                  resamples: int, seed: int, confidence: float = 0.95) -> Interval:
+                  confidence: float = 0.95) -> Interval:
     if not (len(refs) == len(base_hyps) == len(tier_hyps)) or not refs:
         raise ValueError("refs and both systems' outputs must be non-empty and aligned")
     m = _sacrebleu_metric(metric)
@@ -116,12 +121,21 @@ def paired_corpus(metric: str, refs: Sequence[str], base_hyps: Sequence[str], ti
         return score_from_stats(m, stats.sum(0))
 
     delta = score(st) - score(sb)
-    idx = _indices(len(refs), resamples, seed)
-    # each resample's summed statistics in one gather (integer counts: the same sums as row by row)
-    boot = np.array([score_from_stats(m, t) - score_from_stats(m, b)
-                     for t, b in zip(st[idx].sum(1), sb[idx].sum(1))])
-    lo, hi = _percentiles(boot, confidence)
-    return Interval(delta, lo, hi, len(refs), float(boot.std(ddof=1)))
+    pseudo = pseudo_values(m, st) - pseudo_values(m, sb)
+    changed = sum(1 for a, b in zip(base_hyps, tier_hyps) if a != b)
+    s = paired_graded.summary(pseudo, changed=changed, reach=(paired_graded.SCALE, paired_graded.SCALE))
+    s = dataclasses.replace(s, mean=float(delta))
+    return graded(s, confidence, math.sqrt(s.var / s.n))
+
+
+def pseudo_values(metric, stats_rows: np.ndarray) -> np.ndarray:
+    """Jackknife pseudo-values n x score - (n - 1) x score without sentence i (Efron & Tibshirani
+    ch. 11): the per-sentence form of a corpus score, whose variance / n is its jackknife variance."""
+    n = len(stats_rows)
+    total = stats_rows.sum(0)
+    full = score_from_stats(metric, total)
+    loo = np.array([score_from_stats(metric, total - row) for row in stats_rows]) if n > 1 else np.array([full])
+    return n * full - (n - 1) * loo
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,101 @@
+"""The error rates of evaluate's verdicts on one metric, replayed on a run's own paired samples.
+
+    python -m pipeline.scoring.simulate <baseline samples.jsonl> <variant samples.jsonl> \\
+        --metric summarization/rougeL [--sims 4000] [--params params.yaml] [--method wald]
+
+The two files are samples/<task>.jsonl as results/ stores them (a baseline's, a variant's; a variant
+stopped at a look pairs its documents with the baseline's). The looks, cap, confidence and margin
+come from params.yaml (eval.sequential, eval.tasks.<task>.limit, decision); the replay itself is
+pipeline/scoring/replay.py. One line per rate with its Monte-Carlo SE, e.g. `false_pass 0.021 ± 0.002`.
+`--method wald` replays the procedure before 2026-12 (delta -/+ z x bootstrap SE), for comparison.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.domain import metrics
+from pipeline.io import read_jsonl
+from pipeline.schema import builder
+from pipeline.scoring import analysis, stats
+from pipeline.scoring.replay import Population, rates
+
+
+@dataclass(frozen=True)
+class Setup:
+    pop: Population
+    looks: list[float]
+    cap: int
+    confidence: float
+    margin: float
+
+
+def population(base_rows: list[dict], tier_rows: list[dict], metric: str) -> Population:
+    """The pairs of one metric: per-sample scores, or a corpus metric's jackknife pseudo-values."""
+    pairs = analysis.align(base_rows, tier_rows, subset=True)
+    if analysis.is_corpus(metric, pairs):
+        m = stats._sacrebleu_metric(metric)
+        refs = [str(b["target"]) for b, _ in pairs]
+        bh = [metrics.clean_generation(b["output"]) for b, _ in pairs]
+        th = [metrics.clean_generation(t["output"]) for _, t in pairs]
+        pb = stats.pseudo_values(m, stats.segment_stats(m, bh, refs))
+        pt = stats.pseudo_values(m, stats.segment_stats(m, th, refs))
+        return Population.of(pb, pt, kind="corpus", changed=[a != b for a, b in zip(bh, th)])
+    missing = [b["doc_id"] for b, t in pairs if metric not in b["scores"] or metric not in t["scores"]]
+    if missing:
+        raise KeyError(f"metric {metric!r} is not in the rows' scores (doc {missing[0]})")
+    return Population.of([b["scores"][metric] for b, _ in pairs], [t["scores"][metric] for _, t in pairs])
+
+
+def load(baseline: Path, variant: Path, metric_id: str, params_path: Path) -> Setup:
+    params = builder.load(params_path)
+    task, metric = metrics.split_id(metric_id)
+    if task not in params.eval.tasks:
+        raise KeyError(f"eval.tasks has no task {task!r} (params: {params_path})")
+    gate = params.gate(metric_id)
+    if gate.tolerance is None:
+        raise ValueError(f"{metric_id} has no tolerance in {params_path}: it is reported, not judged")
+    base_rows, tier_rows = read_jsonl(baseline), read_jsonl(variant)
+    pop = population(base_rows, tier_rows, metric)
+    base_value = float(pop.base.mean()) if pop.kind != "corpus" else _corpus_value(base_rows, metric)
+    seq = params.eval.sequential
+    cap = params.eval.tasks[task].limit or len(base_rows)
+    return Setup(pop, list(seq.looks) if seq else [], int(cap), params.decision.bootstrap.confidence,
+                 gate.tolerance.allowed_drop(base_value))
+
+
+def _corpus_value(rows: list[dict], metric: str) -> float:
+    m = stats._sacrebleu_metric(metric)
+    refs = [str(r["target"]) for r in rows]
+    hyps = [metrics.clean_generation(r["output"]) for r in rows]
+    return stats.score_from_stats(m, stats.segment_stats(m, hyps, refs).sum(0))
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m pipeline.scoring.simulate", description=__doc__.split("\n")[0])
+    ap.add_argument("baseline", type=Path, help="the baseline's samples/<task>.jsonl")
+    ap.add_argument("variant", type=Path, help="the variant's samples/<task>.jsonl")
+    ap.add_argument("--metric", required=True, help="<task>/<metric>, e.g. summarization/rougeL")
+    ap.add_argument("--params", type=Path, default=Path("params.yaml"))
+    ap.add_argument("--sims", type=int, default=4000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--method", choices=("score", "wald"), default="score",
+                    help="wald: the procedure before 2026-12 (delta -/+ z x bootstrap SE), for comparison")
+    a = ap.parse_args(argv)
+    try:
+        setup = load(a.baseline, a.variant, a.metric, a.params)
+    except (OSError, ValueError, KeyError) as e:
+        print(f"qtier simulate: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    pop = setup.pop
+    print(f"# {a.metric}: {pop.kind}, {pop.diff.size} pairs ({int(pop.changed.sum())} changed), observed delta "
+          f"{pop.diff.mean():+.3f}, margin {setup.margin:.3f}, cap {setup.cap}, looks {setup.looks or 'none'}, "
+          f"confidence {setup.confidence}, method {a.method}, {a.sims} runs per rate")
+    for r in rates(pop, setup.looks, setup.cap, setup.confidence, setup.margin, a.sims, a.seed, a.method):
+        print(r.line())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+"""`python -m pipeline.scoring.simulate`: the error rates of the look-by-look verdicts, replayed on
+zero-inflated, heavy-tailed, tied and Gaussian paired differences for each metric kind (0/100,
+per-sample graded, corpus), and the same cases failing the procedure it replaced (delta -/+ z x SE)."""
+import math
+
+import numpy as np
+import pytest
+
+from pipeline.io import atomic_write_jsonl as write_jsonl
+from pipeline.scoring import replay, simulate
+from pipeline.scoring.replay import Population, rates
+
+LOOKS = [0.25, 0.5, 0.75, 1.0]
+SIMS = 1000
+ALPHA = 0.025
+
+
+def _bound(sims=SIMS):
+    return ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / sims)
+
+
+def _graded(kind, rng, n=400):
+    base = np.clip(rng.normal(30, 12, n), 0, 100)
+    if kind == "zero_inflated_10x30":
+        moved = rng.random(n) < 0.10
+        return base, np.where(moved, np.clip(base - 30 + rng.normal(0, 5, n), 0, 100), base)
+    if kind == "zero_inflated_5x60":
+        base = np.where(rng.random(n) < 0.1, 70.0, base)
+        moved = (rng.random(n) < 0.5) & (base >= 60)
+        return base, np.where(moved, base - 60, base)
+    if kind == "heavy_tailed":
+        moved = rng.random(n) < 0.3
+        return base, np.where(moved, np.clip(base + 4 * rng.standard_t(2, n), 0, 100), base)
+    if kind == "tied":           # short outputs: ROUGE-L on a few words takes few values
+        base = rng.choice([0.0, 25.0, 33.3, 50.0, 66.7, 100.0], n)
+        return base, np.where(rng.random(n) < 0.2, rng.choice([0.0, 25.0, 50.0], n), base)
+    return base, np.clip(base + rng.normal(-3, 3, n), 0, 100)                # gaussian
+
+
+def _rate(rs, name):
+    return next(r for r in rs if r.name == name)
+
+
+@pytest.mark.parametrize("kind,cap", [("zero_inflated_10x30", 96), ("zero_inflated_10x30", 24),
+                                      ("zero_inflated_5x60", 96), ("heavy_tailed", 96), ("tied", 96),
+                                      ("gaussian", 96)])
+def test_graded_false_pass_and_fail_stay_within_alpha(kind, cap):
+    base, tier = _graded(kind, np.random.default_rng(7))
+    rs = rates(Population.of(base, tier), LOOKS, cap, 0.95, 3.0, SIMS, seed=1)
+    assert _rate(rs, "false_pass").value <= _bound()
+    assert _rate(rs, "false_fail").value <= _bound()
+
+
+@pytest.mark.parametrize("kind,cap", [("zero_inflated_10x30", 96), ("zero_inflated_5x60", 96),
+                                      ("zero_inflated_10x30", 24)])
+def test_the_previous_procedure_fails_the_zero_inflated_cases(kind, cap):
+    base, tier = _graded(kind, np.random.default_rng(7))
+    rs = rates(Population.of(base, tier), LOOKS, cap, 0.95, 3.0, SIMS, seed=1, method="wald")
+    assert _rate(rs, "false_pass").value > 2 * _bound()
+
+
+def test_identical_outputs_pass_at_a_large_cap_and_not_on_a_zero_width_interval_at_a_small_one():
+    base, _ = _graded("gaussian", np.random.default_rng(8))
+    pop = Population.of(base, base.copy())
+    big = rates(pop, LOOKS, 400, 0.95, 3.0, 600, seed=2)
+    assert _rate(big, "power").value > 0.9 and _rate(big, "false_pass").value <= _bound(600)
+    small = rates(pop, LOOKS, 24, 0.95, 3.0, 600, seed=2)
+    assert _rate(small, "power").value < 0.5
+
+
+@pytest.mark.parametrize("lost,gained", [(0.0, 0.0), (0.04, 0.01), (0.15, 0.12)])
+def test_binary_false_pass_within_alpha(lost, gained):
+    rng = np.random.default_rng(9)
+    n = 2000
+    u = rng.random(n)
+    base = np.where(u < 0.5 + lost, 100.0, 0.0)
+    tier = base.copy()
+    tier[u < lost] = 0.0
+    tier[(u >= 0.5 + lost) & (u < 0.5 + lost + gained)] = 100.0
+    rs = rates(Population.of(base, tier), LOOKS, 640, 0.95, 3.0, SIMS, seed=3)
+    assert _rate(rs, "false_pass").value <= _bound() and _rate(rs, "false_fail").value <= _bound()
+
+
+@pytest.mark.parametrize("share", [0.05, 0.3, 1.0])
+def test_corpus_false_pass_within_alpha_and_wald_fails_when_few_change(share):
+    rng = np.random.default_rng(10)
+    n = 300
+    changed = rng.random(n) < share
+    pseudo = np.where(changed, rng.normal(-2.0, 15.0, n), 0.0)
+    pop = Population.of(np.zeros(n), pseudo, kind="corpus", changed=changed)
+    rs = rates(pop, LOOKS, 96, 0.95, 1.0, SIMS, seed=4)
+    assert _rate(rs, "false_pass").value <= _bound()
+    if share < 0.1:
+        old = rates(pop, LOOKS, 96, 0.95, 1.0, SIMS, seed=4, method="wald")
+        assert _rate(old, "false_pass").value > 2 * _bound()
+
+
+def test_moving_keeps_zeros_and_reaches_the_target():
+    base, tier = _graded("zero_inflated_10x30", np.random.default_rng(11))
+    pop = Population.of(base, tier)
+    at = replay.moved(pop, -3.0)
+    assert at.diff.mean() == pytest.approx(-3.0, abs=1e-6)
+    assert (at.diff == 0).sum() >= (pop.diff == 0).sum() - 5
+    same = Population.of(base, base.copy())
+    worst = replay.moved(same, -3.0)
+    assert worst.diff.mean() == pytest.approx(-3.0, abs=1e-6) and worst.changed.sum() > 0
+
+
+def test_the_command_reads_results_files_and_params(tmp_path, capsys):
+    rng = np.random.default_rng(12)
+    base, tier = _graded("zero_inflated_10x30", rng, n=96)
+    rows = lambda xs: [{"doc_id": i, "scores": {"rougeL": float(x)}} for i, x in enumerate(xs)]  # noqa: E731
+    write_jsonl(tmp_path / "b.jsonl", rows(base))
+    write_jsonl(tmp_path / "t.jsonl", rows(tier)[:48])          # a variant stopped at look 2
+    simulate.main([str(tmp_path / "b.jsonl"), str(tmp_path / "t.jsonl"), "--metric", "summarization/rougeL",
+                   "--sims", "300"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("# summarization/rougeL: graded, 48 pairs")
+    names = [line.split()[0] for line in out[1:]]
+    assert names == ["false_pass", "false_fail", "power", "fail_power", "samples_at_margin"]
+    assert all(" ± " in line for line in out[1:])
+
+
+def test_the_command_names_a_bad_metric(tmp_path, capsys):
+    write_jsonl(tmp_path / "b.jsonl", [{"doc_id": 0, "scores": {"rougeL": 1.0}}, {"doc_id": 1, "scores": {"rougeL": 2.0}}])
+    with pytest.raises(SystemExit) as e:
+        simulate.main([str(tmp_path / "b.jsonl"), str(tmp_path / "b.jsonl"), "--metric", "nosuch/rougeL"])
+    assert e.value.code == 2 and "nosuch" in capsys.readouterr().err
+
+
+def test_reading_the_fixed_interval_at_every_look_would_not_keep_alpha():
+    """What the looks' spending is for: the 95% interval read at each of 4 looks passes a tier at the
+    margin more often than 2.5% (about 0.05), the spent critical values do not."""
+    rng = np.random.default_rng(13)
+    base = rng.uniform(20, 80, 2000)
+    pop = replay.moved(Population.of(base, np.clip(base + rng.normal(0, 10, 2000), 0, 100)), -3.0)
+    sizes, sims = [50, 100, 150, 200], 3000
+    peek = replay.replay(pop, sizes, [0.95] * 4, 3.0, sims, 1, -3.0)["verdict"] == "pass"
+    spent = rates(pop, LOOKS, 200, 0.95, 3.0, sims, seed=1)
+    assert peek.mean() > _bound(sims) and _rate(spent, "false_pass").value <= _bound(sims)
