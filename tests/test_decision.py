@@ -45,10 +45,10 @@ def test_judge_metric_rule():
 def test_a_verdict_keeps_its_interval_limit_and_n_and_says_why_in_one_line():
     v = decision.judge_metric("acc", 90.0, Interval(-1.0, -2.5, 0.5, 320), Tolerance(abs=3.0), 60.0)
     assert (v.verdict, v.lo, v.hi, v.n, v.limit, v.settle) == (PASS, -2.5, 0.5, 320, 3.0, None)
-    assert v.why == "95% CI [-2.50, +0.50] (n=320) lies above -3.00"
+    assert v.why == "95% interval [-2.50, +0.50] (n=320) lies above -3.00"
     v = decision.judge_metric("acc", 90.0, Interval(-2.0, -4.0, 0.0, 100), Tolerance(abs=3.0), 60.0)
     assert v.settle == decision.Settle(400, PASS)
-    assert v.why == ("95% CI [-4.00, +0.00] (n=100) straddles -3.00; at this effect size about 400 samples "
+    assert v.why == ("95% interval [-4.00, +0.00] (n=100) straddles -3.00; at this effect size about 400 samples "
                      "would be needed to pass")
     # lower is better: the interval is turned so that a drop is negative
     v = decision.judge_metric("loss", 2.0, Interval(0.5, 0.4, 0.6, 10), Tolerance(abs=0.2), None, False)
@@ -198,3 +198,36 @@ def test_registry_task_is_inferred_and_rejects_local_keys():
         Task(lm_eval="arc_easy", labels=["a", "b"])
     with pytest.raises(FieldError, match="config: required for a generate task"):
         Task(kind="generate", data="d.jsonl")
+
+
+def test_a_verdict_the_second_arithmetic_did_not_read_is_unchecked_and_never_a_pass():
+    base = row("fp16", acc=90.0)
+    skipped = dataclasses.replace(row("int8", acc=90.0), arithmetic_check={"status": "not needed",
+                                                                          "why": "the variant cannot pass"})
+    no_second = dataclasses.replace(row("int4", w=50, acc=90.0), arithmetic_check={"status": "unsupported"})
+    rows = judged([base, skipped, no_second], {"int8-auto": {"acc": iv(0.0)}, "int4-auto": {"acc": iv(0.0)}})
+    v = rows[1].judgement.verdicts["acc"]
+    assert (v.verdict, v.unchecked) == (INCONCLUSIVE, PASS) and v.why.startswith("unchecked pass")
+    assert rows[1].judgement.overall == INCONCLUSIVE
+    # a backend with no second arithmetic at all: nothing was skipped, the verdict stands
+    assert rows[2].judgement.overall == PASS
+    failed = dataclasses.replace(row("int8", acc=80.0), arithmetic_check={"status": "not needed"})
+    (_, f) = judged([base, failed], {"int8-auto": {"acc": iv(-10.0)}})
+    assert f.judgement.overall == INCONCLUSIVE and f.judgement.verdicts["acc"].unchecked == FAIL
+
+
+def test_the_pick_stops_at_the_first_larger_candidate_that_does_not_pass():
+    rows = [row("fp16", w=1000, acc=90.0), row("fp16", kv="fp8", w=1000, kvb=5, acc=80.0),
+            row("int8", w=500, acc=90.0)]
+    rows = judged(rows, {"fp16-fp8": {"acc": iv(-10.0)}, "int8-auto": {"acc": iv(0.0)}})
+    rec = decision.recommend(rows, "m")
+    assert rec.row is rows[0] and "`fp16-fp8`" in rec.why and "fixed sequence" in rec.why
+    rec = decision.recommend(rows, "m", allowed={("fp16", "auto"), ("int8", "auto")})
+    assert rec.row.key == ("m", "int8", "auto") and "family-wise" in rec.why
+
+
+def test_closest_names_no_metric_list_when_every_metric_is_not_capable():
+    rows = [row("fp16", w=1000, bleu=1.0), row("int8", w=500, bleu=0.9)]
+    rows = judged(rows, {"int8-auto": {"bleu": iv(-0.1)}})
+    rec = decision.recommend(rows, "m")
+    assert rec.row is rows[0] and "inconclusive on ." not in rec.why and "closest" not in rec.why

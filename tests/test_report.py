@@ -210,7 +210,7 @@ def test_the_speed_column_names_the_device_the_results_record():
 def test_the_notes_name_the_run_s_confidence_and_kv_scales():
     head = dataclasses.replace(HEADER, bootstrap=Bootstrap(confidence=0.9), kv_scales={"fp8": "0.5", "fp8-cal": "calibrated"})
     md = markdown.render({"m": model_report(rows())}, head)
-    assert "`score (delta [90% CI], verdict)`" in md and "95%" not in md
+    assert "one-sided test at 5.0% a side (90% two-sided)" in md and "its 90% interval" in md and "95%" not in md
     assert "each KV mode's k/v scale (`fp8` 0.5, `fp8-cal` calibrated; 1.0 is vLLM's default" in md
 
 

@@ -67,7 +67,10 @@ def metric_cell(r: Row, metric: str, is_base: bool) -> str:
     if iv is not None:
         d += f" [{iv.lo:+.1f}, {iv.hi:+.1f}]"
     verdict = r.judgement.verdicts.get(metric)
-    return f"{value} ({d}, {MARK[verdict.verdict]})" if verdict else f"{value} ({d})"
+    if verdict is None:
+        return f"{value} ({d})"
+    shown = f"unchecked {verdict.unchecked}" if verdict.unchecked else MARK[verdict.verdict]
+    return f"{value} ({d}, {shown})"
 
 
 def status_cell(r: Row) -> str:

@@ -55,6 +55,7 @@ class ModelReport:
     recommendation: Recommendation
     num_samples: dict[str, int]
     flips: dict[str, dict[str, Flips]] = field(default_factory=dict)          # variant -> task -> flips
+    ties: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)  # variant -> task -> (tied, scored)
     regressions: dict[str, dict[str, list[Regression]]] = field(default_factory=dict)  # variant -> task -> worst
     regression_links: dict[str, str] = field(default_factory=dict)           # variant -> link
     kv_length: list[KvLength] = field(default_factory=list)

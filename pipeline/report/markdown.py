@@ -20,9 +20,20 @@ def run_lines(header: Header, rows: list[Row]) -> list[str]:
     base, b = header.baseline, header.bootstrap
     return ["## The run", "",
             f"Generated {header.generated} by stage decide. Baseline: tier `{base.tier}` with KV cache `{base.kv}`. "
-            f"Intervals: {b.confidence:.0%} paired bootstrap, {b.resamples} resamples, seed {b.seed}; accuracy and "
-            "exact match: the paired score interval (docs/decision-rule.md).", ""
+            f"Intervals: {interval_text(b.confidence)}", ""
             ] + provenance.header_lines(rows, header.versions)
+
+
+def interval_text(confidence: float) -> str:
+    """What every interval on the page is, at its real confidence."""
+    side = (1 - confidence) / 2
+    return (f"each verdict is a one-sided test at {side:.1%} a side ({confidence:.0%} two-sided), kept over every "
+            "look: a task read in looks shows the look's repeated interval at its own nominal confidence (e.g. "
+            "99.99% at look 1 of 4, about 95.6% at the last; O'Brien-Fleming spending), a task read once its "
+            f"{confidence:.0%} interval. Accuracy and exact match: the paired score interval of the discordant "
+            "pairs; ROUGE: the floored studentized interval; BLEU and chrF: the same on the corpus score's jackknife "
+            "pseudo-values (docs/decisions/graded-interval.md). Error rates by simulation: "
+            "`python -m pipeline.scoring.simulate`.")
 
 
 def details(m: ModelReport, header: Header) -> list[str]:

@@ -5,32 +5,35 @@ from pipeline.report.document import Header
 
 
 def notes(header: Header) -> list[str]:
-    conf = f"{header.bootstrap.confidence:.0%}"
     scales = ", ".join(f"`{mode}` {scale}" for mode, scale in header.kv_scales.items()) or "no quantized KV mode"
     return [
         "Metrics are named `<task>/<metric>` (a task is an entry of `eval.tasks`): each task is scored, "
         "compared and judged on its own. The first table gives each task's verdict and the deltas that decided it; "
         "*Quality by task* gives each task's gated metrics (those with a tolerance; every metric is in "
         "`decision.json`), *Why each verdict* the interval each verdict rests on.",
-        f"Metric cells read `score (delta [{conf} CI], verdict)`, all on a 0-100 scale. BLEU/chrF: sacrebleu corpus "
-        "scores, intervals by sacrebleu-style paired bootstrap; ROUGE-L: rouge-score F-measure with stemming, mean "
-        "over samples; Accuracy: log-likelihood choice over the label set; ROUGE/accuracy intervals resample "
-        "per-sample scores. Same samples, same seed for every variant.",
+        "Metric cells read `score (delta [interval], verdict)`, all on a 0-100 scale; the interval is the one the "
+        "verdict was read on (*The run* says at which confidence). BLEU/chrF: sacrebleu corpus scores, the interval "
+        "on their jackknife pseudo-values; ROUGE-L: rouge-score F-measure with stemming, mean over samples; "
+        "Accuracy: log-likelihood choice over the label set, scored in float32 (an exact tie goes to the tied "
+        "label at the document's position, the same on both sides of a pair). Same samples for every variant.",
         "Non-inferiority: a metric *passes* when the interval's lower bound is at or above -tolerance, *fails* "
         "when its upper bound is below -tolerance, and is *inconclusive* otherwise - or when the baseline scores "
         "below `decision.min_baseline` (the model cannot do the task, so differences mean nothing). A variant "
         "passes when every metric the model can do passes. An inconclusive metric says how many samples would "
         "settle it if the observed effect held (the interval narrows as 1/sqrt(n)).",
         "Power (its table): for each metric with a tolerance, SD is the standard deviation of "
-        "the paired per-sample differences (BLEU/chrF, corpus metrics with no per-sample form: the SE of each one's "
-        "own paired bootstrap x sqrt(n)), n the samples compared, MDD = "
+        "the paired per-sample differences (BLEU/chrF, corpus metrics with no per-sample form: of their jackknife "
+        "pseudo-values), n the samples compared, MDD = "
         "(z(1-a) + z(0.8)) x SD / sqrt(n) the smallest tolerance this n shows non-inferiority for with 80% power "
         "when the tier is truly unchanged, and n80 = ceil(((z(1-a) + z(0.8)) x SD / tolerance)^2) the samples "
         "that give 80% power at the configured tolerance; a = (1 - confidence) / 2, one side of the verdict's "
         "interval. `python -m pipeline.config` prints the same figures for the next run's sample sizes.",
-        "Recommendation: the passing variant with the least memory (weights, then KV bytes per token); when no "
-        "variant passes, the baseline itself, since only it is known to be as good as the baseline. Per GPU, "
-        "only variants that GPU can run and that fit its memory are candidates.",
+        "Recommendation: the candidates are taken in order of decreasing memory (weights, then KV bytes per "
+        "token) and the pick is the last of the unbroken run of passes from the first (a fixed-sequence test): "
+        "the chance that it is worse than a margin is at most one verdict's error, however many candidates; when "
+        "the first does not pass, the baseline itself. Per GPU, the same among the variants that GPU can run and "
+        "that fit its memory. An *unchecked* verdict (settled in the run's arithmetic, not read in the second) "
+        "counts as inconclusive.",
         "Quality comes from the engine in the Backend column of *How each variant ran*, computing at the "
         "activation dtype in its Compute column: every variant of a model on one backend runs at one dtype, "
         "baseline included (vLLM on CPU: bfloat16; on a GPU: the model's dtype), and a row is compared only "

@@ -45,13 +45,17 @@ def variants_table(m: ModelReport) -> list[str]:
 
 
 def task_tables(m: ModelReport, baseline: Baseline) -> list[str]:
-    """One table per task: its metrics' cells `score (delta [95% CI], verdict)` per variant."""
+    """One table per task: its metrics' cells `score (delta [interval], verdict)` per variant, and for a
+    choice task its flips and exact ties (the best choices' log-likelihoods equal; scored in float32,
+    ties are rare: a tie goes to no label in particular, task_rows.choose)."""
     lines: list[str] = []
     for task in tasks_of(m.rows):
         mids = shown_metrics(m.rows, task)
         n = m.num_samples.get(task)
         flips = {v: f[task] for v, f in m.flips.items() if task in f}
-        head = ["Variant"] + [label(x, with_task=False) for x in mids] + (["Flips (R→W / W→R)"] if flips else [])
+        ties = {v: t[task] for v, t in m.ties.items() if task in t}
+        head = (["Variant"] + [label(x, with_task=False) for x in mids] + (["Flips (R→W / W→R)"] if flips else [])
+                + (["Exact ties"] if ties else []))
         lines += [f"#### {task}" + (f" ({n} samples)" if n else ""), "", md_row(head), "|" + "---|" * len(head)]
         for r in m.rows:
             if r.facts.status != "ok":
@@ -60,6 +64,9 @@ def task_tables(m: ModelReport, baseline: Baseline) -> list[str]:
             if flips:
                 f = flips.get(r.variant)
                 cells.append(f"{f.right_to_wrong}/{f.wrong_to_right}" if f else "–")
+            if ties:
+                t = ties.get(r.variant)
+                cells.append(f"{t[0]} of {t[1]:,}" if t else "–")
             lines.append(md_row(cells))
         lines.append("")
     return lines

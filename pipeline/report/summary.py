@@ -59,9 +59,15 @@ def decided_cell(r: Row, task: str, base: Baseline | None) -> str:
     deltas = r.evidence.deltas
     # unstable: settled in one arithmetic only (docs/decision-rule.md "Engine noise")
     parts = [(f"{label(mid, with_task=False)} {deltas[mid]:+.1f}" if mid in deltas
-              else f"{label(mid, with_task=False)} n/a") + (" (unstable)" if counted[mid].unstable else "")
-             for mid in deciding]
+              else f"{label(mid, with_task=False)} n/a") + flag(counted[mid]) for mid in deciding]
     return f"{MARK[verdict]} " + ", ".join(parts)
+
+
+def flag(v) -> str:
+    """An inconclusive verdict's reason when it was settled in one arithmetic only."""
+    if v.unstable:
+        return " (unstable)"
+    return f" (unchecked {v.unchecked})" if v.unchecked else ""
 
 
 def verdict_table(m: ModelReport, base: Baseline | None, speed_header: str, machines: dict[str, str]) -> list[str]:

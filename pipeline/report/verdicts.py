@@ -89,8 +89,8 @@ def power_lines(m: ModelReport, base: Baseline | None) -> list[str]:
     metrics = in_report_order(m, list(dict.fromkeys(mid for r in rows for mid in r.evidence.power)))
     ns = {mid: one_value([p.n for r in rows if (p := r.evidence.power.get(mid)) is not None]) for mid in metrics}
     head = ["Variant"] + [f"{label(mid)} (n={ns[mid]})" if ns[mid] is not None else label(mid) for mid in metrics]
-    lines = ["### Power", "", "Each cell: SD of the paired differences (BLEU, chrF: their paired bootstrap's "
-             "standard error x sqrt(n)) / minimum detectable drop at this n / samples for 80% power at the "
+    lines = ["### Power", "", "Each cell: SD of the paired differences (BLEU, chrF: of their jackknife "
+             "pseudo-values) / minimum detectable drop at this n / samples for 80% power at the "
              "tolerance (n80).", "", md_row(head), "|" + "---|" * len(head)]
     for r in rows:
         cells = [r.variant]

@@ -25,6 +25,8 @@ class Comparison:
     flips: dict[str, dict[str, dict[str, Flips]]] = field(default_factory=dict)        # model -> variant -> task
     regressions: dict[str, dict[str, dict[str, list[Regression]]]] = field(default_factory=dict)  # same keys
     kv_length: list[KvLength] = field(default_factory=list)
+    # model -> variant -> task -> (items whose best choices tied exactly, items scored): every ok row's
+    ties: dict[str, dict[str, dict[str, tuple[int, int]]]] = field(default_factory=dict)
 
 
 def task_metrics(r: Measured, task: str) -> dict[str, str]:
@@ -39,6 +41,10 @@ def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision,
     by_backend = {(r.model, r.tier, r.kv, r.backend): r for r in rows}
     found = Comparison()
     for r in rows:
+        if r.status == "ok" and r.key in samples:
+            tied = ties(samples[r.key])
+            if tied:
+                found.ties.setdefault(r.model, {})[r.variant] = tied
         base = decision.baseline_for(r, bases)
         if r.status != "ok" or base is None or base is r:
             continue
@@ -67,6 +73,12 @@ def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision,
         if r.kv != rule.baseline.kv and ref is not None and ref.status == "ok" and ref.compute_dtype == r.compute_dtype:
             found.kv_length += kv_length(r, ref, mine, samples[ref.key], rule.length_buckets)
     return found
+
+
+def ties(mine: Samples) -> dict[str, tuple[int, int]]:
+    """task -> (items with an exact tie for the best choice, items scored) for its choice tasks."""
+    return {task: (sum(1 for x in rows if x.get("tied")), len(rows)) for task, rows in mine.items()
+            if rows and "logliks" in rows[0]}
 
 
 def kv_length(r: Measured, ref: Measured, mine: Samples, ref_samples: Samples, edges: list[int]) -> list[KvLength]:

@@ -47,11 +47,12 @@ def not_capable(v: Verdict) -> bool:
 
 def judge_metric(metric: str, base: float | None, interval: Interval | None, tol: Tolerance,
                  min_base: float | None, higher_is_better: bool = True, confidence: float = 0.95,
-                 second: tuple[str, str] | None = None) -> Verdict:
+                 second: tuple[str, str] | None = None, check_expected: bool = False) -> Verdict:
     """The verdict for one metric of one variant; `confidence`: the interval's (it only names it).
     `second`: (the metric's verdict under the engine's second arithmetic, its name), where evaluate
     checked it (scoring/arith_check.py); a settled verdict it does not give is `unstable`: inconclusive,
-    never a pass."""
+    never a pass. `check_expected`: the engine has a second arithmetic, so a settled verdict it did not
+    check (evaluate skips the check once a variant cannot pass) is `unchecked`: inconclusive too."""
     if base is None:
         return Verdict(INCONCLUSIVE, NO_BASELINE)
     if min_base is not None and base < min_base:
@@ -65,6 +66,8 @@ def judge_metric(metric: str, base: float | None, interval: Interval | None, tol
     on_sampling = settled(lo, hi, limit)
     if second is not None and on_sampling != INCONCLUSIVE and second[0] != on_sampling:
         return Verdict(INCONCLUSIVE, **found, unstable=on_sampling)
+    if second is None and check_expected and on_sampling != INCONCLUSIVE:
+        return Verdict(INCONCLUSIVE, **found, unchecked=on_sampling)
     if on_sampling != INCONCLUSIVE:
         return Verdict(on_sampling, **found)
     return Verdict(INCONCLUSIVE, **found, settle=samples_to_settle(sign * interval.delta, lo, hi, limit, interval.n))
@@ -162,7 +165,8 @@ def judgement(r: Measured, ev: Evidence, base_rows: dict[Pairing, Measured], rul
         task = split_id(metric)[0]
         found = judge_metric(metric, base.metrics.get(metric), ev.intervals.get(metric), tol, floor,
                              r.higher_is_better.get(metric, True),
-                             r.look_confidence(task) or rule.bootstrap.confidence, r.second(metric))
+                             r.look_confidence(task) or rule.bootstrap.confidence, r.second(metric),
+                             r.check_expected())
         verdicts[metric] = dataclasses.replace(found, look=r.look_text(task)) if found.lo is not None else found
     return Judgement(overall(verdicts), verdicts)
 
@@ -210,32 +214,62 @@ class Recommendation:
     command: str | None = None
 
 
+def in_sequence(rows: list[Row]) -> list[Row]:
+    """The order the recommendation tests candidates in: decreasing memory (weights, then KV bytes per
+    token), params.yaml's order among equals. Fixed before any verdict is read."""
+    order = {id(r): i for i, r in enumerate(rows)}
+    return sorted(rows, key=lambda r: (tuple(-x for x in memory_key(r)), order[id(r)]))
+
+
+def sequence_pick(passed: list[bool]) -> int | None:
+    """The fixed-sequence pick (Maurer, Hothorn & Lehmacher 1995; Westfall & Krishen 2001): walk the
+    candidates in their fixed order while each passes, and take the last of that unbroken run. A
+    candidate worse than its margin is claimed only if it passes, and the first such one in the order
+    must pass for any later one to be reached: so the chance that the pick is worse than a margin is at
+    most one test's alpha, however many candidates there are (tests/test_pick.py simulates 13)."""
+    pick = None
+    for i, ok in enumerate(passed):
+        if not ok:
+            break
+        pick = i
+    return pick
+
+
 def recommend(rows: list[Row], model: str, allowed: set[tuple[str, str]] | None = None) -> Recommendation:
-    """The smallest-memory variant (weights, then KV bytes/token) of `model` that passes every
-    metric the model can do; the baseline itself when no other variant passes (it is the reference,
-    so it cannot be worse than itself). `allowed` restricts the candidates (e.g. to what a GPU can
-    run); no row comes back only when neither a passing variant nor the baseline is allowed."""
+    """The smallest-memory variant of `model` reached by the fixed sequence (sequence_pick) over the
+    variants that ran, in decreasing memory; the baseline itself when the first candidate does not
+    pass (it is the reference, so it cannot be worse than itself). `allowed` restricts the candidates
+    (e.g. to what a GPU can run); no row comes back only when neither a variant nor the baseline is
+    allowed."""
     mine = [r for r in rows if r.facts.model == model and (allowed is None or (r.facts.tier, r.facts.kv) in allowed)]
-    ok = [r for r in mine if r.judgement.overall == PASS]
-    if ok:
-        best = min(ok, key=memory_key)
-        conclusive = [m for m, v in best.judgement.verdicts.items() if v.verdict == PASS]
-        return Recommendation(best, f"smallest memory among the {len(ok)} variants that pass every metric the "
-                                    f"model can do ({', '.join(conclusive)})")
     base = next((r for r in mine if r.judgement.overall == "baseline"), None)
+    chain = in_sequence([r for r in mine if r.facts.status == "ok" and r is not base])
+    at = sequence_pick([r.judgement.overall == PASS for r in chain])
+    if at is not None:
+        best = chain[at]
+        conclusive = [m for m, v in best.judgement.verdicts.items() if v.verdict == PASS]
+        why = (f"the smallest in memory of the {at + 1} variant{'s' if at else ''} passing in a row, in order of "
+               f"decreasing memory ({', '.join(conclusive)}); family-wise: the chance that the pick is worse than "
+               f"a margin is at most one verdict's, over all {len(chain)} candidates (fixed-sequence test)")
+        if at + 1 < len(chain):
+            beyond = [r.variant for r in chain[at + 2:] if r.judgement.overall == PASS]
+            why += (f"; the sequence stops at `{chain[at + 1].variant}` ({chain[at + 1].judgement.overall})"
+                    + (f", so {', '.join(f'`{v}`' for v in beyond)} (passing beyond it) cannot be claimed"
+                       if beyond else ""))
+        return Recommendation(best, why)
     if base is not None:
-        others = [r for r in mine if r.facts.status == "ok" and r is not base]
-        if not others:
+        if not chain:
             return Recommendation(base, "the baseline is the only variant that ran here; nothing smaller was shown "
                                         "to be as good")
-        return Recommendation(base, "the baseline itself: no smaller variant was shown non-inferior: each fails a "
-                                    "metric or has an interval too wide to show non-inferiority (see the verdicts "
-                                    "below the table)" + closest(others))
-    if not any(r.facts.status == "ok" for r in mine):
+        first = chain[0]
+        return Recommendation(base, f"the baseline itself: the largest candidate, `{first.variant}`, does not pass "
+                                    f"({first.judgement.overall}), and the fixed sequence claims nothing past a "
+                                    "candidate that does not pass (see the verdicts below the table)" + closest(chain))
+    if not chain:
         return Recommendation(None, "no variant ran successfully"
                               + ("" if allowed is None else " among those that fit"))
     return Recommendation(None, "the baseline is not among the candidates (it does not fit or cannot run there) and "
-                                "no smaller variant passes")
+                                "no smaller variant passes in sequence")
 
 
 def closest(rows: list[Row]) -> str:
@@ -246,9 +280,11 @@ def closest(rows: list[Row]) -> str:
 
     def open_metrics(r: Row) -> list[str]:
         return [m for m, v in r.judgement.verdicts.items() if v.verdict != PASS and not not_capable(v)]
+    cands = [r for r in cands if open_metrics(r)]
+    if not cands:                 # every metric not capable: no metric to be close on
+        return ""
     best = min(cands, key=lambda r: (len(open_metrics(r)), memory_key(r)))
-    metrics = [m for m, v in best.judgement.verdicts.items() if v.verdict == INCONCLUSIVE and not not_capable(v)]
-    return f"; closest: `{best.variant}`, inconclusive on {', '.join(metrics)}"
+    return f"; closest: `{best.variant}`, inconclusive on {', '.join(open_metrics(best))}"
 
 
 def gpu_candidates(rows: list[Row], model: str, name: str, gpu: TargetGpu, plans: dict[str, dict[str, Plan]]

@@ -63,6 +63,12 @@ class Measured:
             return None
         return c["second"], self.arithmetic_check.get("arithmetic") or "the second arithmetic"
 
+    def check_expected(self) -> bool:
+        """Whether this variant's settled verdicts needed the second arithmetic's check: the engine has
+        one and the baseline was measured in it (result.json arithmetic_check status ok, not needed or
+        not checked; not for a backend without one, nor for a row read at fixed n)."""
+        return self.arithmetic_check.get("status") in ("ok", "not needed", "not checked")
+
     def look_confidence(self, task: str) -> float | None:
         """The confidence of the task's last look (its repeated interval's), None for a fixed-n task."""
         return (self.looks.get(task) or {}).get("confidence")
@@ -117,16 +123,22 @@ class Verdict:
     second: tuple[str, str] | None = None   # (its verdict under the engine's second arithmetic, that arithmetic)
     unstable: str | None = None      # the run's verdict, when the second arithmetic does not give it
     look: str | None = None          # the look it was read at (eval.sequential), e.g. "look 2 of 4, ..."
+    unchecked: str | None = None     # the run's verdict, when the second arithmetic was not read for it
 
     @property
     def why(self) -> str:
         """The one-line reason, as decision.json records it."""
         if self.note is not None:
             return self.note
-        ci = f"{confidence_text(self.confidence)} CI [{self.lo:+.2f}, {self.hi:+.2f}] (n={self.n})"
-        relation = {"pass": "lies above", "fail": "lies below"}.get(self.verdict, "straddles")
+        kind = "repeated interval" if self.look is not None else "interval"
+        ci = f"{confidence_text(self.confidence)} {kind} [{self.lo:+.2f}, {self.hi:+.2f}] (n={self.n})"
+        shown = self.unchecked or self.unstable or self.verdict
+        relation = {"pass": "lies above", "fail": "lies below"}.get(shown, "straddles")
         text = f"{ci} {relation} -{self.limit:.2f}"
-        if self.unstable is not None:
+        if self.unchecked is not None:
+            text = (f"unchecked {self.unchecked}: not read in the engine's second arithmetic (evaluate stops "
+                    f"checking once a variant cannot pass), so it counts as inconclusive; {text}")
+        elif self.unstable is not None:
             text = (f"unstable: {self.unstable} in the run's arithmetic, {self.second[0]} under "
                     f"{self.second[1]}; {text}")
         elif self.second is not None:

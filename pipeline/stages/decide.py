@@ -97,7 +97,7 @@ def model_report(params: schema.Params, rows: list[Row], model: str, found: Comp
     return ModelReport(
         name=model, source=params.models[model].source, rows=mine, recommendation=rec,
         num_samples=base.num_samples if base else next((r.facts.num_samples for r in mine if r.facts.num_samples), {}),
-        flips=found.flips.get(model, {}), regressions=found.regressions.get(model, {}),
+        flips=found.flips.get(model, {}), ties=found.ties.get(model, {}), regressions=found.regressions.get(model, {}),
         regression_links=regression_links(model, found),
         kv_length=[k for k in found.kv_length if k.model == model], plans=planned.for_model(model),
         gpu_recs=gpu_recommendations(params, rows, model, planned, by_length), plot=plot_spec(params, model, mine),
