@@ -7,6 +7,7 @@ import pytest
 from pipeline import paths
 from pipeline.domain import bos, chat
 from pipeline.schema.yaml_io import safe_dump, safe_load
+from pipeline.domain import tokenizer_check
 from pipeline.stages import prepare
 
 
@@ -48,14 +49,18 @@ class BosTokenizer:
         return SimpleNamespace(input_ids=([self.bos_token_id] if self.adds and add_special_tokens else []) + [7])
 
 
-def _project(tmp_path, monkeypatch, root, source, apply_chat_template, add_bos_token="auto", tokenizer=None):
+def _project(tmp_path, monkeypatch, root, source, apply_chat_template, add_bos_token="auto", tokenizer=None,
+             found=(), check_tokenizer=True):
     p = safe_load((root / "params.yaml").read_text())
     p["models"] = {"m": {"source": source, "dtype": "float16", "apply_chat_template": apply_chat_template,
-                         "add_bos_token": add_bos_token}}
+                         "add_bos_token": add_bos_token, "check_tokenizer": check_tokenizer}}
+    found = list(found)
     (tmp_path / "params.yaml").write_text(safe_dump(p, sort_keys=False))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", ["prepare", "m"])
     monkeypatch.setattr(prepare, "load_tokenizer", lambda folder: tokenizer or BosTokenizer())
+    monkeypatch.setattr(prepare, "load_config", lambda folder: None)
+    monkeypatch.setattr(tokenizer_check, "findings", lambda tok, cfg: found)
 
 
 def _writes(files):
@@ -78,7 +83,7 @@ def test_prepare_records_auto_as_the_prepared_tokenizer_has_it(tmp_path, monkeyp
     prepare.main()
     record = json.loads((paths.source_dir("m") / paths.SOURCE_SPEC).read_text())
     assert record == {"source": "embedded:smollm2-135m-instruct", "apply_chat_template": expected,
-                      "add_bos_token": False}
+                      "add_bos_token": False, "tokenizer_check": {"findings": [], "overridden": False}}
     assert chat.recorded("m") is expected
 
 
@@ -118,3 +123,28 @@ def test_prepare_refuses_true_without_a_template_in_one_line_and_writes_no_sourc
     assert e.value.code == 2
     assert err == "qtier: models.m.apply_chat_template: true, but hub:org/base's tokenizer has no chat template"
     assert not paths.source_dir("m").exists() and not list(paths.source_dir("m").parent.glob(".source*"))
+
+
+def test_a_tokenizer_that_is_not_the_model_s_stops_prepare_in_one_line_and_writes_no_source(
+        tmp_path, monkeypatch, root, capsys):
+    _project(tmp_path, monkeypatch, root, "hub:org/base", "auto", found=["1.00 characters per token"])
+    monkeypatch.setitem(sys.modules, "huggingface_hub",
+                        SimpleNamespace(snapshot_download=lambda ref: str(tmp_path / "snapshot")))
+    monkeypatch.setattr(prepare, "from_folder", _writes(BASE))
+    with pytest.raises(SystemExit) as e:
+        prepare.main()
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 2 and len(err.splitlines()) == 1
+    assert err.startswith("qtier: models.m: the tokenizer of hub:org/base does not look like the model's: 1.00 ")
+    assert "check_tokenizer: false" in err and not paths.source_dir("m").exists()
+
+
+def test_the_override_proceeds_and_records_what_was_found(tmp_path, monkeypatch, root):
+    _project(tmp_path, monkeypatch, root, "hub:org/base", "auto", found=["1.00 characters per token"],
+             check_tokenizer=False)
+    monkeypatch.setitem(sys.modules, "huggingface_hub",
+                        SimpleNamespace(snapshot_download=lambda ref: str(tmp_path / "snapshot")))
+    monkeypatch.setattr(prepare, "from_folder", _writes(BASE))
+    prepare.main()
+    record = json.loads((paths.source_dir("m") / paths.SOURCE_SPEC).read_text())
+    assert record["tokenizer_check"] == {"findings": ["1.00 characters per token"], "overridden": True}

@@ -268,3 +268,14 @@ def test_an_engine_write_that_could_not_be_read_says_why():
     assert kv_write_sentence({"rounding": None, "why": "exit 1"}) == "not read (exit 1)"
     near = kv_write_sentence({"rounding": "nearest", "values": 10, "as_nearest": 1.0, "as_truncation": 0.5})
     assert near.startswith("rounded to nearest (50% of 10 values as truncation, 100% as round-to-nearest)")
+
+
+def test_an_overridden_tokenizer_check_is_on_page_one():
+    rs = rows()
+    base = dataclasses.replace(rs[0].facts, tokenizer_check={"findings": ["1.00 characters per token"], "overridden": True})
+    rs = judged([base] + [r.facts for r in rs[1:]], [None, rs[1].evidence, None])
+    md = markdown.render({"m": model_report(rs, rs[0], "the baseline", "vllm serve x")}, HEADER)
+    page1 = md.split("\n## ", 1)[0]
+    assert "**Tokenizer check overridden** (`models.m.check_tokenizer: false`): 1.00 characters per token." in page1
+    clean = markdown.render({"m": model_report(rows(), rows()[0], "the baseline", "vllm serve x")}, HEADER)
+    assert "Tokenizer check" not in clean

@@ -22,3 +22,10 @@ def resolved(model: str, key: str, source: Path | None = None) -> bool:
     if not isinstance(value, bool):
         raise io.DataError(f"{record_file}: no {key} (prepared by an older qtier): re-run prepare@{model}")
     return value
+
+
+def read(model: str, source: Path | None = None) -> dict:
+    """The whole record prepare wrote for `model` ({} when there is none: check reads a local folder
+    before prepare ran)."""
+    record_file = (source or paths.source_dir(model)) / paths.SOURCE_SPEC
+    return io.read_json(record_file) if record_file.is_file() else {}

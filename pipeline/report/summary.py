@@ -27,10 +27,16 @@ def recommendation_lines(m: ModelReport) -> list[str]:
 
 
 def sanity_lines(m: ModelReport) -> list[str]:
-    """What looks wrong with the baseline's own outputs, and why it may be so (pipeline/scoring/sanity.py)."""
+    """What looks wrong with the baseline's own outputs, and why it may be so (pipeline/scoring/sanity.py),
+    and a tokenizer check prepare was told to pass over."""
+    checked = next((r.facts.tokenizer_check for r in m.rows if r.judgement.overall == "baseline"), None) or {}
+    lines = []
+    if checked.get("overridden"):
+        lines = [f"**Tokenizer check overridden** (`models.{m.name}.check_tokenizer: false`): "
+                 + "; ".join(checked.get("findings") or []) + ". Every prompt length and probe is in this tokenizer.", ""]
     if not m.sanity:
-        return []
-    return ["**Check the baseline first**: every variant is judged against these outputs.", "",
+        return lines
+    return lines + ["**Check the baseline first**: every variant is judged against these outputs.", "",
             "| task | what the baseline did | likely causes |", "|---|---|---|"] + [
         f"| {s.task} | {s.what} | {s.causes} |" for s in m.sanity] + [""]
 

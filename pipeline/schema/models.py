@@ -29,6 +29,10 @@ class Model:
     # Llama or Gemma tokenizer yes, a GPT-2 style one no). Resolved and recorded with the chat template
     # (pipeline/domain/bos.py); every backend is then told the same
     add_bos_token: Literal["auto"] | bool = "auto"
+    # prepare checks the tokenizer it writes is the model's (characters per token, round trip, special
+    # tokens, chat template: pipeline/domain/tokenizer_check.py) and stops on a finding; false: proceed
+    # anyway (a deliberate choice: decision.md says so on page 1)
+    check_tokenizer: bool = True
 
 
 @dataclass(frozen=True)

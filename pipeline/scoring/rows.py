@@ -55,6 +55,8 @@ class Measured:
     not_run: dict[str, Any] = field(default_factory=dict)
     # the settled verdicts checked under the engine's second arithmetic (result.json; scoring/arith_check.py)
     arithmetic_check: dict[str, Any] = field(default_factory=dict)
+    # prepare's tokenizer check as evaluate read it: {"findings": [...], "overridden": bool}; None: not recorded
+    tokenizer_check: dict[str, Any] | None = None
 
     def second(self, metric: str) -> tuple[str, str] | None:
         """(the metric's verdict under the second arithmetic, that arithmetic) where evaluate checked it."""

@@ -56,7 +56,7 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
         task_seconds={t: (v["computed"], v["seconds"])
                       for t, v in ((res.get("sample_cache") or {}).get("tasks") or {}).items()},
         phases=dict(res.get("phases") or {}), not_run=dict(res.get("not_run") or {}),
-        arithmetic_check=dict(res.get("arithmetic_check") or {}))
+        arithmetic_check=dict(res.get("arithmetic_check") or {}), tokenizer_check=res.get("tokenizer_check"))
 
 
 def refused(res: dict) -> str | None:

@@ -29,6 +29,7 @@ from pipeline.backends.selection import select
 from pipeline.domain import fidelity_set, looks, provenance, tasks
 from pipeline.domain.prompts import throughput_prompts
 from pipeline.scoring.planner import roofline
+from pipeline.domain import source_record, tokenizer_check
 from pipeline.stages import runner
 
 @dataclass(frozen=True)
@@ -104,6 +105,8 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
     result["backend"] = backend.name
     result["chat_template"] = variant.chat      # the prompts' format, as prepare resolved it for the model
     result["add_bos_token"] = variant.add_bos
+    # prepare's tokenizer check, overridden or clean (models.<name>.check_tokenizer): decision.md's page 1
+    result["tokenizer_check"] = source_record.read(model).get(tokenizer_check.RECORD_KEY)
     fidelity_rows: list[dict] = []
     clock = Phases(result)
     try:

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from pipeline import io, paths, schema
-from pipeline.domain import bos, chat
+from pipeline.domain import bos, chat, tokenizer_check
 from pipeline.domain.sources import embedded_gguf_path
 from pipeline.stages import runner
 
@@ -75,6 +75,23 @@ def load_tokenizer(folder: Path):
     return AutoTokenizer.from_pretrained(folder)
 
 
+def load_config(folder: Path):
+    """The model config every backend will load from this folder."""
+    from transformers import AutoConfig  # lazy: transformers takes seconds to import
+
+    return AutoConfig.from_pretrained(folder)
+
+
+def check_tokenizer(name: str, model: schema.Model, tokenizer, config) -> dict:
+    """The tokenizer check's record; a finding stops here (a ConfigError: one line, no folder written)
+    unless models.<name>.check_tokenizer is false."""
+    found = tokenizer_check.findings(tokenizer, config)
+    if found and model.check_tokenizer:
+        raise schema.ConfigError(f"models.{name}: the tokenizer of {model.source} does not look like the model's: "
+                                 f"{'; '.join(found)} (models.{name}.check_tokenizer: false proceeds anyway)")
+    return {"findings": found, "overridden": bool(found)}
+
+
 def prepare(name: str, model: schema.Model, out: Path, root: Path = Path(".")) -> tuple[bool, bool]:
     """The folder, and its record: the source it came from, and models.<name>.apply_chat_template and
     add_bos_token resolved against the tokenizer written here (returned; a `true` the tokenizer cannot
@@ -89,10 +106,12 @@ def prepare(name: str, model: schema.Model, out: Path, root: Path = Path(".")) -
         else:
             from huggingface_hub import snapshot_download
             from_folder(Path(snapshot_download(ref)), tmp, model.trust_remote_code)
+        tokenizer = load_tokenizer(tmp)
+        checked = check_tokenizer(name, model, tokenizer, load_config(tmp))
         chat_template = chat.resolve_folder(name, model.apply_chat_template, tmp, model.source)
-        add_bos = bos.resolve_tokenizer(name, model.add_bos_token, load_tokenizer(tmp), model.source)
+        add_bos = bos.resolve_tokenizer(name, model.add_bos_token, tokenizer, model.source)
         io.atomic_write_json(tmp / paths.SOURCE_SPEC, {"source": model.source, chat.RECORD_KEY: chat_template,
-                                                       bos.RECORD_KEY: add_bos})
+                                                       bos.RECORD_KEY: add_bos, tokenizer_check.RECORD_KEY: checked})
     return chat_template, add_bos
 
 
