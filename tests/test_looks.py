@@ -6,12 +6,13 @@ import random
 import numpy as np
 import pytest
 
-from pipeline.backends.looks_runner import Gate, gates_from, run_looks, settle
+from pipeline.backends.looks_runner import Gate, Looked, gates_from, run_looks, settle
 from pipeline.domain.tasks import report_only
 from pipeline.domain import looks, metrics
 from pipeline.domain.task_rows import TaskResult
 from pipeline.domain.tasks import TaskSpec
 from pipeline.schema import Bootstrap, Eval, Gate as ParamGate, Sequential, Tolerance
+from pipeline.scoring.sequential import Design
 from pipeline.scoring.stats import Interval
 
 EV = Eval(tasks={}, sequential=Sequential())
@@ -306,3 +307,50 @@ def test_simulated_the_runner_passes_at_the_margin_at_most_alpha():
     at_margin = simulate(0.0, sims=sims)
     assert at_margin <= 0.025 + 2.5 * (0.025 * 0.975 / sims) ** 0.5, at_margin
     assert simulate(6.0, sims=60, seed=2) > 0.5     # a tier 6 points above the margin passes
+
+def test_an_engine_slower_than_the_budget_is_read_at_its_last_completed_look_never_left_blank():
+    """The time budget runs out during look 3: the task keeps looks 1-2 and its verdicts there (each
+    look's repeated interval is valid under any stopping), and the budget's error goes on to stop the
+    variant; no look completed at all leaves the task unmeasured."""
+    from pipeline.backends.lm_eval_runner import WallBudgetExceeded
+
+    c = spec("c", cap=320)
+    rng = random.Random(1)
+    noisy = {d: rng.random() < 0.75 for d in range(400)}
+    base = {d: True for d in range(400)}
+    calls: list = []
+    inner = fake_run(noisy, calls)
+
+    def slow(session, specs, ev):
+        if len(calls) == 2:                 # the third look's documents: the budget runs out
+            raise WallBudgetExceeded("did not finish in the 30 s left")
+        return inner(session, specs, ev)
+    done = Looked()
+    with pytest.raises(WallBudgetExceeded):
+        run_looks(None, [c], EV, {"c": baseline_rows(c, base)}, {"c/acc": Gate(30.0)}, BOOT, run=slow, done=done)
+    rec = done.record["c"]
+    assert rec["looks"] == 2 and rec["n"] == 160 and rec["of"] == 4 and rec["budget"] is True
+    assert rec["confidence"] == pytest.approx(Design.of([0.25, 0.5, 0.75, 1.0], 0.95).confidence_at(1))
+    assert done.budget == ("stopped by the time budget at look 2 of 4 of c (160 of 320 samples; "
+                           "serving.vllm.budget.max_wall_s)")
+    assert len(done.samples["c"]) == 160 and done.open_at_cap == []
+
+    def none_done(session, specs, ev):
+        raise WallBudgetExceeded("did not finish")
+    nothing = Looked()
+    with pytest.raises(WallBudgetExceeded):
+        run_looks(None, [c], EV, {"c": baseline_rows(c, base)}, {"c/acc": Gate(3.0)}, BOOT, run=none_done,
+                  done=nothing)
+    assert "c" not in nothing.record and nothing.budget is None
+
+
+def test_the_baseline_and_the_noise_floor_run_without_the_per_variant_budget(root):
+    from pipeline.schema import builder
+
+    params = builder.load(root / "params.yaml")
+    assert params.serving.vllm.budget.max_wall_s is not None
+    free = params.without_wall_budget()
+    assert free.serving.vllm.budget.max_wall_s is None and free.serving.vllm.budget.gpu_max_wall_s is None
+    assert free.serving.vllm.for_device("gpu").budget.max_wall_s is None
+    for stage in ("baseline", "noise"):
+        assert "st.params.without_wall_budget()" in (root / f"pipeline/stages/{stage}.py").read_text()

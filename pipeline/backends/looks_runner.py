@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Protocol
 
-from pipeline.backends.lm_eval_runner import run_tasks
+from pipeline.backends.lm_eval_runner import WallBudgetExceeded, run_tasks
 from pipeline.domain import looks, task_rows, tasks
 from pipeline.domain.metrics import metric_id
 from pipeline import schema
@@ -48,6 +48,7 @@ class Looked:
     skipped: list[str] = field(default_factory=list)        # report-only tasks not run (cannot_pass)
     unstable: list[str] = field(default_factory=list)       # metrics the two arithmetics did not settle alike
     second_rows: dict[str, list[dict]] = field(default_factory=dict)    # task -> its samples in the second
+    budget: str | None = None         # where the time budget stopped the looks (the task kept at that look)
 
     def cannot_pass(self) -> str | None:
         """Why the variant can no longer pass (a gated metric failed, is open at its cap, or is unstable
@@ -152,22 +153,36 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
     rows2: list[dict] = []
     first: dict[str, dict] = {}       # settled in the run's arithmetic (a settled metric stays settled)
     other: dict[str, dict] = {}       # settled in the second arithmetic
-    for k, n in enumerate(sizes):
-        rows += chunk_run(session, [looks.chunk(spec, len(rows), n)], ev)[1][spec.name]
-        conf = design.confidence_at(k)
-        first.update(_settled({m: g for m, g in mine.items() if m not in first}, baseline[spec.name], rows,
-                              boot, conf, k, n))
-        if checking and any(m not in other for m in first):
-            more = second.rows(spec, len(rows2), n)
-            checking = more is not None        # None: it could not start here (its record says why)
-        if checking and any(m not in other for m in first):
-            rows2 += more
-            other.update(_settled({m: g for m, g in mine.items() if m in first and m not in other},
-                                  second.baseline[spec.name], rows2, boot, conf, k, n))
+    cut: WallBudgetExceeded | None = None
+    k = 0
+    for look, n in enumerate(sizes):
+        kept = (list(rows), list(rows2), dict(first), dict(other), checking)
+        try:
+            rows += chunk_run(session, [looks.chunk(spec, len(rows), n)], ev)[1][spec.name]
+            conf = design.confidence_at(look)
+            first.update(_settled({m: g for m, g in mine.items() if m not in first}, baseline[spec.name], rows,
+                                  boot, conf, look, n))
+            if checking and any(m not in other for m in first):
+                more = second.rows(spec, len(rows2), n)
+                checking = more is not None        # None: it could not start here (its record says why)
+            if checking and any(m not in other for m in first):
+                rows2 += more
+                other.update(_settled({m: g for m, g in mine.items() if m in first and m not in other},
+                                      second.baseline[spec.name], rows2, boot, conf, look, n))
+        except WallBudgetExceeded as e:
+            if look == 0:               # no look completed: the task is not measured
+                raise
+            # the time budget ends the task at its last completed look: its repeated intervals are valid
+            # under any stopping, so its verdicts are read there (issue 43), never left blank
+            rows, rows2, first, other, checking = kept
+            cut = e
+            break
+        k = look
         state = arith_check.state(first, other if checking else first, list(mine))
         if len(state.settled) + len(state.unstable) == len(mine) or state.failed():
             break
-    state = arith_check.state(first, other if checking else first, list(mine), at_cap=k == len(sizes) - 1)
+    state = arith_check.state(first, other if checking else first, list(mine),
+                              at_cap=cut is None and k == len(sizes) - 1)
     rows.sort(key=lambda r: r["doc_id"])
     done.metrics[spec.name] = task_rows.TaskResult(looks.scores_from_rows(spec, rows), rows,
                                                dict(spec.higher_is_better))
@@ -178,7 +193,13 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
         done.record[spec.name].update(first=first, second=other, unstable=state.unstable)
         done.second_rows[spec.name] = sorted(rows2, key=lambda r: r["doc_id"])
     done.unstable += [metric_id(spec.name, m) for m in state.unstable]
-    done.open_at_cap += [metric_id(spec.name, m) for m in mine if m not in state.settled and m not in state.unstable]
+    open_ = [metric_id(spec.name, m) for m in mine if m not in state.settled and m not in state.unstable]
+    if cut is not None:
+        done.record[spec.name]["budget"] = True
+        done.budget = (f"stopped by the time budget at look {k + 1} of {len(sizes)} of {spec.name} ({len(rows)} of "
+                       f"{spec.num_docs} samples; serving.vllm.budget.max_wall_s)")
+        raise cut
+    done.open_at_cap += open_
     failed = [m for m, s in state.settled.items() if s["verdict"] == "fail"]
     if failed:
         done.stopped = (f"stopped at look {k + 1} of {len(sizes)} of {spec.name} ({len(rows)} of "

@@ -1,6 +1,8 @@
 """The whole of params.yaml: every section, and the checks that span sections."""
 from __future__ import annotations
 
+import dataclasses
+
 import re
 from dataclasses import dataclass
 
@@ -53,6 +55,14 @@ class Params:
         if b.kv not in self.kv_modes:
             raise FieldError("decision.baseline.kv",
                              f"{b.kv!r} is not a kv mode (kv_modes: {', '.join(self.kv_modes)})")
+
+    def without_wall_budget(self) -> Params:
+        """These params with no per-variant time budget (serving.vllm.budget.max_wall_s and
+        gpu_max_wall_s null): the baseline and the noise floor run to every cap, since every variant is
+        judged against them (issue 43)."""
+        budget = dataclasses.replace(self.serving.vllm.budget, max_wall_s=None, gpu_max_wall_s=None)
+        vllm = dataclasses.replace(self.serving.vllm, budget=budget)
+        return dataclasses.replace(self, serving=dataclasses.replace(self.serving, vllm=vllm))
 
     def gate(self, metric_id: str) -> Gate:
         return gate(self.decision, self.eval.tasks, metric_id)

@@ -80,7 +80,8 @@ class Measured:
         lk = self.looks.get(task) or {}
         if "of" not in lk:
             return None
-        return f"look {lk['looks']} of {lk['of']}, {lk['n']:,} of {lk['cap']:,} samples"
+        text = f"look {lk['looks']} of {lk['of']}, {lk['n']:,} of {lk['cap']:,} samples"
+        return f"{text}; stopped by the time budget" if lk.get("budget") else text
 
     @property
     def key(self) -> Key:

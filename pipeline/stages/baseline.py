@@ -4,7 +4,8 @@ these samples; evaluate@<model>-<baseline> copies them, so nothing is evaluated 
 
     python -m pipeline.stages.baseline <model>
 
-Writes results/baseline/<model>/{result.json, samples/<task>.jsonl, ...} as evaluate writes a variant's.
+Writes results/baseline/<model>/{result.json, samples/<task>.jsonl, ...} as evaluate writes a variant's. No
+per-variant time budget applies (serving.vllm.budget): the baseline runs to every cap.
 """
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from pipeline.stages.evaluation import evaluate, run_stage
 
 @runner.stage_main("baseline", ("model",))
 def main(st: runner.Stage) -> None:
-    model, params = st.args[0], st.params
+    # every variant is judged against the baseline's samples: it runs to every cap, never cut by the
+    # per-variant time budget (issue 43)
+    model, params = st.args[0], st.params.without_wall_budget()
     tier, kv = params.decision.baseline.tier, params.decision.baseline.kv
     calibrated = params.kv_modes[kv].calibrated
     out_dir = paths.baseline_dir(model)

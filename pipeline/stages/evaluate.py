@@ -101,7 +101,8 @@ def in_looks(served: Served, specs: list[tasks.TaskSpec], params: schema.Params,
         except WallBudgetExceeded as e:
             if not done.metrics:
                 raise Unsupported(f"too slow here: lm-eval {e}") from None
-            cut = f"too slow here: lm-eval {e}; not measured: " + ", ".join(s.name for s in specs if s.name not in done.record)
+            left = ", ".join(s.name for s in specs if s.name not in done.record)
+            cut = (done.budget or f"too slow here: lm-eval {e}") + (f"; not measured: {left}" if left else "")
     second_arithmetic.finish(check, done, result, out_dir)
     result["looks"] = done.record
     if done.stopped:
