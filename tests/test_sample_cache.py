@@ -21,23 +21,55 @@ def fake_run(calls):
     return run
 
 
-def test_a_rerun_computes_only_the_documents_it_lacks(tmp_path):
+def test_a_rerun_reads_a_chunk_computed_before_and_recomputes_one_in_another_composition(tmp_path):
     cache = sample_cache.SampleCache("k", root=tmp_path)
     calls, counts = [], {}
     run = sample_cache.cached(cache, {"c": "t1"}, fake_run(calls), counts)
     spec = TaskSpec("c", "classify", {}, "c", 4, {"acc": True}, pool=10, docs=(5, 1, 7, 3))
     first = run(None, [spec], None)[1]["c"]
     assert calls == [[5, 1, 7, 3]] and [r["doc_id"] for r in first] == [5, 1, 7, 3]
+    assert run(None, [spec], None)[1]["c"] == first and len(calls) == 1          # the same chunk: read
     more = TaskSpec("c", "classify", {}, "c", 6, {"acc": True}, pool=10, docs=(5, 1, 7, 3, 9, 0))
     second = run(None, [more], None)[1]["c"]
-    assert calls[1] == [9, 0] and [r["doc_id"] for r in second] == [5, 1, 7, 3, 9, 0]
+    assert calls[1] == [5, 1, 7, 3, 9, 0] and [r["doc_id"] for r in second] == [5, 1, 7, 3, 9, 0]
     assert run(None, [more], None)[1]["c"] == second and len(calls) == 2
+    assert all("_batch" not in r for r in second)
     timed = counts.pop("tasks")
-    assert counts == {"cached": 4 + 6, "computed": 4 + 2}
-    assert list(timed) == ["c"] and timed["c"]["computed"] == 6 and timed["c"]["seconds"] >= 0.0
+    assert counts == {"cached": 4 + 6, "computed": 4 + 6}
+    assert list(timed) == ["c"] and timed["c"]["computed"] == 10 and timed["c"]["seconds"] >= 0.0
     other = sample_cache.cached(cache, {"c": "t2"}, fake_run(calls), {})      # another task key: nothing shared
     other(None, [spec], None)
     assert calls[-1] == [5, 1, 7, 3]
+
+
+def composition_dependent(calls):
+    """An engine whose per-sample result depends on the other documents of its batch, as batched sums
+    do (padding, shared prefix, kernel blocking)."""
+    def run(session, specs, ev):
+        found, samples = {}, {}
+        for s in specs:
+            calls.append(list(s.doc_ids))
+            rows = [{"doc_id": d, "scores": {"rougeL": d + 0.001 * sum(s.doc_ids)}} for d in s.doc_ids]
+            found[s.name], samples[s.name] = TaskResult({}, rows, {"rougeL": True}), rows
+        return found, samples
+    return run
+
+
+def test_cold_and_warm_give_identical_rows_whatever_batch_composition_the_cache_saw(tmp_path):
+    """Warm: the cache filled by looks of 2 documents, then read with chunks of 4 (a raised cap);
+    cold: chunks of 4 on an empty cache. Every row identical."""
+    docs = (4, 2, 6, 0, 1, 3, 5, 7)
+    warm_cache = sample_cache.SampleCache("k", root=tmp_path / "warm")
+    calls: list = []
+    warm = sample_cache.cached(warm_cache, {"g": "t"}, composition_dependent(calls), {})
+    spec = lambda ds: TaskSpec("g", "generate", {}, "g", len(ds), {"rougeL": True}, pool=8, docs=ds)  # noqa: E731
+    for i in range(0, 8, 2):
+        warm(None, [spec(docs[i:i + 2])], None)
+    warm_rows = [r for i in range(0, 8, 4) for r in warm(None, [spec(docs[i:i + 4])], None)[1]["g"]]
+    cold = sample_cache.cached(sample_cache.SampleCache("k", root=tmp_path / "cold"), {"g": "t"},
+                               composition_dependent([]), {})
+    cold_rows = [r for i in range(0, 8, 4) for r in cold(None, [spec(docs[i:i + 4])], None)[1]["g"]]
+    assert warm_rows == cold_rows
 
 
 def test_the_keys_change_with_file_contents_and_task_params(tmp_path):

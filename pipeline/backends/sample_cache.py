@@ -1,6 +1,9 @@
 """Per-sample results kept across runs, so that re-running an evaluation computes only what is not
-already there: a tolerance change (which re-runs evaluate: its looks stop on the tolerances) or a
-raised cap reads every sample it already has from here.
+already there: a tolerance change (which re-runs evaluate: its looks stop on the tolerances) reads
+every chunk of documents it already computed from here. A chunk is reused only whole and in the same
+batch composition (the same documents computed together): documents batched together change each
+other's sums, so a raised cap, which moves the looks' boundaries, computes its chunks again rather
+than read rows a cold run would not give (tests/test_sample_cache.py runs it cold and warm).
 
     .qtier-cache/samples/<variant key>/<task key>.jsonl      one row per document, as evaluate logs it
     .qtier-cache/samples/<variant key>/_<measure>-<key>.json  fidelity and the load test (SampleCache.measure)
@@ -167,9 +170,13 @@ class SampleCache:
         io.atomic_write_jsonl(self.dir / f"{task}.jsonl", [have[d] for d in sorted(have)])
 
 
+BATCH = "_batch"        # a cached row's batch composition: the digest of the documents computed with it
+
+
 def cached(cache: SampleCache, task_keys: dict[str, str], run: Callable, counts: dict[str, int]) -> Callable:
-    """`run` (lm_eval_runner.run_tasks' signature) that evaluates only the documents the cache lacks, for
-    the tasks in `task_keys` (the others are run as they are); `counts` gets {"cached": n, "computed": n}
+    """`run` (lm_eval_runner.run_tasks' signature) that reads a chunk of documents from the cache when the
+    same chunk was computed before (its batch composition: every document of it, and no other), else
+    computes the whole chunk, for the tasks in `task_keys` (the others are run as they are); `counts` gets {"cached": n, "computed": n}
     summed over calls, and "tasks": task -> {"computed": n, "seconds": s} for the tasks that computed any
     (what a sample of each task costs this variant: decide's fixed-n estimate, report/looks.py). A cached
     task's scores are recomputed from its rows (looks.scores_from_rows), so a score is the same whether
@@ -181,8 +188,12 @@ def cached(cache: SampleCache, task_keys: dict[str, str], run: Callable, counts:
             if s.name not in task_keys:
                 continue
             name = f"{s.name}-{task_keys[s.name]}"
-            have = cache.load(name)
-            missing = [d for d in s.doc_ids if d not in have]
+            # a row is reused only from the same batch composition: the documents computed together
+            # change each other's sums (padding, shared prefix, kernel blocking), so a row computed
+            # beside other documents is not the row a cold run of this chunk would give
+            chunk = digest(list(s.doc_ids))
+            have = {d: r for d, r in cache.load(name).items() if r.get(BATCH) == chunk}
+            missing = [] if all(d in have for d in s.doc_ids) else list(s.doc_ids)
             counts["cached"] = counts.get("cached", 0) + len(s.doc_ids) - len(missing)
             counts["computed"] = counts.get("computed", 0) + len(missing)
             if missing:
@@ -191,9 +202,9 @@ def cached(cache: SampleCache, task_keys: dict[str, str], run: Callable, counts:
                 spent = counts.setdefault("tasks", {}).setdefault(s.name, {"computed": 0, "seconds": 0.0})
                 spent["computed"] += len(missing)
                 spent["seconds"] = round(spent["seconds"] + time.perf_counter() - t0, 2)
-                cache.add(name, rows[s.name])
+                cache.add(name, [{**r, BATCH: chunk} for r in rows[s.name]])
                 have.update({r["doc_id"]: r for r in rows[s.name]})
-            rows = [have[d] for d in s.doc_ids]
+            rows = [{k: v for k, v in have[d].items() if k != BATCH} for d in s.doc_ids]
             found[s.name] = task_rows.TaskResult(looks.scores_from_rows(s, rows), rows, dict(s.higher_is_better))
             samples[s.name] = rows
         return found, samples
