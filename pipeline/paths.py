@@ -6,6 +6,7 @@ HARDWARE_TABLE = Path(__file__).resolve().parent / "data" / "vllm_hardware.yaml"
 
 ARTIFACTS = Path("artifacts")
 RESULTS = Path("results")
+DVC_LOCK = Path("dvc.lock")     # decide names the run by its digest (report/page_one.py)
 SAMPLE_CACHE = Path(".qtier-cache") / "samples"   # per-sample rows kept across runs (backends/sample_cache.py)
 LOGS = Path("logs")          # one log per stage run (pipeline/stages/runner.py); in .gitignore, no DVC output
 CHECKED = ARTIFACTS / "params.checked"   # the check stage's marker; every stage depends on it

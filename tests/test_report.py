@@ -46,14 +46,17 @@ def test_render_has_every_row_reason_and_command():
     best = decision.recommend(rs, "m")
     md = markdown.render({"m": model_report(rs, best.row, best.why, "vllm serve x")}, HEADER)
     prefixes = ("| fp16 | auto |", "| int4 | fp8 |", "| int8 | fp8 |")
-    assert [next(p for p in prefixes if line.startswith(p)) for line in md.splitlines()
-            if line.startswith(prefixes)] == list(prefixes)
-    # it opens with the recommendation, why and the command in three lines, then the verdict table
+    page1, every = md.split("## Every variant", 1)
+    for part in (page1, every):
+        assert [next(p for p in prefixes if line.startswith(p)) for line in part.splitlines()
+                if line.startswith(prefixes)] == list(prefixes)
+    # it opens with the recommendation, why and the command, then what a pass means, then the table
     top = md.split("\n\n")
-    assert top[1].splitlines() == ["**Recommended: `int4` with KV cache `fp8`** for m.  ",
-                                   f"Why: {best.why}.  ",
-                                   "Serve: `vllm serve x` (sized per target GPU under *Per target GPU*)."]
-    assert top[2].startswith("| Tier | KV cache | Verdict | classification | translation | Weights (MiB) |")
+    assert top[1].splitlines()[0] == "**Recommended: `int4` with KV cache `fp8`** for m.  "
+    assert " ".join(top[1].split()).startswith(f"**Recommended: `int4` with KV cache `fp8`** for m. Why: {best.why}.")
+    assert top[1].splitlines()[-1] == "Serve: `vllm serve x` (sized per target GPU under *Per target GPU*)."
+    assert "| Tier | KV | Verdict | classification | Weights MiB |" in page1      # translation: not capable
+    assert every.lstrip().startswith("| Tier | KV cache | Verdict | classification | translation | Weights (MiB) |")
     assert "| int4 | fp8 | pass | pass Accuracy -1.0 | not capable | 100.0 | 11,520 | 48.0 |" in md
     assert "| int8 | fp8 | unsupported here: FP8 KV cache on CPU requires AVX-512 | – | – |" in md
     assert "0.2 (-0.1 [-0.3, +0.1], inconclusive)" in md and "89.0 (-1.0 [-2.0, +0.0], pass)" in md

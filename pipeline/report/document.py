@@ -27,6 +27,8 @@ class Header:
     gpus: dict[str, TargetGpu]
     hardware_docs: str               # vLLM docs version of the hardware table
     versions: dict[str, str] = field(default_factory=dict)   # evaluate's packages, as a result recorded them
+    commit: str = "not recorded"     # the git commit decide ran at (with "+ changes" when the tree differs)
+    lock: str = "not recorded"       # sha256 (12 hex) of dvc.lock as the stages before decide left it
 
 
 @dataclass(frozen=True)

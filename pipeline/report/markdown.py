@@ -1,8 +1,9 @@
 """The decision as markdown: results/decision.md, read top-down. Pure: a header and one section per
 model in, text out.
 
-  1. per model: the recommendation and why in three lines, and one compact row per variant
-  2. the run: baseline, intervals, where the results were measured, versions
+  1. page 1, per model (report/page_one.py): the recommendation, what a pass means, the baseline's scores,
+     memory saved, provenance and caveats, one compact row per variant
+  2. every variant in full; the run: baseline, intervals, where the results were measured, versions
   3. per model, the details: how each variant ran, quality by task, why each verdict, power,
      fidelity, KV scales, serving, per target GPU, memory bill, KV by input length
   4. how to read it
@@ -13,6 +14,7 @@ from pipeline.report import (fidelity, gpus, long_context, looks, noise, provena
                              summary, verdicts)
 from pipeline.report.document import Header, ModelReport
 from pipeline.report.notes import notes
+from pipeline.report import page_one
 from pipeline.scoring.rows import Row
 
 
@@ -22,6 +24,16 @@ def run_lines(header: Header, rows: list[Row]) -> list[str]:
             f"Generated {header.generated} by stage decide. Baseline: tier `{base.tier}` with KV cache `{base.kv}`. "
             f"Intervals: {interval_text(b.confidence)}", ""
             ] + provenance.header_lines(rows, header.versions)
+
+
+def provenance_line(header: Header, rows: list[Row], machines: dict[str, str]) -> str:
+    """Where the run came from and where it was measured, in one sentence."""
+    engines = sorted({f"{on['engine'].get('name')} {on['engine'].get('version')}" for r in rows
+                      if (on := r.facts.measured_on) and on.get("engine")})
+    where = "; ".join(machines) or "not recorded"
+    torch = header.versions.get("torch")
+    return (f"Run: commit {header.commit}, dvc.lock {header.lock}; measured on {where}; engine "
+            f"{', '.join(engines) or 'not recorded'}" + (f", torch {torch}" if torch else "") + ".")
 
 
 def interval_text(confidence: float) -> str:
@@ -70,10 +82,14 @@ def render(models: dict[str, ModelReport], header: Header) -> str:
     rows = [r for m in models.values() for r in m.rows]
     machines = provenance.machines(rows)
     lines = ["# qtier decision", ""]
+    where = provenance_line(header, rows, machines)
     for m in models.values():
         if len(models) > 1:
             lines += [f"## {m.name}", ""]
-        lines += summary.recommendation_lines(m) + noise.summary_line(m) + looks.summary_line(m)
+        lines += page_one.lines(m, header, where, summary.recommendation_lines(m))
+    lines += ["## Every variant", ""]
+    for m in models.values():
+        lines += noise.summary_line(m) + looks.summary_line(m)
         lines += summary.verdict_table(m, header.baseline, provenance.speed_header(rows), machines)
     lines += run_lines(header, rows)
     for m in models.values():

@@ -158,7 +158,28 @@ def header(params: schema.Params, rows: list[Row], planned: planner.Planned) -> 
         generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), kv_scales=kv_scales(params.kv_modes),
         baseline=params.decision.baseline, bootstrap=params.decision.bootstrap,
         budget=planned.budget, gpus=planned.gpus, hardware_docs=hardware.table().vllm_docs_version,
-        versions=next((r.facts.versions for r in rows if r.facts.versions), {}))
+        versions=next((r.facts.versions for r in rows if r.facts.versions), {}), commit=commit(), lock=lock_digest())
+
+
+def commit() -> str:
+    """The git commit this run's code came from, "+ changes" when tracked files differ from it."""
+    import subprocess
+
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "pipeline", "params.yaml",
+                                "eval_sets", "recipes"], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return "not a git checkout"
+    return head.stdout.strip() + (" + uncommitted changes" if dirty.stdout.strip() else "")
+
+
+def lock_digest() -> str:
+    """dvc.lock's sha256 (12 hex digits) as the stages before decide left it."""
+    import hashlib
+
+    lock = paths.DVC_LOCK
+    return hashlib.sha256(lock.read_bytes()).hexdigest()[:12] if lock.is_file() else "no dvc.lock"
 
 
 def write(models: dict[str, ModelReport], head: Header) -> None:

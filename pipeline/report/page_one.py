@@ -1,0 +1,158 @@
+"""Page 1 of decision.md: what a reviewer reads in a minute. The recommendation and its serve line,
+what a pass means in numbers, the baseline's own scores, the memory saved, where and from what the
+run came, the caveats, and one table: a row per variant, a column per gated task the model can do,
+each cell the verdict, the delta with its interval, recovery (variant / baseline, as llm-compressor
+computes it) and flips. Every sentence is generated from the data it states; no line over WIDTH. Pure.
+"""
+from __future__ import annotations
+
+import textwrap
+
+from pipeline.domain.memory import mib
+from pipeline.report.cells import is_baseline, label, md_row, task_of
+from pipeline.report.document import Header, ModelReport
+from pipeline.schema import Baseline
+from pipeline.scoring.decision import not_capable
+from pipeline.scoring.rows import Row
+
+WIDTH = 120
+
+
+def wrap(text: str) -> list[str]:
+    """A paragraph in lines of at most WIDTH characters (markdown joins them again); a line ending in
+    markdown's hard break (two spaces) keeps it."""
+    hard = text.endswith("  ")
+    out = textwrap.wrap(text.rstrip(), WIDTH - 2 * hard, break_long_words=False, break_on_hyphens=False) or [""]
+    return out[:-1] + [out[-1] + "  "] if hard else out
+
+
+def judged_tasks(m: ModelReport) -> list[str]:
+    """The tasks with a gated metric the model can do on some row, in report order."""
+    out: list[str] = []
+    for r in m.rows:
+        for mid, v in r.judgement.verdicts.items():
+            if not not_capable(v) and v.limit is not None and task_of(mid) not in out:
+                out.append(task_of(mid))
+    return out
+
+
+def baseline_row(m: ModelReport, base: Baseline | None) -> Row | None:
+    return next((r for r in m.rows if is_baseline(r, base) and r.facts.status == "ok"), None)
+
+
+def pass_means(m: ModelReport, header: Header, tasks: list[str]) -> list[str]:
+    """The margins, the samples per task and the error of each verdict."""
+    limits: dict[str, float] = {}
+    for r in m.rows:
+        for mid, v in r.judgement.verdicts.items():
+            if task_of(mid) in tasks and v.limit is not None and not not_capable(v):
+                limits.setdefault(mid, v.limit)
+    parts = [f"{label(mid)} at most {lim:.1f} points below the baseline"
+             + (f" ({m.num_samples[task_of(mid)]:,} samples at most)" if task_of(mid) in m.num_samples else "")
+             for mid, lim in limits.items()]
+    side = (1 - header.bootstrap.confidence) / 2
+    return wrap(f"Pass means: {'; '.join(parts)}; each verdict wrong at most {side:.1%} of the time, over "
+                "all its looks (a repeated interval per look: *The run*).") if parts else []
+
+
+def baseline_scores(m: ModelReport, base: Row | None, tasks: list[str]) -> list[str]:
+    if base is None:
+        return []
+    gated = {mid for r in m.rows for mid in r.judgement.verdicts}
+    can = [f"{label(mid)} {v:.1f}" for mid, v in base.facts.metrics.items() if mid in gated and task_of(mid) in tasks]
+    cannot = sorted({task_of(mid) for r in m.rows for mid, v in r.judgement.verdicts.items() if not_capable(v)})
+    text = f"Baseline `{base.facts.tier}` + KV `{base.facts.kv}`: {', '.join(can) or 'no gated score'}"
+    if cannot:
+        text += f"; it cannot do {', '.join(cannot)} (below decision.min_baseline), so no variant is judged there"
+    return wrap(text + ".")
+
+
+def memory_saved(m: ModelReport, base: Row | None) -> list[str]:
+    pick = m.recommendation.row
+    if base is None or pick is None or not base.facts.weight_bytes or not pick.facts.weight_bytes:
+        return []
+    b, p = mib(base.facts.weight_bytes), mib(pick.facts.weight_bytes)
+    return [f"Weights: {b:.1f} MiB for the baseline, {p:.1f} MiB for the pick ({(p - b) / b:+.0%})."]
+
+
+def recovery(r: Row, base: Row, mid: str) -> float | None:
+    """variant / baseline x 100 (llm-compressor's recovery), None where the baseline scores 0."""
+    b, v = base.facts.metrics.get(mid), r.facts.metrics.get(mid)
+    return None if not b or v is None else 100.0 * v / b
+
+
+def cell(m: ModelReport, r: Row, base: Row, task: str) -> str:
+    """verdict delta [interval], recovery, flips: of the metric that decided the task."""
+    mine = {mid: v for mid, v in r.judgement.verdicts.items() if task_of(mid) == task and not not_capable(v)}
+    if not mine:
+        return "not measured" if not any(task_of(mid) == task for mid in r.facts.metrics) else "–"
+    order = {"fail": 0, "inconclusive": 1, "pass": 2}
+    mid, v = min(mine.items(), key=lambda kv: order.get(kv[1].verdict, 1))
+    shown = f"unchecked {v.unchecked}" if v.unchecked else ("unstable" if v.unstable else v.verdict.replace("fail", "FAIL"))
+    if v.lo is None:
+        return f"{shown} (not measured)" if "not measured" in (v.note or "") else shown
+    delta = r.evidence.deltas.get(mid)
+    text = f"{shown} {delta:+.1f} [{v.lo:+.1f}, {v.hi:+.1f}]" if delta is not None else shown
+    rec = recovery(r, base, mid)
+    text += f" {rec:.0f}%" if rec is not None else ""
+    flips = m.flips.get(r.variant, {}).get(task)
+    if flips is not None and flips.n:
+        text += f", flips {100.0 * (flips.right_to_wrong + flips.wrong_to_right) / flips.n:.1f}%"
+    return text
+
+
+def gated(m: ModelReport, task: str) -> list[str]:
+    """The task's metrics judged on some row (a tolerance, a baseline that can do them)."""
+    return list(dict.fromkeys(mid for r in m.rows for mid, v in r.judgement.verdicts.items()
+                              if task_of(mid) == task and not not_capable(v)))
+
+
+def table(m: ModelReport, base: Row, tasks: list[str]) -> list[str]:
+    head = ["Tier", "KV", "Verdict"] + tasks + ["Weights MiB"]
+    lines = [md_row(head), "|" + "---|" * len(head)]
+    for r in m.rows:
+        f = r.facts
+        if r is base:
+            verdict = "baseline"
+            cells = [", ".join(f"{label(x, with_task=False)} {f.metrics[x]:.1f}" for x in gated(m, t) if x in f.metrics)
+                     for t in tasks]
+        elif f.status != "ok":
+            verdict, cells = f.status, ["–"] * len(tasks)
+        else:
+            verdict, cells = r.judgement.overall.replace("fail", "FAIL"), [cell(m, r, base, t) for t in tasks]
+        lines.append(md_row([f.tier, f.kv, verdict] + cells + [f"{mib(f.weight_bytes):.1f}" if f.weight_bytes else "–"]))
+    return lines + [""] + wrap("Cells: the verdict of the metric that decided the task, its delta (variant − "
+                               "baseline, points) with the interval it was read on, recovery (variant / baseline) "
+                               "and, for a choice task, the share of items that flipped either way.") + [""]
+
+
+def lines(m: ModelReport, header: Header, provenance_line: str, opening: list[str]) -> list[str]:
+    """Page 1 for one model: `opening` (the recommendation, from summary.recommendation_lines) first."""
+    tasks = judged_tasks(m)
+    base = baseline_row(m, header.baseline)
+    out = [x for line in opening for x in (wrap(line) if line and not line.startswith("|") else [line])]
+    out += pass_means(m, header, tasks) + baseline_scores(m, base, tasks) + memory_saved(m, base) + [""]
+    out += caveats(m, header, provenance_line)
+    if base is not None and tasks:
+        out += table(m, base, tasks)
+    return out
+
+
+def caveats(m: ModelReport, header: Header, provenance_line: str) -> list[str]:
+    """What a reviewer must keep beside the pick, each from the rows that show it."""
+    rows = [r for r in m.rows if r.facts.measured_on]
+    found = []
+    if rows and not any((r.facts.measured_on or {}).get("accelerator") for r in rows):
+        found.append("measured on a CPU: quality holds for the same checkpoints on a GPU, but no GPU kernel, "
+                     "speed or memory figure was measured (the per-GPU lines are planned)")
+    if any(r.facts.backend == "reference" and r.facts.kv != header.baseline.kv for r in m.rows):
+        found.append("the quantized KV cache is simulated on the reference backend (values rounded as vLLM "
+                     "stores them), not run in vLLM's kernels")
+    unchecked = sorted({r.variant for r in m.rows for v in r.judgement.verdicts.values() if v.unchecked})
+    if unchecked:
+        found.append(f"{len(unchecked)} variant(s) have unchecked verdicts (counted as inconclusive): "
+                     + ", ".join(unchecked))
+    lines = wrap(provenance_line)
+    for c in found:
+        lines += wrap(f"- Caveat: {c}.")
+    return lines + [""]

@@ -1,0 +1,43 @@
+"""Page 1 of decision.md (pipeline/report/page_one.py): on one screen, every sentence from the data."""
+import dataclasses
+
+from pipeline.report import markdown, page_one
+from pipeline.scoring import decision
+from tests.test_report import HEADER, model_report, rows
+
+
+def page1() -> str:
+    rs = rows()
+    best = decision.recommend(rs, "m")
+    head = dataclasses.replace(HEADER, commit="abc1234", lock="0123456789ab")
+    md = markdown.render({"m": model_report(rs, best.row, best.why, "vllm serve x --quantization y")}, head)
+    return md.split("\n## ", 1)[0]
+
+
+def table(text: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()
+            if line.startswith("| ") and not line.startswith("|---")]
+
+
+def test_page_one_fits_a_screen():
+    lines = page1().splitlines()
+    assert len(lines) <= 40 and max(len(line) for line in lines) <= page_one.WIDTH
+
+
+def test_page_one_states_the_run_the_baseline_recovery_and_the_caveats():
+    p = page1()
+    assert "Run: commit abc1234, dvc.lock 0123456789ab; measured on" in p
+    assert "Baseline `fp16` + KV `auto`: classification Accuracy 90.0" in p
+    assert "it cannot do translation (below decision.min_baseline)" in p
+    assert "Pass means: classification Accuracy at most 3.0 points below the baseline (160 samples at most)" in p
+    assert "Weights: 258.0 MiB for the baseline, 100.0 MiB for the pick (-61%)." in p
+    assert "- Caveat: the quantized KV cache is simulated on the reference backend" in p
+    int4 = next(r for r in table(p) if r[:2] == ["int4", "fp8"])
+    assert int4[3] == "pass -1.0 [-2.0, +0.0] 99%"          # recovery 89 / 90
+
+
+def test_the_summary_table_has_no_constant_column_and_no_report_only_or_not_capable_task():
+    head, *body = table(page1())
+    assert head == ["Tier", "KV", "Verdict", "classification", "Weights MiB"]
+    for i, name in enumerate(head):
+        assert len({r[i] for r in body}) > 1, name
