@@ -33,6 +33,9 @@ _INTERPOLATED = re.compile(r"\$\{[^}]*\}")
 # functions that read params by a name chosen at run time (`getattr(params, section)`), which the
 # analysis would take as the whole file: what they read instead, and why no dvc.yaml param needs it
 BY_NAME = {
+    # rebuilds the params with serving.vllm.budget's wall limits off: it reads nothing but that section,
+    # which every stage calling it (baseline, noise) declares through `serving`
+    "pipeline.schema.params:without_wall_budget": "serving.vllm.budget (its wall limits set to null)",
     "pipeline.stages.runner:unknown_variant": "the stage's own entries (models.<model>, tiers.<tier>, "
                                               "kv_modes.<kv> from its argv), which its fan-out params name",
 }

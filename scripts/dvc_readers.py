@@ -16,7 +16,9 @@ from scripts.depgraph import with_parents
 NOT_READ = {"ARTIFACTS": "a root", "RESULTS": "a root", "LOGS": "the stage logs' root",
             "stage_log": "a stage's own log (pipeline/stages/runner.py)",
             "timing": "wall times, which no stage reads", "fidelity_logs": "server logs, which no stage reads",
-            "SAMPLE_CACHE": "per-sample rows kept across runs, keyed by all that makes them (backends/sample_cache.py)"}
+            "SAMPLE_CACHE": "per-sample rows kept across runs, keyed by all that makes them (backends/sample_cache.py)",
+            "DVC_LOCK": "DVC's record of the run, named on decision.md's page 1 by its digest: DVC writes it "
+                        "after decide, so it cannot be a dep"}
 # deps that only order stages: a constant marker and the checked eval data
 ORDERING = {"artifacts/params.checked": "the check stage's constant marker",
             "artifacts/eval_data": "the evalsets stage's checked data (prepare waits for it)"}
@@ -96,6 +98,7 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.domain.chat:folder_has_template": "arg", "pipeline.domain.chat:resolve_folder": "arg",
     "pipeline.domain.bos:folder_bos_token": "arg", "pipeline.domain.bos:check_folder": "arg",
     "pipeline.stages.prepare:load_tokenizer": "arg",
+    "pipeline.stages.prepare:load_config": "arg",                       # the folder prepare just wrote
     "pipeline.stages.fidelity_base:baseline_dists": "arg",              # the baseline's serve_path
     "pipeline.backends.reference:ReferenceBackend.session": "arg",      # the variant's serve_path
     "pipeline.backends.reference:ReferenceSession.exact_fidelity": "arg",

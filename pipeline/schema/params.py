@@ -56,14 +56,6 @@ class Params:
             raise FieldError("decision.baseline.kv",
                              f"{b.kv!r} is not a kv mode (kv_modes: {', '.join(self.kv_modes)})")
 
-    def without_wall_budget(self) -> Params:
-        """These params with no per-variant time budget (serving.vllm.budget.max_wall_s and
-        gpu_max_wall_s null): the baseline and the noise floor run to every cap, since every variant is
-        judged against them (issue 43)."""
-        budget = dataclasses.replace(self.serving.vllm.budget, max_wall_s=None, gpu_max_wall_s=None)
-        vllm = dataclasses.replace(self.serving.vllm, budget=budget)
-        return dataclasses.replace(self, serving=dataclasses.replace(self.serving, vllm=vllm))
-
     def gate(self, metric_id: str) -> Gate:
         return gate(self.decision, self.eval.tasks, metric_id)
 
@@ -103,3 +95,12 @@ def tolerance_of(rule: Decision, tasks: dict[str, Task], metric_id: str) -> Tole
     entry = tasks.get(task)
     tol = entry.tolerances.get(metric) if entry else None
     return tol if tol is not None else rule.tolerances.get(metric)
+
+
+def without_wall_budget(params: Params) -> Params:
+    """`params` with no per-variant time budget (serving.vllm.budget.max_wall_s and gpu_max_wall_s
+    null): the baseline and the noise floor run to every cap, since every variant is judged against
+    them (issue 43)."""
+    budget = dataclasses.replace(params.serving.vllm.budget, max_wall_s=None, gpu_max_wall_s=None)
+    vllm = dataclasses.replace(params.serving.vllm, budget=budget)
+    return dataclasses.replace(params, serving=dataclasses.replace(params.serving, vllm=vllm))

@@ -10,6 +10,7 @@ per-variant time budget applies (serving.vllm.budget): the baseline runs to ever
 from __future__ import annotations
 
 from pipeline import io, paths
+from pipeline.schema.params import without_wall_budget
 from pipeline.stages import runner
 from pipeline.stages.evaluation import evaluate, run_stage
 
@@ -18,7 +19,7 @@ from pipeline.stages.evaluation import evaluate, run_stage
 def main(st: runner.Stage) -> None:
     # every variant is judged against the baseline's samples: it runs to every cap, never cut by the
     # per-variant time budget (issue 43)
-    model, params = st.args[0], st.params.without_wall_budget()
+    model, params = st.args[0], without_wall_budget(st.params)
     tier, kv = params.decision.baseline.tier, params.decision.baseline.kv
     calibrated = params.kv_modes[kv].calibrated
     out_dir = paths.baseline_dir(model)

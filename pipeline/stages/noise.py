@@ -27,6 +27,7 @@ from pipeline.backends import sample_cache
 from pipeline.backends.lm_eval_runner import flat, run_tasks, run_within
 from pipeline.backends.selection import select
 from pipeline.domain import fidelity_set, looks, provenance, tasks
+from pipeline.schema.params import without_wall_budget
 from pipeline.stages import runner
 
 
@@ -74,7 +75,7 @@ def measure(params: schema.Params, model: str) -> tuple[dict, dict[str, list[dic
 
 @runner.stage_main("noise", ("model",))
 def main(st: runner.Stage) -> None:
-    model, params = st.args[0], st.params.without_wall_budget()    # the floor runs to every cap (issue 43)
+    model, params = st.args[0], without_wall_budget(st.params)    # the floor runs to every cap (issue 43)
     out = paths.noise_dir(model)
     t0 = time.perf_counter()
     samples: dict[str, list[dict]] = {}
