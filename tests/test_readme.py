@@ -1,13 +1,6 @@
-"""The README is a short front door: at most 150 lines, its two commands as .ci/run and the install
-script run them, and every docs/ page it links exists."""
+"""The README's two commands are what .ci/run and the install script run, and every docs/ page it links
+exists. (That it stays a short front door is for review: a line count was met by squeezing lines.)"""
 import re
-
-README_MAX_LINES = 150
-
-
-def test_the_readme_is_short(root):
-    lines = (root / "README.md").read_text().splitlines()
-    assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines; move reference into docs/"
 
 
 def test_the_readme_test_command_is_what_ci_runs(root):
