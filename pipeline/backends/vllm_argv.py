@@ -32,6 +32,7 @@ def serve_argv(cfg: Vllm, variant: Variant, port: int, dev: str) -> tuple[list[s
         gpu_memory_utilization=cfg.cpu_memory_utilization if dev == "cpu" else cfg.gpu_memory_utilization,
         max_num_seqs=cfg.max_num_seqs,
         tensor_parallel_size=cfg.tensor_parallel_size if cfg.tensor_parallel_size != 1 else None,
+        pipeline_parallel_size=cfg.pipeline_parallel_size if cfg.pipeline_parallel_size != 1 else None,
         enforce_eager=cfg.enforce_eager,
         trust_remote_code=variant.model_cfg.trust_remote_code,
         host="127.0.0.1", port=port, served_model_name=variant.key,

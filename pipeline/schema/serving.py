@@ -64,7 +64,8 @@ class Vllm:
     gpu_memory_utilization: float = 0.9
     cpu_memory_utilization: float = 0.25        # vLLM's CPU backend reads --gpu-memory-utilization as a RAM share
     max_num_seqs: int | None = None
-    tensor_parallel_size: int = 1
+    tensor_parallel_size: int = 1               # GPUs a model is split over within a node (--tensor-parallel-size)
+    pipeline_parallel_size: int = 1             # its layers split over nodes or GPUs (--pipeline-parallel-size)
     enforce_eager: bool = True                  # CPU: starts in ~1 min instead of several
     startup_timeout_s: int = 600
     first_request_timeout_s: int = 30           # a 1-token request slower than this: no usable kernel here
@@ -74,6 +75,11 @@ class Vllm:
     gpu_num_concurrent: int = 64
     gpu_bench: VllmBench = field(default_factory=lambda: VllmBench(concurrency=[1, 8, 32, 64], num_prompts=200))
     budget: VllmBudget = field(default_factory=VllmBudget)
+
+    def __post_init__(self) -> None:
+        for name in ("tensor_parallel_size", "pipeline_parallel_size"):
+            if getattr(self, name) < 1:
+                raise FieldError(name, f"must be >= 1, got {getattr(self, name)}")
 
     def for_device(self, device: str) -> Vllm:
         """The settings a server on `device` ("cpu" or "gpu") runs with: the GPU load sizes on a GPU."""

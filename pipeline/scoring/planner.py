@@ -63,19 +63,28 @@ def decode_roofline_fraction(tokens_per_s: float, weight_bytes: int, bandwidth_g
     return tokens_per_s / (bandwidth_gbps * 1e9 / weight_bytes)
 
 
-def plan(name: str, gpu: TargetGpu, budget: Memory, weight_bytes: int, kv_bytes_per_token: int) -> Plan:
-    """GPU `name`'s plan for one variant: does it fit, how many KV tokens, how much concurrency."""
+def plan(name: str, gpu: TargetGpu, budget: Memory, weight_bytes: int, kv_bytes_per_token: int,
+         tp: int = 1, pp: int = 1, kv_heads: int | None = None) -> Plan:
+    """GPU `name`'s plan for one variant served on tp x pp of them (tensor, pipeline parallel): does each
+    shard fit, how many KV tokens, how much concurrency. A shard holds weights / (tp x pp) and, per
+    token, the KV of its pp-th of the layers and of its share of the KV heads: vLLM splits the heads
+    over tp and replicates them when tp exceeds them (kv_heads; None: at least tp)."""
     total = gpu.memory_gib * GIB * budget.gpu_memory_utilization
     reserve = (budget.activation_peak_gib + budget.non_torch_overhead_gib) * GIB
-    available = total - weight_bytes - reserve
-    roof = decode_roofline(gpu.bandwidth_gbps, weight_bytes, kv_bytes_per_token, budget.max_model_len // 2)
-    if weight_bytes > total:
+    shard = weight_bytes / (tp * pp)
+    split = tp if kv_heads is None else min(tp, kv_heads)
+    kv_shard = kv_bytes_per_token / (pp * split)
+    available = total - shard - reserve
+    # one token's decode reads every shard's weights and KV once; tensor-parallel shards read side by side
+    roof = decode_roofline(gpu.bandwidth_gbps, weight_bytes / tp, kv_bytes_per_token / split, budget.max_model_len // 2)
+    layout = f" per GPU of tp {tp} x pp {pp}" if tp * pp > 1 else ""
+    if shard > total:
         return Plan(name, False, 0, 0, 0.0, roof,
-                    f"weights {weight_bytes / GIB:.1f} GiB exceed the {total / GIB:.1f} GiB budget")
-    tokens = kv_capacity_tokens(available, kv_bytes_per_token, budget.block_size)
+                    f"weights {shard / GIB:.1f} GiB{layout} exceed the {total / GIB:.1f} GiB budget")
+    tokens = kv_capacity_tokens(available, math.ceil(kv_shard), budget.block_size)
     if tokens < budget.max_model_len:
         return Plan(name, False, max(int(available), 0), tokens, tokens / budget.max_model_len, roof,
-                    f"KV cache holds {tokens} tokens, less than one max_model_len ({budget.max_model_len})")
+                    f"KV cache holds {tokens} tokens{layout}, less than one max_model_len ({budget.max_model_len})")
     return Plan(name, True, int(available), tokens, tokens / budget.max_model_len, roof)
 
 

@@ -31,8 +31,9 @@ def compare(params: schema.Params, rows: list[Measured], samples: Samples) -> Co
 
 
 def plan_rows(params: schema.Params, rows: list[Row]) -> planner.Planned:
-    mem = params.memory
-    plans = {(r.facts.model, r.variant): {n: planner.plan(n, g, mem, r.facts.weight_bytes, r.facts.kv_bytes_per_token)
+    mem, v = params.memory, params.serving.vllm
+    plans = {(r.facts.model, r.variant): {n: planner.plan(n, g, mem, r.facts.weight_bytes, r.facts.kv_bytes_per_token,
+                                                          v.tensor_parallel_size, v.pipeline_parallel_size)
                                           for n, g in mem.target_gpus.items()}
              for r in rows if r.facts.weight_bytes and r.facts.kv_bytes_per_token}
     return planner.Planned(mem, plans)
