@@ -47,12 +47,12 @@ def pass_means(m: ModelReport, header: Header, tasks: list[str]) -> list[str]:
         for mid, v in r.judgement.verdicts.items():
             if task_of(mid) in tasks and v.limit is not None and not not_capable(v):
                 limits.setdefault(mid, v.limit)
-    parts = [f"{label(mid)} at most {lim:.1f} points below the baseline"
+    parts = [f"{label(mid)} at most {lim:.1f} points below baseline"
              + (f" ({m.num_samples[task_of(mid)]:,} samples at most)" if task_of(mid) in m.num_samples else "")
              for mid, lim in limits.items()]
     side = (1 - header.bootstrap.confidence) / 2
-    return wrap(f"Pass means: {'; '.join(parts)}; each verdict wrong at most {side:.1%} of the time, over "
-                "all its looks (a repeated interval per look: *The run*).") if parts else []
+    return wrap(f"Pass means: {'; '.join(parts)}; each verdict wrong at most {side:.1%} of the time over "
+                "all its looks.") if parts else []
 
 
 def baseline_scores(m: ModelReport, base: Row | None, tasks: list[str]) -> list[str]:
@@ -92,12 +92,12 @@ def cell(m: ModelReport, r: Row, base: Row, task: str) -> str:
     if v.lo is None:
         return f"{shown} (not measured)" if "not measured" in (v.note or "") else shown
     delta = r.evidence.deltas.get(mid)
-    text = f"{shown} {delta:+.1f} [{v.lo:+.1f}, {v.hi:+.1f}]" if delta is not None else shown
+    text = f"{shown} {delta:+.1f} [{v.lo:+.1f},{v.hi:+.1f}]" if delta is not None else shown
     rec = recovery(r, base, mid)
     text += f" {rec:.0f}%" if rec is not None else ""
     flips = m.flips.get(r.variant, {}).get(task)
     if flips is not None and flips.n:
-        text += f", flips {100.0 * (flips.right_to_wrong + flips.wrong_to_right) / flips.n:.1f}%"
+        text += f" {100.0 * (flips.right_to_wrong + flips.wrong_to_right) / flips.n:.1f}% flip"
     return text
 
 
@@ -121,9 +121,8 @@ def table(m: ModelReport, base: Row, tasks: list[str]) -> list[str]:
         else:
             verdict, cells = r.judgement.overall.replace("fail", "FAIL"), [cell(m, r, base, t) for t in tasks]
         lines.append(md_row([f.tier, f.kv, verdict] + cells + [f"{mib(f.weight_bytes):.1f}" if f.weight_bytes else "–"]))
-    return lines + [""] + wrap("Cells: the verdict of the metric that decided the task, its delta (variant − "
-                               "baseline, points) with the interval it was read on, recovery (variant / baseline) "
-                               "and, for a choice task, the share of items that flipped either way.") + [""]
+    return lines + ["", "Cells: verdict, delta (points) [the interval it was read on], recovery (variant / baseline), "
+                        "items flipped.", ""]
 
 
 def lines(m: ModelReport, header: Header, provenance_line: str, opening: list[str]) -> list[str]:
@@ -131,7 +130,7 @@ def lines(m: ModelReport, header: Header, provenance_line: str, opening: list[st
     tasks = judged_tasks(m)
     base = baseline_row(m, header.baseline)
     out = [x for line in opening for x in (wrap(line) if line and not line.startswith("|") else [line])]
-    out += pass_means(m, header, tasks) + baseline_scores(m, base, tasks) + memory_saved(m, base) + [""]
+    out += pass_means(m, header, tasks) + baseline_scores(m, base, tasks) + memory_saved(m, base)
     out += caveats(m, header, provenance_line)
     if base is not None and tasks:
         out += table(m, base, tasks)
@@ -143,16 +142,13 @@ def caveats(m: ModelReport, header: Header, provenance_line: str) -> list[str]:
     rows = [r for r in m.rows if r.facts.measured_on]
     found = []
     if rows and not any((r.facts.measured_on or {}).get("accelerator") for r in rows):
-        found.append("measured on a CPU: quality holds for the same checkpoints on a GPU, but no GPU kernel, "
-                     "speed or memory figure was measured (the per-GPU lines are planned)")
+        found.append("measured on a CPU: no GPU kernel, speed or memory was measured (per-GPU lines are planned)")
     if any(r.facts.backend == "reference" and r.facts.kv != header.baseline.kv for r in m.rows):
-        found.append("the quantized KV cache is simulated on the reference backend (values rounded as vLLM "
-                     "stores them), not run in vLLM's kernels")
+        found.append("the quantized KV cache is simulated (values rounded as vLLM stores them), not vLLM's")
     unchecked = sorted({r.variant for r in m.rows for v in r.judgement.verdicts.values() if v.unchecked})
     if unchecked:
-        found.append(f"{len(unchecked)} variant(s) have unchecked verdicts (counted as inconclusive): "
-                     + ", ".join(unchecked))
+        found.append(f"unchecked verdicts (inconclusive) on {', '.join(unchecked)}")
     lines = wrap(provenance_line)
-    for c in found:
-        lines += wrap(f"- Caveat: {c}.")
+    if found:
+        lines += wrap("Caveats: " + "; ".join(found) + ".")
     return lines + [""]
