@@ -70,6 +70,13 @@ def _writes(files):
     return convert
 
 
+def _hub_base(tmp_path, monkeypatch):
+    """A hub: source whose download is a folder of a base model's tokenizer files."""
+    monkeypatch.setitem(sys.modules, "huggingface_hub",
+                        SimpleNamespace(snapshot_download=lambda ref: str(tmp_path / "snapshot")))
+    monkeypatch.setattr(prepare, "from_folder", _writes(BASE))
+
+
 INSTRUCT = {"tokenizer_config.json": json.dumps({"eos_token": "<|im_end|>"}),
             "chat_template.jinja": "{{ messages[0]['content'] }}"}          # as transformers 5 saves it
 BASE = {"tokenizer_config.json": json.dumps({"eos_token": "</s>"})}
@@ -114,9 +121,7 @@ def test_prepare_refuses_add_bos_true_on_a_tokenizer_without_bos_in_one_line(tmp
 def test_prepare_refuses_true_without_a_template_in_one_line_and_writes_no_source(tmp_path, monkeypatch, root,
                                                                                    capsys):
     _project(tmp_path, monkeypatch, root, "hub:org/base", True)
-    monkeypatch.setitem(sys.modules, "huggingface_hub",
-                        SimpleNamespace(snapshot_download=lambda ref: str(tmp_path / "snapshot")))
-    monkeypatch.setattr(prepare, "from_folder", _writes(BASE))
+    _hub_base(tmp_path, monkeypatch)
     with pytest.raises(SystemExit) as e:
         prepare.main()
     err = capsys.readouterr().err.strip()
@@ -128,9 +133,7 @@ def test_prepare_refuses_true_without_a_template_in_one_line_and_writes_no_sourc
 def test_a_tokenizer_that_is_not_the_model_s_stops_prepare_in_one_line_and_writes_no_source(
         tmp_path, monkeypatch, root, capsys):
     _project(tmp_path, monkeypatch, root, "hub:org/base", "auto", found=["1.00 characters per token"])
-    monkeypatch.setitem(sys.modules, "huggingface_hub",
-                        SimpleNamespace(snapshot_download=lambda ref: str(tmp_path / "snapshot")))
-    monkeypatch.setattr(prepare, "from_folder", _writes(BASE))
+    _hub_base(tmp_path, monkeypatch)
     with pytest.raises(SystemExit) as e:
         prepare.main()
     err = capsys.readouterr().err.strip()
@@ -142,9 +145,7 @@ def test_a_tokenizer_that_is_not_the_model_s_stops_prepare_in_one_line_and_write
 def test_the_override_proceeds_and_records_what_was_found(tmp_path, monkeypatch, root):
     _project(tmp_path, monkeypatch, root, "hub:org/base", "auto", found=["1.00 characters per token"],
              check_tokenizer=False)
-    monkeypatch.setitem(sys.modules, "huggingface_hub",
-                        SimpleNamespace(snapshot_download=lambda ref: str(tmp_path / "snapshot")))
-    monkeypatch.setattr(prepare, "from_folder", _writes(BASE))
+    _hub_base(tmp_path, monkeypatch)
     prepare.main()
     record = json.loads((paths.source_dir("m") / paths.SOURCE_SPEC).read_text())
     assert record["tokenizer_check"] == {"findings": ["1.00 characters per token"], "overridden": True}
