@@ -76,6 +76,17 @@ def test_judge_rows_and_recommend_smallest_passing():
     assert rec.row.key == ("m", "int8", "auto")
 
 
+def test_among_passing_variants_of_equal_memory_the_first_in_params_order_is_picked():
+    """A published checkpoint listed before the pipeline's own of the same size is the one served."""
+    rows = [row("fp16", w=1000, acc=90.0), row("pub-fp8", w=500, acc=90.0), row("fp8", w=500, acc=90.0),
+            row("int4", w=250, acc=80.0)]
+    rows = judged(rows, {r.variant: {"acc": iv(r.metrics["acc"] - 90.0)} for r in rows[1:]})
+    rec = decision.recommend(rows, "m")
+    assert rec.row is rows[1]
+    assert rec.why.startswith("the smallest in memory of the 2 variants passing in a row")
+    assert "the sequence stops at `int4-auto` (fail)" in rec.why
+
+
 def test_a_variant_cut_short_cannot_pass_on_the_tasks_it_finished():
     rows = [row("fp16", acc=90.0, rougeL=30.0),
             row("fp8", acc=90.0, reason="too slow here: lm-eval stopped after 240 s; not measured: summarization")]

@@ -22,20 +22,32 @@ def resolve(choice: str, compute_dtype: str) -> str:
     return BF16_OPERANDS if compute_dtype == "float32" else FLOAT32
 
 
-def bf16_operands(model) -> int:
-    """Round every Linear's weight to bfloat16 in place and its input at each call; returns how many layers."""
+def bf16_operands(model) -> tuple[int, int]:
+    """Round every float32 Linear's weight to bfloat16 in place and every Linear's input at each call;
+    returns (layers with both operands rounded, quantized layers with their input only). A quantized
+    Linear (bitsandbytes' int8/nf4 codes) keeps its own kernel: its weight is not a float32 operand to
+    round, and replacing the kernel (LLM.int8's outlier split) would change the variant, not its arithmetic."""
     import torch
 
     def round_input(module, args):
         return (args[0].to(torch.bfloat16).to(args[0].dtype), *args[1:])
 
-    n = 0
+    both = inputs_only = 0
     for module in model.modules():
         if isinstance(module, torch.nn.Linear):
-            if module.weight.dtype != torch.float32:
+            if module.weight.dtype == torch.float32:
+                with torch.no_grad():
+                    module.weight.copy_(module.weight.to(torch.bfloat16).to(torch.float32))
+                both += 1
+            elif module.weight.dtype.is_floating_point:
                 raise ValueError(f"bf16-operands needs a float32 model, this Linear is {module.weight.dtype}")
-            with torch.no_grad():
-                module.weight.copy_(module.weight.to(torch.bfloat16).to(torch.float32))
+            else:
+                inputs_only += 1
             module.register_forward_pre_hook(round_input)
-            n += 1
-    return n
+    return both, inputs_only
+
+
+def described(both: int, inputs_only: int) -> str:
+    """info["arithmetic"]'s layer count for bf16-operands."""
+    return f" ({both} layers" + (f"; {inputs_only} quantized layers: inputs only, their own weight kernel)"
+                                  if inputs_only else ")")

@@ -259,8 +259,8 @@ class ReferenceBackend:
         model = arch.load(AutoModelForCausalLM, path, kwargs, info, fp8=kv.cache_dtype == "fp8_e4m3")
         info["weight_bytes_serving"] = serving_weight_bytes(model, variant.model_cfg.dtype)
         if alt is not None:
-            layers = arithmetic.bf16_operands(model) if alt == arithmetic.BF16_OPERANDS else None
-            info["arithmetic"] = f"{alt}: {arithmetic.DESCRIBED[alt]}" + (f" ({layers} layers)" if layers else "")
+            layers = arithmetic.described(*arithmetic.bf16_operands(model)) if alt == arithmetic.BF16_OPERANDS else ""
+            info["arithmetic"] = f"{alt}: {arithmetic.DESCRIBED[alt]}{layers}"
         if w8a8_schemes:
             impl = "float32"
             if place.device == "cpu" and any(sc.kind == "int8" for sc in w8a8_schemes.values()):

@@ -246,14 +246,19 @@ def recommend(rows: list[Row], model: str, allowed: set[tuple[str, str]] | None 
     chain = in_sequence([r for r in mine if r.facts.status == "ok" and r is not base])
     at = sequence_pick([r.judgement.overall == PASS for r in chain])
     if at is not None:
+        run = at + 1
+        # equal memory: the first of them in params.yaml's order (every one of them passed in the run,
+        # so claiming an earlier one costs nothing in error control)
+        while at > 0 and memory_key(chain[at - 1]) == memory_key(chain[at]):
+            at -= 1
         best = chain[at]
         conclusive = [m for m, v in best.judgement.verdicts.items() if v.verdict == PASS]
-        why = (f"the smallest in memory of the {at + 1} variant{'s' if at else ''} passing in a row, in order of "
+        why = (f"the smallest in memory of the {run} variant{'s' if run > 1 else ''} passing in a row, in order of "
                f"decreasing memory ({', '.join(conclusive)}); family-wise: the chance that the pick is worse than "
                f"a margin is at most one verdict's, over all {len(chain)} candidates (fixed-sequence test)")
-        if at + 1 < len(chain):
-            beyond = [r.variant for r in chain[at + 2:] if r.judgement.overall == PASS]
-            why += (f"; the sequence stops at `{chain[at + 1].variant}` ({chain[at + 1].judgement.overall})"
+        if run < len(chain):
+            beyond = [r.variant for r in chain[run + 1:] if r.judgement.overall == PASS]
+            why += (f"; the sequence stops at `{chain[run].variant}` ({chain[run].judgement.overall})"
                     + (f", so {', '.join(f'`{v}`' for v in beyond)} (passing beyond it) cannot be claimed"
                        if beyond else ""))
         return Recommendation(best, why)
