@@ -250,6 +250,44 @@ def test_a_fail_stops_the_variant_only_once_both_arithmetics_give_it():
     assert rec["unstable"] == ["acc"] and done.stopped is None and rec["looks"] > 1 and rec["second"]["acc"]["verdict"] == "pass"
 
 
+def test_a_registry_task_read_in_one_look_is_checked_on_the_second_arithmetic_s_whole_run():
+    """An lm-eval registry task (no document order: it runs whole) gets its check like a look."""
+    e = TaskSpec("e", "lm_eval", {}, "e", 200, {"acc": True})
+    rows_of = lambda correct: [{"doc_id": d, "gold": 1, "pred": int(correct[d]), "scores": {"acc": 100.0 * correct[d]}}
+                               for d in range(200)]
+
+    def run_whole(correct):
+        def run(session, specs, ev):
+            (s,) = specs
+            assert s.docs is None
+            return {s.name: TaskResult({"acc": 0.0}, rows_of(correct), {"acc": True})}, {s.name: rows_of(correct)}
+        return run
+
+    class Whole:
+        def __init__(self, correct):
+            self.correct, self.baseline, self.calls = correct, {"e": rows_of(same)}, []
+
+        def rows(self, spec, start, stop):
+            self.calls.append((spec.name, start, stop))
+            return rows_of(self.correct)
+    same = {d: d % 10 != 0 for d in range(200)}
+    gates = {"e/acc": Gate(3.0)}
+    second = Whole(same)
+    done = run_looks(None, [e], EV, {"e": rows_of(same)}, gates, BOOT, run=run_whole(same), second=second)
+    rec = done.record["e"]
+    assert rec["whole"] and second.calls == [("e", 0, None)]
+    assert rec["first"]["acc"]["verdict"] == rec["second"]["acc"]["verdict"] == "pass" and rec["unstable"] == []
+    worse = {d: same[d] and d % 5 != 1 for d in range(200)}     # 20 points down in the second arithmetic
+    done = run_looks(None, [e], EV, {"e": rows_of(same)}, gates, BOOT, run=run_whole(same), second=Whole(worse))
+    assert done.record["e"]["unstable"] == ["acc"] and done.unstable == ["e/acc"]
+    # nothing settled in the run's arithmetic (too few samples): nothing to check, no second run
+    tiny = TaskSpec("e", "lm_eval", {}, "e", 4, {"acc": True})
+    second = Whole(same)
+    few = lambda session, specs, ev: ({"e": None}, {"e": rows_of(same)[:4]})
+    done = run_looks(None, [tiny], EV, {"e": rows_of(same)[:4]}, gates, BOOT, run=few, second=second)
+    assert second.calls == [] and "second" not in done.record["e"]
+
+
 def test_a_second_arithmetic_that_cannot_start_leaves_the_run_s_verdicts_unchecked():
     c = spec("c")
     rng = random.Random(0)

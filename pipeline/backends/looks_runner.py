@@ -95,9 +95,10 @@ class Second(Protocol):
     backends/second_arithmetic.py)."""
     baseline: dict[str, list[dict]]       # task -> the baseline's samples under it (stage noise)
 
-    def rows(self, spec: tasks.TaskSpec, start: int, stop: int) -> list[dict] | None:
-        """The variant's samples of rows [start, stop) of the task's order, under the second arithmetic;
-        None when it cannot run here (the looks then go on in the run's arithmetic alone)."""
+    def rows(self, spec: tasks.TaskSpec, start: int, stop: int | None) -> list[dict] | None:
+        """The variant's samples of rows [start, stop) of the task's order (stop None: the whole task, as
+        a registry task runs), under the second arithmetic; None when it cannot run here (the looks then
+        go on in the run's arithmetic alone)."""
         ...
 
 
@@ -139,14 +140,16 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
           boot: Bootstrap, run, chunk_run, done: Looked, second: Second | None, whole: bool = False) -> None:
     """One task in looks (`whole`: to its cap in one), its rows, record and verdicts into `done`."""
     mine = {m: g for m in spec.higher_is_better if (g := gates.get(metric_id(spec.name, m)))}
+    # once the variant cannot pass, a verdict's check would change no recommendation
+    checking = second is not None and bool(mine) and spec.name in second.baseline and not done.cannot_pass()
     if spec.docs is None or spec.name not in baseline:    # registry task, or no baseline: to the cap
         found, rows = run(session, [spec], ev)
         done.metrics.update(found)
         done.samples.update(rows)
         done.record[spec.name] = {"cap": spec.num_docs, "looks": 1, "n": spec.num_docs, "whole": True}
+        if checking and spec.name in baseline:
+            _check_whole(spec, mine, baseline, rows[spec.name], boot, second, done)
         return
-    # once the variant cannot pass, a verdict's check would change no recommendation
-    checking = second is not None and bool(mine) and spec.name in second.baseline and not done.cannot_pass()
     sizes = [spec.num_docs] if whole else look_sizes(ev.sequential.looks, spec.num_docs)
     design = Design.of([n / spec.num_docs for n in sizes], boot.confidence)
     rows: list[dict] = []
@@ -204,6 +207,21 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
     if failed:
         done.stopped = (f"stopped at look {k + 1} of {len(sizes)} of {spec.name} ({len(rows)} of "
                         f"{spec.num_docs} samples): {', '.join(metric_id(spec.name, m) for m in failed)} failed")
+
+
+def _check_whole(spec: tasks.TaskSpec, mine: dict[str, Gate], baseline: dict[str, list[dict]], rows: list[dict],
+                 boot: Bootstrap, second: Second, done: Looked) -> None:
+    """A task read in one look (an lm-eval registry task) checked like a look: the verdicts its interval
+    settles in the run's arithmetic, read again on the second arithmetic's samples of the whole task."""
+    first = _settled(mine, baseline[spec.name], rows, boot, boot.confidence, 0, len(rows))
+    rows2 = second.rows(spec, 0, None) if first else None
+    if rows2 is None:           # nothing settled (nothing to check), or no second arithmetic here
+        return
+    other = _settled(dict(mine), second.baseline[spec.name], rows2, boot, boot.confidence, 0, len(rows2))
+    state = arith_check.state(first, other, list(mine), at_cap=True)
+    done.record[spec.name].update(first=first, second=other, unstable=state.unstable)
+    done.second_rows[spec.name] = sorted(rows2, key=lambda r: r["doc_id"])
+    done.unstable += [metric_id(spec.name, m) for m in state.unstable]
 
 
 def _settled(open_: dict[str, Gate], base: list[dict], rows: list[dict], boot: Bootstrap, conf: float, k: int,

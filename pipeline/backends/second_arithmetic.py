@@ -36,7 +36,7 @@ class Checker:
         self.record: dict[str, Any] = {"status": "ok"}
         self.seconds = 0.0
 
-    def rows(self, spec: tasks.TaskSpec, start: int, stop: int) -> list[dict] | None:
+    def rows(self, spec: tasks.TaskSpec, start: int, stop: int | None) -> list[dict] | None:
         if self.record["status"] != "ok":
             return None
         t0 = time.perf_counter()
@@ -56,7 +56,8 @@ class Checker:
                 self.record["sample_cache"] = counts = {}
                 self.run = sample_cache.cached(cache, sample_cache.task_keys(self.params, self.specs), run_tasks,
                                                counts)
-        rows = self.run(self.session, [looks.chunk(spec, start, stop)], self.params.eval)[1][spec.name]
+        part = spec if stop is None else looks.chunk(spec, start, stop)
+        rows = self.run(self.session, [part], self.params.eval)[1][spec.name]
         self.seconds += time.perf_counter() - t0
         return rows
 
