@@ -51,6 +51,20 @@ def test_dvc_yaml_deps_are_exact():
     assert not problems, "\n".join(problems + [HOW])
 
 
+def test_dvc_ignores_the_bytecode_in_the_code_folders_it_hashes():
+    """A folder dep hashes every file DVC does not ignore: a stage's own __pycache__ would re-run it."""
+    ignored = (ROOT / ".dvcignore").read_text(encoding="utf-8").split()
+    assert "__pycache__/" in ignored and "*.pyc" in ignored
+
+
+def test_dvc_reads_dvc_lock_with_ruamel_s_c_parser():
+    """Pure Python is 5x slower on dvc.lock (benchmarks/dvc_lock.py): the install must bring the C one."""
+    from ruamel.yaml import YAML
+
+    assert YAML(typ="safe").Parser.__module__.startswith("ruamel.yaml.clib") or \
+        YAML(typ="safe").Parser.__module__ == "_ruamel_yaml"
+
+
 def test_dvc_yaml_is_as_the_generator_writes_it():
     text = (ROOT / "dvc.yaml").read_text(encoding="utf-8")
     assert dvc_deps.rewrite(text, dvc_deps.code_deps(load_dvc())) == text, HOW
@@ -62,13 +76,15 @@ def test_every_file_read_outside_paths_py_is_classified():
 
 
 @pytest.mark.parametrize(("stage", "dep", "expected"), [
-    ("evaluate", "pipeline/backends/base.py", "evaluate: runs pipeline/backends/base.py but dvc.yaml does not list it"),
+    # a subpackage is one dep, its folder (scripts/dvc_deps.py GROUPED); the stage's own modules one by one
+    ("evaluate", "pipeline/backends", "evaluate: runs pipeline/backends but dvc.yaml does not list it"),
+    ("evaluate", "pipeline/stages/evaluate.py", "evaluate: runs pipeline/stages/evaluate.py"),
     # the hardware table is data, read through paths.HARDWARE_TABLE by the stages that load it
     ("check", "pipeline/data/vllm_hardware.yaml",
      "check: reads pipeline/data/vllm_hardware.yaml but dvc.yaml neither depends on nor outputs it"),
     ("decide", "pipeline/data/vllm_hardware.yaml", "decide: reads pipeline/data/vllm_hardware.yaml"),
-    ("decide", "pipeline/report/markdown.py", "decide: runs pipeline/report/markdown.py"),
-    ("fidelity_base", "pipeline/backends/vllm_launch.py", "fidelity_base: runs pipeline/backends/vllm_launch.py"),
+    ("decide", "pipeline/report", "decide: runs pipeline/report"),
+    ("fidelity_base", "pipeline/backends", "fidelity_base: runs pipeline/backends"),
     # read by backends/base.py (the baseline beside the variant), not by the stage's own file
     ("evaluate", "results/quantize/${item.model}-${decision.baseline.tier}.json",
      "evaluate: reads results/quantize/{model}-fp16.json but dvc.yaml neither depends on nor outputs it"),
@@ -84,6 +100,7 @@ def test_a_removed_dep_is_caught(stage, dep, expected):
 @pytest.mark.parametrize(("stage", "dep", "expected"), [
     ("prepare", "pipeline/config.py", "prepare: dvc.yaml lists pipeline/config.py, which the stage never imports"),
     ("decide", "pipeline/quant/recipes.py", "decide: dvc.yaml lists pipeline/quant/recipes.py"),
+    ("decide", "pipeline/quant", "decide: dvc.yaml lists pipeline/quant, which the stage never imports"),
     ("evaluate", "recipes", "evaluate: dvc.yaml lists recipes, which the stage never reads"),
     ("quantize", "calibration", "quantize: dvc.yaml lists calibration, a folder of which the stage reads only "
                                 "calibration/calibration.jsonl"),

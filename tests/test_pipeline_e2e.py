@@ -17,7 +17,8 @@ from tests import tiny_model
 from tests.conftest import short_tasks
 
 pytestmark = pytest.mark.e2e
-COPY = ["dvc.yaml", "pipeline", "eval_sets", "recipes", "calibration"]
+# .dvcignore: code deps are folders (scripts/dvc_deps.py); the bytecode a stage writes into them is not code
+COPY = ["dvc.yaml", ".dvcignore", "pipeline", "eval_sets", "recipes", "calibration"]
 
 
 def small_params(root: Path, models: dict) -> dict:
