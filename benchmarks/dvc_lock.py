@@ -7,23 +7,23 @@ Builds a dvc.lock of `--stages` stages shaped as this repo's dvc.yaml makes them
 deps both ways, plus 10 data deps), with made-up hashes, and times DVC's own functions on it: the
 safe load of `dvc status`/`repro` (C parser where ruamel.yaml.clib is installed, else pure Python),
 and the round-trip load + dump DVC does after every stage it runs ("Updating lock file": always pure
-Python). Prints seconds and the ratio; measured on this machine, in this run.
+Python). Prints seconds (the best of 3, benchmarks/timing.py) and the ratio; measured on this
+machine, in this run.
 """
 from __future__ import annotations
 
 import argparse
 import io
-import time
 from itertools import cycle
 
 from dvc.utils.serialize._yaml import _dump, parse_yaml, parse_yaml_for_update
 from ruamel.yaml import YAML
 
+from benchmarks.timing import best_of
 from pipeline.domain.machine import cpu_info, describe
 from pipeline.schema.yaml_io import safe_load
-from scripts.depgraph import ROOT, closure
+from scripts.depgraph import ROOT
 from scripts.dvc_deps import code_deps
-from scripts.dvc_reads import stage_modules
 
 
 def lock_text(per_stage: list[list[str]], stages: int) -> str:
@@ -38,29 +38,23 @@ def lock_text(per_stage: list[list[str]], stages: int) -> str:
     return buf.getvalue()
 
 
-def timed(f) -> float:
-    t0 = time.perf_counter()
-    f()
-    return time.perf_counter() - t0
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--stages", type=int, default=30)
     a = ap.parse_args()
     dvc = safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))
-    by_file = [sorted(str(p.relative_to(ROOT)) for p in closure(m)) for m in stage_modules(dvc).values()]
+    by_file = list(code_deps(dvc, group=str).values())
     by_folder = list(code_deps(dvc).values())
     print(f"machine: {describe(cpu_info(), False)}; {a.stages} stages; ruamel C parser: {YAML(typ='safe').Parser.__module__}")
     print(f"{'code deps':<12}{'lock KB':>9}{'safe load s':>13}{'pure load s':>13}{'rt load+dump s':>16}")
     rows = {}
     for name, deps in (("by module", by_file), ("by folder", by_folder)):
         text = lock_text(deps, a.stages)
-        safe = timed(lambda: parse_yaml(text, "dvc.lock"))
+        safe = best_of(lambda: parse_yaml(text, "dvc.lock"))
         pure = YAML(typ="safe", pure=True)
-        pure_s = timed(lambda: pure.load(text))
+        pure_s = best_of(lambda: pure.load(text))
         data = parse_yaml_for_update(text, "dvc.lock")
-        rt = timed(lambda: parse_yaml_for_update(text, "dvc.lock")) + timed(lambda: _dump(data, io.StringIO()))
+        rt = best_of(lambda: parse_yaml_for_update(text, "dvc.lock")) + best_of(lambda: _dump(data, io.StringIO()))
         rows[name] = (len(text) / 1024, safe, pure_s, rt)
         print(f"{name:<12}{len(text) / 1024:>9.0f}{safe:>13.2f}{pure_s:>13.2f}{rt:>16.2f}")
     (kb1, s1, p1, r1), (kb2, s2, p2, r2) = rows["by module"], rows["by folder"]
