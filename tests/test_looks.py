@@ -280,6 +280,25 @@ def test_a_registry_task_read_in_one_look_is_checked_on_the_second_arithmetic_s_
     worse = {d: same[d] and d % 5 != 1 for d in range(200)}     # 20 points down in the second arithmetic
     done = run_looks(None, [e], EV, {"e": rows_of(same)}, gates, BOOT, run=run_whole(same), second=Whole(worse))
     assert done.record["e"]["unstable"] == ["acc"] and done.unstable == ["e/acc"]
+    # a metric the run's arithmetic leaves open is not read in the second (it is open, not unstable)
+    wide = TaskSpec("e", "lm_eval", {}, "e", 200, {"acc": True, "acc_norm": True})
+    base = {"e": [{**r, "scores": {**r["scores"], "acc_norm": 100.0 * (r["doc_id"] % 2)}} for r in rows_of(same)]}
+
+    def run_two(session, specs, ev):
+        # 6 of 200 items lost: -3 points, an interval that straddles the margin
+        rows = [{**r, "scores": {**r["scores"], "acc_norm": 100.0 * (r["doc_id"] % 2 and r["doc_id"] % 17 != 0)}}
+                for r in rows_of(same)]
+        return {"e": TaskResult({}, rows, {"acc": True, "acc_norm": True})}, {"e": rows}
+
+    class Same(Whole):
+        def rows(self, spec, start, stop):
+            return [{**r, "scores": {**r["scores"], "acc_norm": 100.0 * (r["doc_id"] % 2)}} for r in rows_of(same)]
+    second = Same(same)
+    second.baseline = base
+    done = run_looks(None, [wide], EV, base, {"e/acc": Gate(3.0), "e/acc_norm": Gate(3.0)}, BOOT, run=run_two,
+                     second=second)
+    rec = done.record["e"]
+    assert set(rec["first"]) == {"acc"} and set(rec["second"]) == {"acc"} and rec["unstable"] == []
     # nothing settled in the run's arithmetic (too few samples): nothing to check, no second run
     tiny = TaskSpec("e", "lm_eval", {}, "e", 4, {"acc": True})
     second = Whole(same)

@@ -217,7 +217,9 @@ def _check_whole(spec: tasks.TaskSpec, mine: dict[str, Gate], baseline: dict[str
     rows2 = second.rows(spec, 0, None) if first else None
     if rows2 is None:           # nothing settled (nothing to check), or no second arithmetic here
         return
-    other = _settled(dict(mine), second.baseline[spec.name], rows2, boot, boot.confidence, 0, len(rows2))
+    # as at a look: only what the run's arithmetic settled is read again
+    other = _settled({m: g for m, g in mine.items() if m in first}, second.baseline[spec.name], rows2, boot,
+                     boot.confidence, 0, len(rows2))
     state = arith_check.state(first, other, list(mine), at_cap=True)
     done.record[spec.name].update(first=first, second=other, unstable=state.unstable)
     done.second_rows[spec.name] = sorted(rows2, key=lambda r: r["doc_id"])
