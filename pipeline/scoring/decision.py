@@ -247,8 +247,7 @@ def recommend(rows: list[Row], model: str, allowed: set[tuple[str, str]] | None 
     at = sequence_pick([r.judgement.overall == PASS for r in chain])
     if at is not None:
         run = at + 1
-        # equal memory: the first of them in params.yaml's order (every one of them passed in the run,
-        # so claiming an earlier one costs nothing in error control)
+        # equal memory: the first in params.yaml's order (all passed in the run: no cost in error control)
         while at > 0 and memory_key(chain[at - 1]) == memory_key(chain[at]):
             at -= 1
         best = chain[at]
