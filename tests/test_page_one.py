@@ -26,7 +26,7 @@ def test_page_one_fits_a_screen():
 
 def test_page_one_states_the_run_the_baseline_recovery_and_the_caveats():
     p = page1()
-    assert "Run: commit abc1234, dvc.lock 0123456789ab; measured on" in p
+    assert "Run: commit abc1234, dvc.lock sources 0123456789ab; measured on" in p
     assert "Baseline `fp16` + KV `auto`: classification Accuracy 90.0" in p
     assert "it cannot do translation (below decision.min_baseline)" in p
     assert "Pass means: classification Accuracy at most 3.0 points below baseline (160 samples at most)" in p

@@ -107,6 +107,7 @@ def test_repro_writes_complete_decision(project):
     table = md.split("| Tier | KV cache |", 1)[1].split("\n\n", 1)[0].splitlines()
     assert len(table) == 1 + 1 + len(rows)
     assert "**Recommended: `" in md and "vllm serve" in md
+    assert (project / "results/speed.md").read_text().startswith("# qtier speed")   # the timings, apart
     quant = json.loads((project / "results/quantize/tiny-int4-awq.json").read_text())
     assert quant["status"] == "ok" and quant["group_size"] == 64
     samples = (project / "results/evals/tiny/int4-gptq-fp8/samples/classification.jsonl").read_text().splitlines()

@@ -1,6 +1,6 @@
 import dataclasses
 
-from pipeline.report import exports, fidelity, gpus, markdown, provenance, serving
+from pipeline.report import exports, fidelity, gpus, markdown, provenance, serving, speed
 from pipeline.report.document import Header, KvPair, ModelReport
 from pipeline.schema import Baseline, Bootstrap, Decision, Memory, TargetGpu, Tolerance
 from pipeline.scoring import decision
@@ -57,7 +57,7 @@ def test_render_has_every_row_reason_and_command():
     assert top[1].splitlines()[-1] == "Serve: `vllm serve x` (sized per target GPU under *Per target GPU*)."
     assert "| Tier | KV | Verdict | classification | Weights MiB |" in page1      # translation: not capable
     assert every.lstrip().startswith("| Tier | KV cache | Verdict | classification | translation | Weights (MiB) |")
-    assert "| int4 | fp8 | pass | pass Accuracy -1.0 | not capable | 100.0 | 11,520 | 48.0 |" in md
+    assert "| int4 | fp8 | pass | pass Accuracy -1.0 | not capable | 100.0 | 11,520 |" in md
     assert "| int8 | fp8 | unsupported here: FP8 KV cache on CPU requires AVX-512 | – | – |" in md
     assert "0.2 (-0.1 [-0.3, +0.1], inconclusive)" in md and "89.0 (-1.0 [-2.0, +0.0], pass)" in md
     assert "90.0 (baseline)" in md
@@ -101,7 +101,7 @@ def vllm_rows():
 
 def test_serving_section_shows_slo_roofline_and_the_speed_floor():
     m = dataclasses.replace(model_report(vllm_rows()), min_speed_vs_baseline=0.5)     # decision.min_speed_vs_baseline
-    md = "\n".join(serving.serving_lines(m, BASE))
+    md = "\n".join(serving.load_lines(m, BASE))
     assert "| fp16-auto | p99 TTFT <= 2000 ms, TPOT <= 200 ms | 6 | 1.25 | 5 (converged) | 25.0 | 25% of 100 tok/s |" \
         in md
     assert "| int4-auto | – | – | – | – | 5.0 | bandwidth unknown (serving.bandwidth_gbps) |" in md
@@ -118,7 +118,11 @@ def test_serving_section_shows_slo_roofline_and_the_speed_floor():
     for ratio in (0.1, None):
         lenient = dataclasses.replace(m, min_speed_vs_baseline=ratio)
         assert exports.decision_json({"m": lenient}, HEADER)["rows"][1]["load_note"] is None
-    assert "- int4-auto:" not in "\n".join(serving.serving_lines(dataclasses.replace(m, min_speed_vs_baseline=None), BASE))
+    assert "- int4-auto:" not in "\n".join(serving.load_lines(dataclasses.replace(m, min_speed_vs_baseline=None), BASE))
+    # timings are speed.md's: decision.md keeps the engine's facts and none of the load figures
+    md = markdown.render({"m": m}, HEADER)
+    assert "### Served by vLLM" in md and "TTFT" not in md and "too slow here" not in md and "Startup" not in md
+    assert "too slow here: 5.0 tok/s" in speed.render({"m": m}, HEADER)
 
 
 def fid(support):
@@ -206,8 +210,9 @@ def test_the_speed_column_names_the_device_the_results_record():
     head = lambda *fs: provenance.speed_header(judged(list(fs), [None] * len(fs)))
     assert head(cpu) == "Gen tok/s (CPU)" and head(gpu) == "Gen tok/s (H100)" and head(old) == "Gen tok/s (cpu)"
     assert head(cpu, gpu) == "Gen tok/s"                       # mixed: Measured on says which
-    md = markdown.render({"m": model_report(judged([gpu], [None]))}, HEADER)
-    assert "| Weights (MiB) | KV bytes/token | Gen tok/s (H100) | Measured on |" in md and "this CPU" not in md
+    m = {"m": model_report(judged([gpu], [None]))}
+    assert "| Variant | Gen tok/s (H100) | Evaluate stage (s) | Measured on |" in speed.render(m, HEADER)
+    assert "Gen tok/s" not in markdown.render(m, HEADER) and "[speed.md](speed.md)" in markdown.render(m, HEADER)
 
 
 def test_the_notes_name_the_run_s_confidence_and_kv_scales():

@@ -24,13 +24,15 @@ def report():
     return replace(model_report(judged(found, ev)), num_samples={"classification": 640})
 
 
-def test_the_summary_counts_settled_variants_samples_and_seconds():
+def test_the_summary_counts_settled_variants_and_samples_and_the_cost_line_the_seconds():
     (line, blank) = looks.summary_line(report())
     assert blank == ""
     assert line.startswith("Looks: 2 of 2 variants settled (pass or fail); together they read 480 of the 1,280 "
                            "samples a fixed-n run at the same caps reads (38%); 1 stopped at the look")
+    assert " min" not in line                       # timings are speed.md's (report/speed.py)
     # int8: 250 s + 320 unread x its 0.625 s a sample = 450 s; int4: 60 s + 480 x 0.25 s = 180 s
-    assert "took 5.2 min against about 10.5 min at fixed n (49%; each variant's unread samples" in line
+    assert "took 5.2 min against about 10.5 min at fixed n (49%; each variant's unread samples" in looks.cost_line(
+        report())[0]
 
 
 def test_a_task_a_variant_never_ran_costs_the_baseline_s_rate_times_its_speed_ratio():
@@ -48,14 +50,14 @@ def test_a_task_a_variant_never_ran_costs_the_baseline_s_rate_times_its_speed_ra
 def test_samples_read_from_the_cache_give_no_seconds_claim():
     r = report()
     r.rows[1] = replace(r.rows[1], facts=replace(r.rows[1].facts, task_seconds={}))
-    line = looks.summary_line(r)[0]
+    line = looks.cost_line(r)[0]
     assert "min at fixed n" not in line and "not estimable here" in line
 
 
 def test_no_seconds_claim_without_every_stage_time():
     r = report()
     r.rows[1] = replace(r.rows[1], facts=replace(r.rows[1].facts, seconds=None))
-    assert "min at fixed n" not in looks.summary_line(r)[0]
+    assert "min at fixed n" not in looks.cost_line(r)[0]
 
 
 def test_the_table_names_each_variant_s_stopping_look():
@@ -66,11 +68,11 @@ def test_the_table_names_each_variant_s_stopping_look():
 
 def test_the_phases_line_sums_where_the_evaluate_seconds_went():
     r = report()
-    assert "Of the" not in looks.summary_line(r)[0]          # no row recorded its phases: no claim
+    assert "Of the" not in looks.cost_line(r)[0]          # no row recorded its phases: no claim
     phased = {"load": 6.0, "tasks": 120.0, "fidelity": 12.0, "long_context": 90.0, "throughput": 2.0}
     r.rows[1] = replace(r.rows[1], facts=replace(r.rows[1].facts, phases=phased))          # 250 s in all
     r.rows[2] = replace(r.rows[2], facts=replace(r.rows[2].facts, phases={"load": 6.0, "tasks": 30.0}))  # 60 s
-    line = looks.summary_line(r)[0]
+    line = looks.cost_line(r)[0]
     # 310 s in all; tasks 150 s = 2.5 min; the rest 310 - 266 = 44 s
     assert line.endswith(" Of the 5.2 min of 2 evaluate stages: loading 0.2 min, the tasks 2.5 min, fidelity 0.2 min, "
                          "long context 1.5 min, the load test 0.0 min, process start and writing 0.7 min.")

@@ -28,7 +28,7 @@ class Header:
     hardware_docs: str               # vLLM docs version of the hardware table
     versions: dict[str, str] = field(default_factory=dict)   # evaluate's packages, as a result recorded them
     commit: str = "not recorded"     # the git commit decide ran at (with "+ changes" when the tree differs)
-    lock: str = "not recorded"       # sha256 (12 hex) of dvc.lock as the stages before decide left it
+    lock: str = "not recorded"       # sha256 (12 hex) of dvc.lock's sources: commands, params, deps no stage writes
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """decision.md's sequential-evaluation lines (eval.sequential): how many variants settled, the samples
-they read against a fixed-n run at the same caps, and where each one stopped. Pure."""
+they read against a fixed-n run at the same caps, and where each one stopped; for speed.md, the
+seconds that cost. Pure."""
 from __future__ import annotations
 
 from pipeline.report.cells import md_row
@@ -32,7 +33,16 @@ def summary_line(m: ModelReport) -> list[str]:
                "tasks" if unpassable else "")
     return [f"Looks: {settled} of {len(rows)} variants settled (pass or fail); together they read {n:,} of the "
             f"{total:,} samples a fixed-n run at the same caps reads ({n / total:.0%}); {stopped} stopped at the "
-            f"look where a gated metric failed{skipped} (*Looks*)." + seconds_text(m, rows) + phases_text(rows), ""]
+            f"look where a gated metric failed{skipped} (*Looks*).", ""]
+
+
+def cost_line(m: ModelReport) -> list[str]:
+    """What the looked variants' evaluate stages took, measured (speed.md: it varies run to run)."""
+    rows = looked(m)
+    if not rows:
+        return []
+    text = (seconds_text(m, rows) + phases_text(rows)).strip()
+    return [text, ""] if text else []
 
 
 def fixed_n_seconds(r: Row, base: Row, caps: dict[str, int]) -> float | None:

@@ -5,7 +5,9 @@ model in, text out.
      memory saved, provenance and caveats, one compact row per variant
   2. every variant in full; the run: baseline, intervals, where the results were measured, versions
   3. per model, the details: how each variant ran, quality by task, why each verdict, power,
-     fidelity, KV scales, serving, per target GPU, memory bill, KV by input length
+     fidelity, KV scales, the engine's facts, per target GPU, memory bill, KV by input length
+What was timed is in speed.md (report/speed.py): it differs from run to run, so two runs of one commit
+give the same decision.md but for its "Generated" line.
   4. how to read it
 """
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pipeline.report import (fidelity, gpus, long_context, looks, noise, provena
                              summary, verdicts)
 from pipeline.report.document import Header, ModelReport
 from pipeline.report.notes import notes
-from pipeline.report import page_one
+from pipeline.report import page_one, speed
 from pipeline.scoring.rows import Row
 
 
@@ -23,7 +25,7 @@ def run_lines(header: Header, rows: list[Row]) -> list[str]:
     return ["## The run", "",
             f"Generated {header.generated} by stage decide. Baseline: tier `{base.tier}` with KV cache `{base.kv}`. "
             f"Intervals: {interval_text(b.confidence)}", ""
-            ] + provenance.header_lines(rows, header.versions)
+            ] + provenance.header_lines(rows, header.versions) + [speed.LINK, ""]
 
 
 def provenance_line(header: Header, rows: list[Row], machines: dict[str, str]) -> str:
@@ -32,7 +34,7 @@ def provenance_line(header: Header, rows: list[Row], machines: dict[str, str]) -
                       if (on := r.facts.measured_on) and on.get("engine")})
     where = "; ".join(machines) or "not recorded"
     torch = header.versions.get("torch")
-    return (f"Run: commit {header.commit}, dvc.lock {header.lock}; measured on {where}; engine "
+    return (f"Run: commit {header.commit}, dvc.lock sources {header.lock}; measured on {where}; engine "
             f"{', '.join(engines) or 'not recorded'}" + (f", torch {torch}" if torch else "") + ".")
 
 
@@ -59,7 +61,7 @@ def details(m: ModelReport, header: Header) -> list[str]:
     lines += noise.noise_lines(m)
     lines += looks.looks_lines(m)
     lines += fidelity.kv_scale_lines(m, base)
-    lines += serving.serving_lines(m, base)
+    lines += serving.engine_lines(m)
     if m.plot:
         lines += [f"![quality delta vs weight memory]({m.plot.path})", ""]
     lines += [f"### Per target GPU (max_model_len {budget.max_model_len}, gpu_memory_utilization "
@@ -90,7 +92,7 @@ def render(models: dict[str, ModelReport], header: Header) -> str:
     lines += ["## Every variant", ""]
     for m in models.values():
         lines += noise.summary_line(m) + looks.summary_line(m)
-        lines += summary.verdict_table(m, header.baseline, provenance.speed_header(rows), machines)
+        lines += summary.verdict_table(m, header.baseline, machines)
     lines += run_lines(header, rows)
     for m in models.values():
         lines += details(m, header)

@@ -47,9 +47,6 @@ def notes(header: Header) -> list[str]:
         "run bitsandbytes' own kernels, and the fp8 KV cache is "
         f"*simulated* by rounding K/V through float8_e4m3 with each KV mode's k/v scale ({scales}; 1.0 is vLLM's "
         "default without calibrated scales).",
-        "Gen tok/s is batched greedy generation on the device each result was measured on (the column head "
-        "names it when every row shares one; *Measured on* names the machine): on a CPU it does not rank quantized "
-        "GPU kernels. "
         "Weights are the checkpoint's weight files (bitsandbytes: the packed tensors after load-time "
         "quantization, float tensors counted in the serving dtype). KV bytes/token = 2 x layers x KV heads x "
         "head dim x bytes of the KV dtype as vLLM stores it (auto = model dtype).",

@@ -1,4 +1,5 @@
-"""What the serving engine reported: engine facts, the load test, the service level and the speed floor. Pure."""
+"""What the serving engine reported: its facts (decision.md), and what was timed: startup, the load test,
+the service level and the speed floor (speed.md, which varies run to run). Pure."""
 from __future__ import annotations
 
 from pipeline import paths
@@ -52,24 +53,33 @@ def slo_cells(r: Row) -> list[str]:
     return cells
 
 
-def serving_lines(m: ModelReport, baseline: Baseline | None = None) -> list[str]:
-    """Engine facts and load figures for rows served by vLLM."""
+def engine_lines(m: ModelReport) -> list[str]:
+    """Engine facts for rows served by vLLM: its quantization, KV dtype and KV capacity beside the formula's."""
     served = [r for r in m.rows if r.facts.backend == "vllm"]
     if not served:
         return []
     lines = ["### Served by vLLM", "",
-             md_row(["Variant", "Status", "Startup (s)", "Engine quantization / KV dtype", "KV cache (engine)",
-                     "KV cache (formula)", "Max concurrency", "Server log"]), "|---|---|---|---|---|---|---|---|"]
+             md_row(["Variant", "Status", "Engine quantization / KV dtype", "KV cache (engine)",
+                     "KV cache (formula)", "Max concurrency", "Server log"]), "|---|---|---|---|---|---|---|"]
     for r in served:
         s = r.facts.serving or {}
         eng = s.get("engine", {})
-        formula = r.facts.kv_formula
-        lines.append(md_row([r.variant, status_cell(r) if r.facts.status != "ok" else "ok", s.get("startup_s", "–"),
+        lines.append(md_row([r.variant, status_cell(r) if r.facts.status != "ok" else "ok",
                              f"{eng.get('quantization', '–')} / {eng.get('kv_cache_dtype', '–')}",
                              f"{s['kv_cache_tokens']:,} tokens" if s.get("kv_cache_tokens") else "–",
-                             formula or "–",
+                             r.facts.kv_formula or "–",
                              f"{s['max_concurrency']:.2f}x at {s.get('max_model_len')}" if s.get("max_concurrency")
                              else "–", paths.server_log(r.facts.model, r.variant)]))
+    return lines + [""]
+
+
+def load_lines(m: ModelReport, baseline: Baseline | None = None) -> list[str]:
+    """What was timed on rows served by vLLM: startup, the load test, the service level, the speed floor."""
+    served = [r for r in m.rows if r.facts.backend == "vllm"]
+    if not served:
+        return []
+    lines = ["### Served by vLLM", "", md_row(["Variant", "Startup (s)"]), "|---|---|"]
+    lines += [md_row([r.variant, (r.facts.serving or {}).get("startup_s", "–")]) for r in served]
     bench = [(r, c, f) for r in served if r.facts.status == "ok"
              for c, f in (r.facts.throughput.get("bench") or {}).items()]
     if bench:

@@ -1,5 +1,5 @@
 """The top of the report: each model's recommendation and why in three lines, then one compact row
-per variant (verdict per task with the deltas that decided it, memory, speed, where it was
+per variant (verdict per task with the deltas that decided it, memory, where it was
 measured). Pure."""
 from __future__ import annotations
 
@@ -76,12 +76,11 @@ def flag(v) -> str:
     return f" (unchecked {v.unchecked})" if v.unchecked else ""
 
 
-def verdict_table(m: ModelReport, base: Baseline | None, speed_header: str, machines: dict[str, str]) -> list[str]:
-    """One row per variant. `machines`: provenance.machines of the run (the header lists them);
-    `speed_header`: the generation speed column's name, naming where it was measured."""
+def verdict_table(m: ModelReport, base: Baseline | None, machines: dict[str, str]) -> list[str]:
+    """One row per variant. `machines`: provenance.machines of the run (the header lists them)."""
     names = tasks_of(m.rows)
     head = (["Tier", "KV cache", "Verdict"] + names
-            + ["Weights (MiB)", "KV bytes/token", speed_header, "Measured on"])
+            + ["Weights (MiB)", "KV bytes/token", "Measured on"])
     lines = [md_row(head), "|" + "---|" * len(head)]
     for r in m.rows:
         f = r.facts
@@ -89,7 +88,6 @@ def verdict_table(m: ModelReport, base: Baseline | None, speed_header: str, mach
         lines.append(md_row([f.tier, f.kv, verdict] + [decided_cell(r, t, base) for t in names]
                             + [f"{mib(f.weight_bytes):.1f}" if f.weight_bytes else "–",
                                f"{f.kv_bytes_per_token:,}" if f.kv_bytes_per_token else "–",
-                               f"{f.tokens_per_s:.1f}" if f.tokens_per_s else "–",
                                provenance.row_cell(r, machines)]))
     return lines + ["", "Task cells: the task's verdict and the deltas (variant - baseline, metric points) of the "
                     f"metrics that decided it; *{NOT_CAPABLE_CELL}*: the baseline scores below "

@@ -13,7 +13,7 @@ import sys
 
 from pipeline import io, paths, schema
 from pipeline.domain import hardware, sources, task_rows
-from pipeline.report import commands, exports, markdown, plots, regressions
+from pipeline.report import commands, exports, markdown, plots, regressions, speed
 from pipeline.report.document import Header, KvPair, ModelReport, PlotSpec
 from pipeline.scoring import analysis, comparison, decision, long_kv, noise, planner, retrieval_length, sanity
 from pipeline.scoring.comparison import Comparison
@@ -176,15 +176,27 @@ def commit() -> str:
 
 
 def lock_digest() -> str:
-    """dvc.lock's sha256 (12 hex digits) as the stages before decide left it."""
+    """sha256 (12 hex digits) of what dvc.lock says the run was made from: each stage's command, params
+    and the deps no stage writes (code, params, data). Outputs are left out: they hold timings, so the
+    digest is the same for two runs of one commit and data, and decision.md with it."""
     import hashlib
+    import json
+
+    import yaml
 
     lock = paths.DVC_LOCK
-    return hashlib.sha256(lock.read_bytes()).hexdigest()[:12] if lock.is_file() else "no dvc.lock"
+    if not lock.is_file():
+        return "no dvc.lock"
+    stages = (yaml.safe_load(lock.read_text()) or {}).get("stages") or {}
+    written = {o["path"] for st in stages.values() for o in st.get("outs") or []}
+    sources = {name: {"cmd": st.get("cmd"), "params": st.get("params"),
+                      "deps": [d for d in st.get("deps") or [] if d["path"] not in written]}
+               for name, st in stages.items()}
+    return hashlib.sha256(json.dumps(sources, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def write(models: dict[str, ModelReport], head: Header) -> None:
-    """decision.md, decision.json, the DVC metrics file, and each model's regressions pages and plot."""
+    """decision.md, speed.md, decision.json, the DVC metrics file, and each model's regressions pages and plot."""
     for m in models.values():
         for variant, link in m.regression_links.items():
             io.atomic_write_text(paths.RESULTS / link,
@@ -199,6 +211,7 @@ def write(models: dict[str, ModelReport], head: Header) -> None:
             plots.retrieval_by_length(m.retrieval, paths.RESULTS / paths.retrieval_plot(m.name),
                                       f"{m.name}: retrieval accuracy by prompt length", head.baseline.kv)
     io.atomic_write_text(paths.DECISION_MD, markdown.render(models, head))
+    io.atomic_write_text(paths.RESULTS / speed.FILE, speed.render(models, head))
     io.atomic_write_json(paths.DECISION_JSON, exports.decision_json(models, head))
     io.atomic_write_json(paths.DVC_METRICS, {n: exports.dvc_metrics(m.rows) for n, m in models.items()})
 
