@@ -8,7 +8,7 @@ Needs stage kvscales' checkpoint (a KV mode with `scale: calibrated`, then `dvc 
 own checkpoint in float32 through the reference backend's attention and counts, per layer, the K/V
 elements beyond the calibrated limit, on three inputs: the calibration texts, the classification
 task's sentences with the chat template applied (as lm-eval sends them), and the same sentences plain.
-Prints the clipped share and the largest value over its limit, with the worst layer. docs/runs/2026-11-30-calibrated-fp8-kv.md.
+Prints the clipped share and the largest value over its limit, with the worst layer. docs/runs/calibrated-fp8-kv.md.
 """
 from __future__ import annotations
 
