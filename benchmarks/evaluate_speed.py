@@ -8,7 +8,7 @@ Needs the variant's checkpoint (run `dvc repro` first). Prints, per phase (gener
 log-likelihood tasks): seconds, samples/s and tokens/s (prompt + generated tokens the phase had to
 process) for
   before           lm-eval HFLM in float32, batch --before-batch: the evaluate stage before this round;
-  qtier, float32   the evaluate stage's path (pipeline/backends: generate, loglik, kvcache) at float32,
+  qtier, float32   the evaluate stage's path (pipeline/engines: generate, loglik, kvcache) at float32,
                    whose per-sample outputs must agree with "before";
   qtier, <dtype>   the same path at the dtype the evaluate stage picks on this machine (bfloat16 on a CPU
                    with native bfloat16), whose metrics are printed next to the float32 ones;
@@ -26,10 +26,10 @@ import torch
 
 from benchmarks.timing import best_of
 from pipeline import io, paths, schema
-from pipeline.backends import Variant
-from pipeline.backends.reference import ReferenceBackend
+from pipeline.engines import Variant
+from pipeline.engines.reference import ReferenceBackend
 from pipeline.domain import machine, tasks
-from pipeline.backends.lm_eval_runner import run_tasks
+from pipeline.evaluation.lm_eval_runner import run_tasks
 
 
 def prefill_limit(model, vocab: int, batch: int = 16, length: int = 256) -> float:

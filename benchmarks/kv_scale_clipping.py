@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 
 from pipeline import io, paths, schema
-from pipeline.backends import kvcache
+from pipeline.engines import kvcache
 from pipeline.domain import calibration
 from pipeline.quant.scales import checkpoint_scales
 

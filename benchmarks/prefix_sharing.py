@@ -16,8 +16,8 @@ import time
 
 from benchmarks.variants import served_variant
 from pipeline import schema
-from pipeline.backends.lm_eval_runner import run_tasks
-from pipeline.backends.selection import select
+from pipeline.evaluation.lm_eval_runner import run_tasks
+from pipeline.engines.selection import select
 from pipeline.domain import looks, machine, tasks
 
 

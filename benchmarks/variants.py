@@ -3,7 +3,7 @@ kvscales' for a calibrated KV mode), after `dvc repro` made its checkpoint."""
 from __future__ import annotations
 
 from pipeline import io, paths, schema
-from pipeline.backends import Variant
+from pipeline.engines import Variant
 
 
 def served_variant(params: schema.Params, model: str, tier: str, kv: str) -> Variant:

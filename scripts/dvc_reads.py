@@ -229,7 +229,7 @@ def listed(entry: dict, key: str) -> list[str]:
 
 # subpackages a stage depends on as a whole folder (scripts/dvc_deps.py); stages/ and the top-level
 # modules are listed file by file, so a stage does not re-run for another stage's module
-GROUPED = ("backends", "domain", "quant", "report", "schema", "scoring")
+GROUPED = ("domain", "engines", "evaluation", "quant", "report", "schema", "scoring")
 GROUPED_DIRS = frozenset(f"{PACKAGE}/{g}" for g in GROUPED)
 
 

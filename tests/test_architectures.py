@@ -25,9 +25,9 @@ import sys
 import pytest
 import torch
 
-from pipeline.backends import arch, dists, generate, kvcache, loglik
-from pipeline.backends.base import Unsupported
-from pipeline.backends.reference import reference_lm_class
+from pipeline.engines import arch, dists, generate, kvcache, loglik
+from pipeline.engines.base import Unsupported
+from pipeline.engines.reference import reference_lm_class
 from tests import tiny_model
 from tests.conftest import ROOT
 
@@ -339,7 +339,7 @@ def test_the_features_are_recorded(family, pair):
 
 
 def _variant(path, cache_dtype):
-    from pipeline.backends.base import Variant
+    from pipeline.engines.base import Variant
     from pipeline.schema import KvMode, Model, Tier
 
     return Variant("m", "base", cache_dtype, path, Model(source=f"local:{path}", dtype="bfloat16",
@@ -362,7 +362,7 @@ def test_the_session_info_of_the_row_says_what_ran(tmp_path):
     """ReferenceBackend.session, as evaluate opens it: the row's `serving` names the attention, the
     log-likelihood and distribution paths and the architecture; gpt-oss is handed back with auto KV and
     unsupported with the fp8 KV cache."""
-    from pipeline.backends.reference import ReferenceBackend
+    from pipeline.engines.reference import ReferenceBackend
     from pipeline.schema import Eval, Reference
 
     backend = ReferenceBackend(Reference(dtype="float32"), Eval(tasks={}))

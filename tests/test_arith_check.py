@@ -1,11 +1,11 @@
 """A verdict settled in both of the engine's arithmetics (pipeline/scoring/arith_check.py), through the
-look runner (pipeline/backends/looks_runner.py) and decide's rule (pipeline/scoring/decision.py): the
+look runner (pipeline/evaluation/looks_runner.py) and decide's rule (pipeline/scoring/decision.py): the
 states, and, simulated through the runner itself, the false-pass rate it holds where one arithmetic
 alone does not."""
 import numpy as np
 import pytest
 
-from pipeline.backends.looks_runner import Gate, run_looks
+from pipeline.evaluation.looks_runner import Gate, run_looks
 from pipeline.domain import looks
 from pipeline.domain.task_rows import TaskResult
 from pipeline.domain.tasks import TaskSpec

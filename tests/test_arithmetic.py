@@ -1,11 +1,11 @@
-"""The noise stage's second arithmetic on the reference backend (pipeline/backends/arithmetic.py): every
+"""The noise stage's second arithmetic on the reference backend (pipeline/engines/arithmetic.py): every
 Linear computes on bfloat16-rounded operands with float32 accumulation (model tier: tiny model)."""
 import pytest
 import torch
 
-from pipeline.backends import arithmetic
-from pipeline.backends.base import Variant
-from pipeline.backends.reference import ReferenceBackend
+from pipeline.engines import arithmetic
+from pipeline.engines.base import Variant
+from pipeline.engines.reference import ReferenceBackend
 from pipeline.schema import Eval, KvMode, Model, Reference, Tier
 from tests import tiny_model
 
@@ -75,7 +75,7 @@ def test_a_noise_session_computes_in_the_second_arithmetic_and_compares_with_the
 
 
 def test_a_session_opens_its_variant_in_the_second_arithmetic_beside_itself(tmp_path, root):
-    """evaluate's check of each settled verdict (backends/second_arithmetic.py) opens this while the
+    """evaluate's check of each settled verdict (evaluation/second_arithmetic.py) opens this while the
     variant's own session stays open."""
     ckpt = tiny_model.build(tmp_path / "tiny", root)
     v = Variant("tiny", "fp16", "auto", ckpt, Model(source="local:tiny", dtype="float16", apply_chat_template=False, add_bos_token=False),

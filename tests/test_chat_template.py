@@ -113,7 +113,7 @@ def test_the_global_key_is_refused_with_where_it_moved(params_dict):
 
 
 def test_a_variant_takes_the_recorded_value_not_the_param(params_dict, tmp_path, monkeypatch):
-    from pipeline.backends.base import Variant
+    from pipeline.engines.base import Variant
 
     monkeypatch.chdir(tmp_path)
     p = copy.deepcopy(params_dict)

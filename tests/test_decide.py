@@ -238,7 +238,7 @@ def test_decide_and_the_report_import_no_torch_and_no_backend(root):
     """decide turns JSON into a report: importing it must not pay for torch or load a serving backend."""
     code = ("import sys\n"
             "import pipeline.stages.decide, pipeline.report.markdown, pipeline.report.exports, pipeline.report.plots\n"
-            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith(('torch.', 'pipeline.backends'))))")
+            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith(('torch.', 'pipeline.engines'))))")
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
 

@@ -77,15 +77,15 @@ def test_every_file_read_outside_paths_py_is_classified():
 
 @pytest.mark.parametrize(("stage", "dep", "expected"), [
     # a subpackage is one dep, its folder (scripts/dvc_deps.py GROUPED); the stage's own modules one by one
-    ("evaluate", "pipeline/backends", "evaluate: runs pipeline/backends but dvc.yaml does not list it"),
+    ("evaluate", "pipeline/engines", "evaluate: runs pipeline/engines but dvc.yaml does not list it"),
     ("evaluate", "pipeline/stages/evaluate.py", "evaluate: runs pipeline/stages/evaluate.py"),
     # the hardware table is data, read through paths.HARDWARE_TABLE by the stages that load it
     ("check", "pipeline/data/vllm_hardware.yaml",
      "check: reads pipeline/data/vllm_hardware.yaml but dvc.yaml neither depends on nor outputs it"),
     ("decide", "pipeline/data/vllm_hardware.yaml", "decide: reads pipeline/data/vllm_hardware.yaml"),
     ("decide", "pipeline/report", "decide: runs pipeline/report"),
-    ("fidelity_base", "pipeline/backends", "fidelity_base: runs pipeline/backends"),
-    # read by backends/base.py (the baseline beside the variant), not by the stage's own file
+    ("fidelity_base", "pipeline/engines", "fidelity_base: runs pipeline/engines"),
+    # read by engines/base.py (the baseline beside the variant), not by the stage's own file
     ("evaluate", "results/quantize/${item.model}-${decision.baseline.tier}.json",
      "evaluate: reads results/quantize/{model}-fp16.json but dvc.yaml neither depends on nor outputs it"),
     ("evaluate", "artifacts/${item.model}/kvscales/${item.tier}/${item.kv}", "evaluate: reads artifacts/{model}/kvscales/{tier}/{kv}"),
@@ -134,7 +134,7 @@ def test_params_are_what_the_stage_reads(stage, remove, add, expected):
     assert any(p.startswith(expected) for p in problems), problems
 
 
-# what evaluate's looks judge at each look (eval.sequential: pipeline/backends/looks_runner.py)
+# what evaluate's looks judge at each look (eval.sequential: pipeline/evaluation/looks_runner.py)
 LOOKS_RULE = ("decision.baseline", "decision.tolerances", "decision.min_baseline", "decision.bootstrap")
 
 

@@ -1,4 +1,4 @@
-"""An existing server as a tier (pipeline/backends/endpoint.py): the schema, the key read from the
+"""An existing server as a tier (pipeline/engines/endpoint.py): the schema, the key read from the
 environment, the session against fake servers in this process (with and without prompt log-probs),
 the refused log-likelihood tasks, and the endpoint judged against the run's baseline. No model: the
 real server is tests/test_endpoint_e2e.py."""
@@ -8,14 +8,14 @@ from types import SimpleNamespace
 import pytest
 
 from pipeline import paths
-from pipeline.backends import endpoint
-from pipeline.backends.base import Unsupported
+from pipeline.engines import endpoint
+from pipeline.engines.base import Unsupported
 from pipeline.domain.tasks import TaskSpec, is_loglik
 from pipeline.report import commands
 from pipeline.schema import FieldError, Tier
 from pipeline.scoring import decision
 from pipeline.scoring.rows import Measured
-from pipeline.backends.lm_eval_runner import without_refused
+from pipeline.evaluation.lm_eval_runner import without_refused
 from tests.fake_openai import Servers
 from tests.test_vllm_backend import variant
 

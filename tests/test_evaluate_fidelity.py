@@ -1,13 +1,13 @@
-"""evaluate's fidelity measurement (pipeline/backends/fidelity_compare.py: measure_fidelity) with a fake session:
+"""evaluate's fidelity measurement (pipeline/evaluation/fidelity_compare.py: measure_fidelity) with a fake session:
 the baseline's stored distributions against the session's, only at the same backend and dtype."""
 import json
 
 import numpy as np
 import pytest
 
-from pipeline.backends.base import TokenDists
+from pipeline.engines.base import TokenDists
 from pipeline.domain.fidelity_set import Baseline
-from pipeline.backends.fidelity_compare import measure_fidelity
+from pipeline.evaluation.fidelity_compare import measure_fidelity
 
 pytestmark = pytest.mark.model
 

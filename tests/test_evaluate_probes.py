@@ -52,7 +52,7 @@ class TopKEngine:
 def test_vllm_on_a_cpu_is_read_by_its_prompt_log_probs_and_on_a_gpu_says_why_not(in_repo, tmp_path, monkeypatch):
     import numpy as np
 
-    from pipeline.backends import longctx
+    from pipeline.evaluation import longctx
     from pipeline.domain import fidelity_set
 
     params = config.load()

@@ -1,4 +1,5 @@
-"""The module graph is one-way: schema -> io/paths -> domain -> quant/scoring/backends -> report -> stages.
+"""The module graph is one-way: schema -> io/paths -> domain -> quant/scoring/engines -> evaluation ->
+config -> report -> stages; and an engine reads no verdict (engines never import scoring).
 
 Fast: reads the source with ast, imports nothing of the pipeline.
 """
@@ -15,7 +16,8 @@ LAYERS = [
     ("pipeline.schema",),
     ("pipeline.errors", "pipeline.paths", "pipeline.io", "pipeline.runlog"),
     ("pipeline.domain",),
-    ("pipeline.quant", "pipeline.scoring", "pipeline.backends"),
+    ("pipeline.quant", "pipeline.scoring", "pipeline.engines"),
+    ("pipeline.evaluation",),
     ("pipeline.config",),
     ("pipeline.report",),
     ("pipeline.stages", "pipeline.backend_diff", "pipeline.params_doc"),
@@ -133,3 +135,21 @@ def test_schema_imports_nothing_from_the_pipeline():
                for n, _, _ in imports(p, known) if not (n == "pipeline.schema" or n.startswith("pipeline.schema."))]
     assert list((PKG / "schema").glob("*.py")), "pipeline/schema/ is missing"
     assert not outside, "\n".join(outside)
+
+
+# pairs in one layer that may not import each other: an engine serves tokens and reads no verdict
+APART = [("pipeline.engines", "pipeline.scoring")]
+
+
+def apart_violations(g: dict[str, set[str]]) -> list[str]:
+    return [f"{m} imports {d}" for m, deps in g.items() for d in deps
+            for low, high in APART if m.startswith(low + ".") and (d == high or d.startswith(high + "."))]
+
+
+def test_the_engines_read_no_verdict():
+    assert not apart_violations(graph()), "\n".join(apart_violations(graph()))
+
+
+def test_the_apart_rule_sees_an_engine_importing_scoring():
+    fake = {"pipeline.engines.x": {"pipeline.scoring.stats"}, "pipeline.evaluation.y": {"pipeline.scoring.stats"}}
+    assert apart_violations(fake) == ["pipeline.engines.x imports pipeline.scoring.stats"]

@@ -1,11 +1,11 @@
-"""Reading how an engine stores fp8 K/V (pipeline/backends/kv_write.py, kvcache.classify_write); the
+"""Reading how an engine stores fp8 K/V (pipeline/engines/kv_write.py, kvcache.classify_write); the
 real engine is read in tests/test_vllm_integration.py."""
 import sys
 
 import pytest
 import torch
 
-from pipeline.backends import kv_write, kvcache
+from pipeline.engines import kv_write, kvcache
 
 pytestmark = pytest.mark.model
 

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from pipeline.backends import kvcache
+from pipeline.engines import kvcache
 
 pytestmark = pytest.mark.model
 

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 from lm_eval.api.model import LM
 
-from pipeline.backends import lm_eval_runner
+from pipeline.evaluation import lm_eval_runner
 from pipeline.domain import tasks
 from pipeline.schema import Eval, Languages, Task
 

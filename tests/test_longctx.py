@@ -1,4 +1,4 @@
-"""Long-context teacher forcing on the reference backend (pipeline/backends/longctx.py), on the tiny
+"""Long-context teacher forcing on the reference backend (pipeline/evaluation/longctx.py), on the tiny
 random model served the way a variant is (ReferenceBackend.session): with KV auto it is the model's own
 forward; with the fp8 KV cache every position reads K/V rounded through float8_e4m3fn, the result of a
 forward whose attention rounds all K/V by hand."""
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline.backends import longctx
-from pipeline.backends.base import Variant
-from pipeline.backends.reference import ReferenceBackend
+from pipeline.evaluation import longctx
+from pipeline.engines.base import Variant
+from pipeline.engines.reference import ReferenceBackend
 from pipeline.schema import Eval, KvMode, Model, Reference, Tier
 from tests import tiny_model
 from tests.conftest import ROOT
@@ -121,7 +121,7 @@ def pair(ckpt):
     (tied) embedding scaled 3x, and a copy with noise added to every weight and the fp8 cache."""
     from transformers import AutoModelForCausalLM
 
-    from pipeline.backends import kvcache
+    from pipeline.engines import kvcache
 
     out, g = [], torch.Generator().manual_seed(9)
     for fp8 in (False, True):

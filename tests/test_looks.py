@@ -1,12 +1,12 @@
 """Sequential evaluation (eval.sequential): the seeded look order (pipeline/domain/looks.py) and the look
-runner (pipeline/backends/looks_runner.py) on fake lm-eval runs: where a variant stops, what it keeps,
+runner (pipeline/evaluation/looks_runner.py) on fake lm-eval runs: where a variant stops, what it keeps,
 and the whole procedure's error rates simulated through the runner itself."""
 import random
 
 import numpy as np
 import pytest
 
-from pipeline.backends.looks_runner import Gate, Looked, gates_from, run_looks, settle
+from pipeline.evaluation.looks_runner import Gate, Looked, gates_from, run_looks, settle
 from pipeline.domain.tasks import report_only
 from pipeline.domain import looks, metrics
 from pipeline.domain.task_rows import TaskResult
@@ -369,7 +369,7 @@ def test_an_engine_slower_than_the_budget_is_read_at_its_last_completed_look_nev
     """The time budget runs out during look 3: the task keeps looks 1-2 and its verdicts there (each
     look's repeated interval is valid under any stopping), and the budget's error goes on to stop the
     variant; no look completed at all leaves the task unmeasured."""
-    from pipeline.backends.lm_eval_runner import WallBudgetExceeded
+    from pipeline.evaluation.lm_eval_runner import WallBudgetExceeded
 
     c = spec("c", cap=320)
     rng = random.Random(1)

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pipeline.backends import vllm_argv
+from pipeline.engines import vllm_argv
 from pipeline.schema import FieldError, Memory, TargetGpu
 from pipeline.schema.serving import Vllm
 from pipeline.scoring import planner

@@ -4,8 +4,8 @@ models.<name>.add_bos_token resolved true (pipeline/domain/bos.py). Tiny model, 
 import pytest
 import torch
 
-from pipeline.backends import vllm_backend
-from pipeline.backends.reference import reference_lm_class
+from pipeline.engines import vllm_backend
+from pipeline.engines.reference import reference_lm_class
 from pipeline.schema import Eval, Vllm
 from tests import tiny_model
 from tests.conftest import ROOT

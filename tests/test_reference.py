@@ -1,9 +1,9 @@
 """The reference backend's decisions that need no model: what it loads and where it computes (with the
-accelerator and the CPU mocked). Model tier: pipeline/backends/reference.py imports torch."""
+accelerator and the CPU mocked). Model tier: pipeline/engines/reference.py imports torch."""
 import pytest
 
-from pipeline.backends import reference
-from pipeline.backends.reference import weight_quantization
+from pipeline.engines import reference
+from pipeline.engines.reference import weight_quantization
 from pipeline.domain import compute, machine
 from pipeline.schema import Eval, Model, Reference
 

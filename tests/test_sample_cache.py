@@ -1,10 +1,10 @@
-"""The per-sample cache (pipeline/backends/sample_cache.py): a re-run computes only the documents it
+"""The per-sample cache (pipeline/evaluation/sample_cache.py): a re-run computes only the documents it
 lacks, and every input that can change a sample's output changes its key."""
 import json
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
-from pipeline.backends import sample_cache
+from pipeline.evaluation import sample_cache
 from pipeline.domain.task_rows import TaskResult
 from pipeline.domain.tasks import TaskSpec
 from pipeline.schema import Task

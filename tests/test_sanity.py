@@ -5,6 +5,7 @@ import random
 import pytest
 
 from pipeline.scoring import sanity
+from pipeline.domain import loops
 
 
 @pytest.mark.parametrize("text, unit", [
@@ -14,7 +15,7 @@ from pipeline.scoring import sanity
     ("One clear sentence, then: ok ok ok ok, and many more words that are not a loop at all here", None),
 ])
 def test_a_loop_is_a_unit_repeated_over_most_of_the_output(text, unit):
-    assert sanity.loop_unit(text) == unit
+    assert loops.loop_unit(text) == unit
 
 
 def gen(outputs):

@@ -67,7 +67,7 @@ def test_storage_dtype_reads_what_quantize_resolved(params_dict, tmp_path, monke
 
 
 def test_a_variant_resolves_auto_from_the_record_and_refuses_an_unresolved_one(params_dict, tmp_path, monkeypatch):
-    from pipeline.backends.base import Variant
+    from pipeline.engines.base import Variant
 
     monkeypatch.chdir(tmp_path)     # prepare's record: the chat template (tests/test_chat_template.py)
     io.atomic_write_json(paths.source_dir("smollm2-135m") / paths.SOURCE_SPEC,

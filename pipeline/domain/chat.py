@@ -4,7 +4,7 @@
 Resolved once per model, before any quantization: by check for a `local:` folder (there at check
 time), by prepare for every source on the folder it writes, which records the answer in that folder's
 qtier_source.json (paths.SOURCE_SPEC). evaluate and fidelity_base read that record (`recorded`, through
-backends.base.Variant.of), never the param again: what they apply is what prepare checked.
+engines.base.Variant.of), never the param again: what they apply is what prepare checked.
 
     from pipeline.domain import chat
     chat.resolve_folder("base", "auto", Path("models/base"), "models/base")    # -> False: no template

@@ -1,5 +1,5 @@
 """Which rows of a task a sequential evaluation reads, in which order, and a task's scores recomputed from
-the rows one variant evaluated (eval.sequential; pipeline/backends/looks_runner.py runs the looks). Pure.
+the rows one variant evaluated (eval.sequential; pipeline/evaluation/looks_runner.py runs the looks). Pure.
 
 Each local task's rows are read in one seeded order, fixed by the data and eval.seed: every prefix is
 a random sample of the data file, and the baseline and every variant read the same prefix, so a look

@@ -1,5 +1,5 @@
 """vLLM command lines built from params. Pure and torch-free: stage decide prints them and
-evaluate starts them (pipeline/backends/vllm_backend.py)."""
+evaluate starts them (pipeline/engines/vllm_backend.py)."""
 from __future__ import annotations
 
 import shlex

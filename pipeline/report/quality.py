@@ -16,7 +16,7 @@ def compute_cell(serving: dict | None, compute_dtype: str | None) -> str:
 
 
 def kv_write_sentence(found: dict) -> str:
-    """How the engine stored fp8 K/V (serving.kv_write, pipeline/backends/kv_write.py), in words."""
+    """How the engine stored fp8 K/V (serving.kv_write, pipeline/engines/kv_write.py), in words."""
     if found.get("rounding") is None:
         return f"not read ({found.get('why', 'unknown')})"
     shares = (f"{found['as_truncation']:.0%} of {found['values']:,} values as truncation, "

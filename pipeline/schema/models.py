@@ -51,7 +51,7 @@ class Tier:
     checkpoint: str | None = None
     revision: str | None = None      # hub: a branch, tag or commit
     model: str | None = None         # the models.<name> it is a checkpoint of (required with several models)
-    # method endpoint: an OpenAI-compatible server already running this model (pipeline/backends/endpoint.py)
+    # method endpoint: an OpenAI-compatible server already running this model (pipeline/engines/endpoint.py)
     base_url: str | None = None      # http(s)://host:port, without /v1
     served_model: str | None = None  # the model name the server answers to
     api_key_env: str | None = None   # the environment variable holding its API key (the key is never written)

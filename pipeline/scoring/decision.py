@@ -105,7 +105,7 @@ def comparable(r: Measured) -> Pairing:
     return Pairing(r.model, r.backend, r.compute_dtype)
 
 
-ENDPOINT = "endpoint"     # a server qtier does not run (pipeline/backends/endpoint.py)
+ENDPOINT = "endpoint"     # a server qtier does not run (pipeline/engines/endpoint.py)
 
 
 def baseline_for(r: Measured, base_rows: dict[Pairing, Measured]) -> Measured | None:

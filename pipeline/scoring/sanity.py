@@ -10,9 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-# a unit of 1 to MAX_UNIT words repeated at least MIN_REPEATS times in a row, covering at least
-# MIN_SHARE of the output's words (" 1 1 1 1 1", "the cat the cat the cat the cat")
-MAX_UNIT, MIN_REPEATS, MIN_SHARE = 8, 4, 0.5
+from pipeline.domain.loops import loop_unit
+
 # a finding needs this share of a task's samples (a few loops in a long run are the model's own)
 MIN_RATE = 0.25
 ALPHA = 0.05        # one-sided binomial test of accuracy above chance
@@ -34,20 +33,6 @@ class Finding:
     @property
     def causes(self) -> str:
         return CAUSES[self.kind]
-
-
-def loop_unit(text: str) -> str | None:
-    """The repeated unit when `text` is mostly one unit of words repeated in a row, else None."""
-    words = text.split()
-    for size in range(1, MAX_UNIT + 1):
-        for start in range(0, max(len(words) - size * MIN_REPEATS + 1, 0)):
-            unit = words[start:start + size]
-            reps = 1
-            while words[start + reps * size:start + (reps + 1) * size] == unit:
-                reps += 1
-            if reps >= MIN_REPEATS and reps * size >= MIN_SHARE * len(words):
-                return " ".join(unit)
-    return None
 
 
 def above_chance_p(correct: int, n: int, chance: float) -> float:

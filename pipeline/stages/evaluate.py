@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import errors, io, paths, schema
-from pipeline.backends import Unsupported, longctx, sample_cache, second_arithmetic
-from pipeline.backends.lm_eval_runner import WallBudgetExceeded, wall_limit
-from pipeline.backends.looks_runner import Looked, gates_from, run_looks
+from pipeline.engines import Unsupported
+from pipeline.evaluation import longctx, sample_cache, second_arithmetic
+from pipeline.evaluation.lm_eval_runner import WallBudgetExceeded, wall_limit
+from pipeline.evaluation.looks_runner import Looked, gates_from, run_looks
 from pipeline.domain import fidelity_set, task_rows, tasks
 from pipeline.stages import runner
 from pipeline.stages.evaluation import Served, evaluate, measured, reading_cache, run_stage

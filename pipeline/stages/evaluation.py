@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from pipeline import errors, io, paths, schema
-from pipeline.backends import Unsupported, Variant, sample_cache
-from pipeline.backends.base import baseline_variant
-from pipeline.backends.fidelity_compare import measure_fidelity
-from pipeline.backends.lm_eval_runner import flat, run_tasks, run_within, without_refused
-from pipeline.backends.selection import select
+from pipeline.engines import Unsupported, Variant
+from pipeline.evaluation import sample_cache
+from pipeline.engines.base import baseline_variant
+from pipeline.evaluation.fidelity_compare import measure_fidelity
+from pipeline.evaluation.lm_eval_runner import flat, run_tasks, run_within, without_refused
+from pipeline.engines.selection import select
 from pipeline.domain import fidelity_set, looks, provenance, tasks
 from pipeline.domain.prompts import throughput_prompts
 from pipeline.scoring.planner import roofline

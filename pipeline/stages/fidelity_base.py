@@ -20,10 +20,10 @@ import dataclasses
 import sys
 
 from pipeline import io, paths, schema
-from pipeline.backends import Unsupported
-from pipeline.backends import longctx, sample_cache
-from pipeline.backends.base import baseline_variant
-from pipeline.backends.selection import select
+from pipeline.engines import Unsupported
+from pipeline.evaluation import longctx, sample_cache
+from pipeline.engines.base import baseline_variant
+from pipeline.engines.selection import select
 from pipeline.domain import bos, fidelity_set, long_texts
 from pipeline.stages import runner
 

@@ -7,8 +7,8 @@ judge each variant's verdicts again in that arithmetic (scoring/arith_check.py).
 The same gated tasks, samples and prompts as evaluate@<model>-<baseline> (not the report-only ones: no
 verdict of theirs to check); the reference backend computes in
 serving.reference.noise_arithmetic (auto: bf16-operands where the run computes in float32, float32
-where it computes in bfloat16: pipeline/backends/arithmetic.py), vLLM with another batch composition
-(pipeline/backends/selection.py). Fidelity: the same KL and top-1 agreement as a variant's, against
+where it computes in bfloat16: pipeline/engines/arithmetic.py), vLLM with another batch composition
+(pipeline/engines/selection.py). Fidelity: the same KL and top-1 agreement as a variant's, against
 the baseline in the run's own arithmetic. Writes results/noise/<model>/{result.json, samples/}; with
 `eval.noise_floor: false` a result saying so, and the verdicts then rest on the run's arithmetic alone.
 """
@@ -20,12 +20,12 @@ import time
 import traceback
 
 from pipeline import errors, io, paths, schema
-from pipeline.backends import Unsupported
-from pipeline.backends.base import baseline_variant
-from pipeline.backends.fidelity_compare import measure_fidelity
-from pipeline.backends import sample_cache
-from pipeline.backends.lm_eval_runner import flat, run_tasks, run_within
-from pipeline.backends.selection import select
+from pipeline.engines import Unsupported
+from pipeline.engines.base import baseline_variant
+from pipeline.evaluation.fidelity_compare import measure_fidelity
+from pipeline.evaluation import sample_cache
+from pipeline.evaluation.lm_eval_runner import flat, run_tasks, run_within
+from pipeline.engines.selection import select
 from pipeline.domain import fidelity_set, looks, provenance, tasks
 from pipeline.schema.params import without_wall_budget
 from pipeline.stages import runner

@@ -1,4 +1,4 @@
-"""The reference backend's W8A8 layers computed as vLLM computes them (pipeline/backends/w8a8_gemm.py),
+"""The reference backend's W8A8 layers computed as vLLM computes them (pipeline/engines/w8a8_gemm.py),
 in place of compressed-tensors' fake quantization.
 
 transformers loads a compressed-tensors checkpoint with run_compressed=False: every quantized Linear holds
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from pipeline.backends import w8a8_gemm
+from pipeline.engines import w8a8_gemm
 from pipeline.quant.w8a8_scheme import W8A8SchemeError, scheme_of
 
 

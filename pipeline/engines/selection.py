@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.backends.base import Backend
-from pipeline.backends.endpoint import EndpointBackend
-from pipeline.backends.reference import ReferenceBackend
-from pipeline.backends.vllm_backend import VllmBackend
-from pipeline.backends.vllm_session import other_concurrency
+from pipeline.engines.base import Backend
+from pipeline.engines.endpoint import EndpointBackend
+from pipeline.engines.reference import ReferenceBackend
+from pipeline.engines.vllm_backend import VllmBackend
+from pipeline.engines.vllm_session import other_concurrency
 from pipeline.domain.machine import accelerator_available
 from pipeline.schema import Params, Tier
 

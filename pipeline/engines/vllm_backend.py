@@ -10,7 +10,7 @@ Budget (serving.vllm.budget): the session has max_wall_s from its start; lm-eval
 bench run get the time left as their timeout. A decode probe (one probe_tokens-token request) follows
 the 1-token probe; below min_decode_tok_s the load test is skipped ("too slow here"), the quality kept.
 With serving.slo, the load test also bisects `--max-concurrency` for the highest level meeting the SLO
-(pipeline/scoring/slo.py).
+(pipeline/engines/slo.py).
 
 The command lines are built in vllm_argv.py, bench results read in vllm_bench.py, the served session
 is vllm_session.py; this module starts the server and checks it can serve.
@@ -23,12 +23,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from pipeline.backends import kv_write, preflight, vllm_logs
-from pipeline.backends.base import Unsupported, Variant
-from pipeline.backends.server import NoTokenCount, Server, ServerDied, decode_speed, first_completion, free_port
-from pipeline.backends.vllm_argv import serve_argv, served_dtype, server_env
-from pipeline.backends.vllm_bench import too_slow
-from pipeline.backends.vllm_session import VllmSession, WallBudget
+from pipeline.engines import kv_write, preflight, vllm_logs
+from pipeline.engines.base import Unsupported, Variant
+from pipeline.engines.server import NoTokenCount, Server, ServerDied, decode_speed, first_completion, free_port
+from pipeline.engines.vllm_argv import serve_argv, served_dtype, server_env
+from pipeline.engines.vllm_bench import too_slow
+from pipeline.engines.vllm_session import VllmSession, WallBudget
 from pipeline.domain import bos, compute
 from pipeline.domain.machine import accelerator_available, cpu_info, exact_int8_dot
 from pipeline import paths
@@ -96,7 +96,7 @@ class VllmBackend:
                 "compute_dtype": served_dtype(engine, compute.compute_dtype(dev, variant.model_cfg.dtype, cfg.dtype)),
                 "num_concurrent": cfg.num_concurrent,
                 "decode_probe": probe,
-                # the contract an endpoint must meet (pipeline/backends/preflight.py); on qtier's own vLLM a
+                # the contract an endpoint must meet (pipeline/engines/preflight.py); on qtier's own vLLM a
                 # tokenizer or degenerate-output finding is recorded, not refused
                 "contract": contract.as_dict(),
                 "budget": {"min_decode_tok_s": cfg.budget.min_decode_tok_s,

@@ -16,8 +16,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from pipeline.backends import arch
-from pipeline.backends.base import TokenDists
+from pipeline.engines import arch
+from pipeline.engines.base import TokenDists
 
 
 def _logprobs(model, seq: list[int]) -> torch.Tensor:
@@ -30,7 +30,7 @@ def _logprobs(model, seq: list[int]) -> torch.Tensor:
 
 def head_logprobs(model, hidden: torch.Tensor) -> torch.Tensor:
     """[positions, hidden] last hidden states -> [positions, vocab] float32 log-probs: the head in float32,
-    the final soft-cap as the model's forward applies it (pipeline/backends/arch.py)."""
+    the final soft-cap as the model's forward applies it (pipeline/engines/arch.py)."""
     return F.log_softmax(arch.logits(model, hidden, float32=True), dim=-1)
 
 

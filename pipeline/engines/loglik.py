@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from pipeline import runlog
-from pipeline.backends import arch
+from pipeline.engines import arch
 
 Request = tuple[tuple[str, str], list[int], list[int]]
 

@@ -1,5 +1,5 @@
 """A model's architecture against the reference backend's fast paths: what they meet, what they apply,
-and what they hand back to the model's own forward, decided once at load (pipeline/backends/reference.py)
+and what they hand back to the model's own forward, decided once at load (pipeline/engines/reference.py)
 and recorded in the session info (result.json `serving`).
 
 The fast paths replace parts of the model's forward: the attention (kvcache.py: grouped_sdpa, the fp8
@@ -26,8 +26,8 @@ import torch
 import torch.nn.functional as F
 
 from pipeline import errors
-from pipeline.backends import kvcache
-from pipeline.backends.base import Unsupported
+from pipeline.engines import kvcache
+from pipeline.engines.base import Unsupported
 
 _UNSET = object()
 
@@ -145,14 +145,14 @@ def load(auto_class, path, kwargs: dict[str, Any], info: dict[str, Any], fp8: bo
             model.set_attn_implementation("eager")
         info["attention"] = f"the model's own eager attention: {why}"
     else:
-        info["attention"] = "qtier's (pipeline/backends/kvcache.py: grouped sdpa" + (
+        info["attention"] = "qtier's (pipeline/engines/kvcache.py: grouped sdpa" + (
             ", fp8 K/V)" if fp8 else ")")
     info["architecture"] = features(model)
     head = head_handback(model)
     if model.device.type != "cpu":
         info["loglikelihood"] = "HFLM's own (qtier's log-likelihood path builds its batches on the CPU)"
     else:
-        info["loglikelihood"] = "qtier's (pipeline/backends/loglik.py)" if head is None else f"HFLM's own: {head}"
-    info["token_dists"] = ("decoder + float32 head (pipeline/backends/dists.py)" if head is None
+        info["loglikelihood"] = "qtier's (pipeline/engines/loglik.py)" if head is None else f"HFLM's own: {head}"
+    info["token_dists"] = ("decoder + float32 head (pipeline/engines/dists.py)" if head is None
                            else f"the model's own forward, its logits in {model.dtype}: {head}")
     return model

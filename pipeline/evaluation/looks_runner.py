@@ -8,7 +8,7 @@ compute goes where a verdict is still open:
   upper bound is below it;
 - a settled metric stays settled; a task whose gated metrics are all settled stops; a failed gated
   metric stops the variant's gated tasks (those after it are not run: the row says where it stopped);
-- a metric settles when the engine's second arithmetic (evaluate's: backends/second_arithmetic.py)
+- a metric settles when the engine's second arithmetic (evaluate's: evaluation/second_arithmetic.py)
   settles it alike at the same look; the two settling it differently, or only one by the cap, make it
   unstable (scoring/arith_check.py);
 - report-only tasks (no tolerance: the retrieval suite) run last, to their cap, on every variant, a
@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Protocol
 
-from pipeline.backends.lm_eval_runner import WallBudgetExceeded, run_tasks
+from pipeline.evaluation.lm_eval_runner import WallBudgetExceeded, run_tasks
 from pipeline.domain import looks, task_rows, tasks
 from pipeline.domain.metrics import metric_id
 from pipeline import schema
@@ -92,7 +92,7 @@ def gates_from(base_metrics: dict[str, float], higher_is_better: dict[str, bool]
 
 class Second(Protocol):
     """The engine's second arithmetic for the check of each settled verdict (evaluate's:
-    backends/second_arithmetic.py)."""
+    evaluation/second_arithmetic.py)."""
     baseline: dict[str, list[dict]]       # task -> the baseline's samples under it (stage noise)
 
     def rows(self, spec: tasks.TaskSpec, start: int, stop: int | None) -> list[dict] | None:
@@ -107,7 +107,7 @@ def run_looks(session, specs: list[tasks.TaskSpec], ev: Eval, baseline: dict[str
               chunk_run=None, report_only: Collection[str] = (), second: Second | None = None) -> Looked:
     """`baseline`: task -> the baseline's rows (every cap); `gates`: metric id -> its gate (gates_from).
     `done` fills as tasks finish, so what a time limit interrupts is kept. `chunk_run` runs one look's
-    documents (default `run`; evaluate's reads what the sample cache has, backends/sample_cache.py).
+    documents (default `run`; evaluate's reads what the sample cache has, evaluation/sample_cache.py).
     `report_only`: tasks with no tolerance on any metric, run to their cap in one look (the user asked
     for their numbers, and nothing settles them early); a task whose gated metrics the baseline cannot
     do has nothing to show and stops at the first look. `second`: each verdict settles only once the

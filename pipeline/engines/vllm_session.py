@@ -12,13 +12,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
-from pipeline.backends import vllm_logs
-from pipeline.backends.base import TokenDists, Unsupported, Variant
-from pipeline.backends.server import Server, prompt_logprobs
-from pipeline.backends.vllm_argv import bench_argv, bench_file
-from pipeline.backends.vllm_bench import bench_summary
+from pipeline.engines import vllm_logs
+from pipeline.engines.base import TokenDists, Unsupported, Variant
+from pipeline.engines.server import Server, prompt_logprobs
+from pipeline.engines.vllm_argv import bench_argv, bench_file
+from pipeline.engines.vllm_bench import bench_summary
 from pipeline.schema import Slo, Vllm
-from pipeline.scoring import slo as slo_search
+from pipeline.engines import slo as slo_search
 
 
 class WallBudget:

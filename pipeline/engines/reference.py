@@ -4,9 +4,9 @@ there, else on the CPU in bfloat16 where it is native and float32 where it is no
 
 compressed-tensors checkpoints are decompressed at load; W8A8 layers then compute as vLLM's kernels
 do, from the checkpoint's 8-bit codes and scales (int8: exact integer accumulation, float32 scales;
-fp8: e4m3 operands, float32 accumulation: pipeline/backends/w8a8.py), not through compressed-tensors'
+fp8: e4m3 operands, float32 accumulation: pipeline/engines/w8a8.py), not through compressed-tensors'
 fake quantization. Speed is not the engine's (dense float kernels). fp8 KV cache is simulated
-(pipeline/backends/kvcache.py).
+(pipeline/engines/kvcache.py).
 """
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from pipeline.backends import arch, arithmetic, dists, generate, kvcache, loglik, w8a8, w8a8_gemm
-from pipeline.backends.base import TokenDists, Unsupported, Variant
+from pipeline.engines import arch, arithmetic, dists, generate, kvcache, loglik, w8a8, w8a8_gemm
+from pipeline.engines.base import TokenDists, Unsupported, Variant
 from pipeline.domain import bos, compute
 from pipeline.domain.machine import accelerator_available, cpu_info, native_bf16
 from pipeline.io import read_json
@@ -38,7 +38,7 @@ def bnb_config(options: dict, compute_dtype):
 
 def weight_quantization(hf_config: dict) -> dict | None:
     """The checkpoint's quantization_config without its kv_cache_scheme, None when nothing else is
-    quantized. The reference backend applies k/v scales itself (pipeline/backends/kvcache.py), as vLLM
+    quantized. The reference backend applies k/v scales itself (pipeline/engines/kvcache.py), as vLLM
     does, rather than through compressed-tensors' own KV hooks. Pure."""
     qc = hf_config.get("quantization_config")
     if not qc:
@@ -87,8 +87,8 @@ def on_cpu(model) -> bool:
 
 
 def reference_lm_class(add_bos: bool):
-    """lm-eval's HFLM with the generation of pipeline/backends/generate.py and the log-likelihood
-    path of pipeline/backends/loglik.py, on the CPU (they build their batches there); on a GPU, HFLM's own.
+    """lm-eval's HFLM with the generation of pipeline/engines/generate.py and the log-likelihood
+    path of pipeline/engines/loglik.py, on the CPU (they build their batches there); on a GPU, HFLM's own.
     Every prompt is tokenized by domain/bos.encode with the model's resolved add_bos_token, as the vLLM
     and endpoint backends tokenize theirs (HFLM's own would follow the tokenizer's post-processor)."""
     import torch  # lazy, as below

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from pipeline.backends import dists, generate
+from pipeline.engines import dists, generate
 from pipeline.domain import fidelity_set
 from pipeline.scoring import fidelity, positions
 

@@ -36,9 +36,9 @@ from pipeline.domain.machine import cpu_info
 
 PACKAGE = Path(__file__).resolve().parents[1]
 # besides the modules a stage imports: the task hooks lm-eval imports by path, and vLLM's launcher,
-# run by path in vLLM's own environment (backends/vllm_argv.py)
+# run by path in vLLM's own environment (engines/vllm_argv.py)
 CODE_GLOBS = ("eval_sets/tasks/*.py",)
-RUN_BY_PATH = (PACKAGE / "backends" / "vllm_launch.py",)
+RUN_BY_PATH = (PACKAGE / "engines" / "vllm_launch.py",)
 
 
 def digest(obj: Any) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from pipeline.backends.base import Session, Variant
+from pipeline.engines.base import Session, Variant
 from pipeline.domain import fidelity_set
 from pipeline.scoring import fidelity
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from pipeline.backends import kvcache
+from pipeline.engines import kvcache
 
 PREFILL_PADDING = 0.05     # a prefill micro-batch grows while its padding stays under 5% of its tokens
 # Beyond this many tokens a micro-batch takes only prompts of its own length: any padding needs an

@@ -24,7 +24,7 @@ and the query scale as the query's shape and `scaling`, query/key norms are appl
 module before it calls here. Attention-logit soft-capping (Gemma 2: tanh(s / cap) * cap on the scaled
 scores) is applied here as the model's eager attention applies it; transformers' own sdpa drops it.
 Any other feature an attention module passes (attention sinks, position biases, packed sequences...)
-raises UnhandledAttention rather than being ignored: pipeline/backends/arch.py finds that at load and
+raises UnhandledAttention rather than being ignored: pipeline/engines/arch.py finds that at load and
 hands the model back to its own attention.
 """
 from __future__ import annotations
@@ -58,7 +58,7 @@ def fp8_truncate(x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
 
 def classify_write(value: torch.Tensor, stored: torch.Tensor) -> dict:
     """What an engine's stored e4m3 values of `value` are: rounded to nearest, truncated, or neither
-    (pipeline/backends/kv_write.py runs this beside the engine)."""
+    (pipeline/engines/kv_write.py runs this beside the engine)."""
     x = value.float()
     nearest = (stored == fp8_round(x)).float().mean().item()
     trunc = (stored == fp8_truncate(x)).float().mean().item()
@@ -149,7 +149,7 @@ def reserve(buffer: torch.Tensor) -> None:
 
 
 def rounded(x: torch.Tensor, scale: float) -> torch.Tensor:
-    """x through fp8. A view of a reserved cache buffer (pipeline/backends/generate.py) is rounded in
+    """x through fp8. A view of a reserved cache buffer (pipeline/engines/generate.py) is rounded in
     place, and the buffer remembers how far: rounding is idempotent and the cache only appends, so each
     position is rounded once instead of at every later decoding step. Anything else is rounded anew.
     (Views made under torch.inference_mode have no ._base, hence the registry of buffers.)"""

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pipeline.backends.base import Variant
+from pipeline.engines.base import Variant
 from pipeline.domain.serve_line import vllm_serve_args
 from pipeline.domain import compute
 from pipeline.schema import Slo, Vllm
-from pipeline.scoring import slo as slo_search
+from pipeline.engines import slo as slo_search
 
 LAUNCHER = Path(__file__).with_name("vllm_launch.py")
 

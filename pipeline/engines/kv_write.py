@@ -8,7 +8,7 @@ not a GPU's. The vLLM backend reads it at the start of each fp8-KV session on a 
 (`kv_write` in the serving info); decision.md says it under *How each variant ran*
 (pipeline/report/quality.py).
 
-    from pipeline.backends import kv_write
+    from pipeline.engines import kv_write
     kv_write.read_engine(".venv-vllm/bin/python")  # {"rounding": "truncation", "values": 12288, ...}
 
 The kernel runs in the engine's own environment, and kvcache.classify_write beside it (that module
@@ -24,7 +24,7 @@ from pathlib import Path
 ENGINE_WRITE = r"""
 import json, sys, torch, vllm._custom_ops as ops
 sys.path.insert(0, sys.argv[1])
-from pipeline.backends.kvcache import classify_write
+from pipeline.engines.kvcache import classify_write
 torch.manual_seed(0)
 T, H, D, B = 64, 3, 64, 32
 k = (torch.randn(T, H, D) * 2).to(torch.bfloat16)

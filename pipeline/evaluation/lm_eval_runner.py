@@ -8,7 +8,7 @@ import time
 from contextlib import contextmanager
 from typing import Iterator
 
-from pipeline.backends.base import Unsupported
+from pipeline.engines.base import Unsupported
 from pipeline.domain import task_rows, tasks
 from pipeline.domain.metrics import metric_id
 from pipeline.schema import Eval

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import io, paths, schema
-from pipeline.backends import Unsupported, sample_cache
-from pipeline.backends.lm_eval_runner import run_tasks
-from pipeline.backends.looks_runner import Looked
+from pipeline.engines import Unsupported
+from pipeline.evaluation import sample_cache
+from pipeline.evaluation.lm_eval_runner import run_tasks
+from pipeline.evaluation.looks_runner import Looked
 from pipeline.domain import looks, task_rows, tasks
 from pipeline.scoring import arith_check
 

@@ -5,7 +5,7 @@ bfloat16 GEMMs on CPUs (AMX, AVX512-BF16) and GPUs round both operands to bfloat
 float32; a float32 run does neither. `bf16_operands` reproduces that rounding on a float32 model for
 every Linear layer: its weight rounded once, its input at each call; products of two bfloat16 values
 are exact in float32, so what remains differs from a native bf16 GEMM only in summation order.
-Attention, norms and the softmax stay float32. Used by the reference backend (pipeline/backends/reference.py).
+Attention, norms and the softmax stay float32. Used by the reference backend (pipeline/engines/reference.py).
 """
 from __future__ import annotations
 

@@ -2,13 +2,13 @@
 with a handful of requests: prompt log-probs with echo, how many top log-probs it returns, the
 tokenizer it counts with, and whether its greedy output is degenerate.
 
-    python -m pipeline.backends.preflight <base_url> <served model name> <tokenizer dir>
+    python -m pipeline.engines.preflight <base_url> <served model name> <tokenizer dir>
 
 Why each: a server that returns log-probs only for generated tokens (llama.cpp's) makes lm-eval's
 log-likelihood tasks score every choice alike, i.e. exactly at chance; the top-log-prob depth (vLLM:
 --max-logprobs, 20 by default) bounds any KL computed from its answers; a server counting tokens with
 another tokenizer miscounts prompts and speeds; a server looping " 1 1 1" is not serving the model
-the user thinks. The vLLM backend runs it on its own server and records it (pipeline/backends/vllm_backend.py).
+the user thinks. The vLLM backend runs it on its own server and records it (pipeline/engines/vllm_backend.py).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from pipeline.scoring.sanity import loop_unit
+from pipeline.domain.loops import loop_unit
 
 PROBE = "The quick brown fox jumps over the lazy dog. It was a calm and sunny day."
 PROMPTS = ("Write one sentence about the sea.", "List three colours.")

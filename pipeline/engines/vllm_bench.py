@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.schema import Slo
-from pipeline.scoring import slo as slo_search
+from pipeline.engines import slo as slo_search
 
 BENCH_KEYS = ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "median_itl_ms", "p99_itl_ms",
               "output_throughput", "request_throughput", "request_goodput", "completed")

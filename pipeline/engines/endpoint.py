@@ -9,7 +9,7 @@ evaluated as the vLLM backend evaluates its own server, without starting or stop
         api_key_env: MY_SERVER_KEY         # optional: the variable holding its key (never written anywhere)
         hardware: int8-w8a8                # which kernel family it runs, for the per-GPU table
 
-Before any task the server contract runs (pipeline/backends/preflight.py) against the model's own
+Before any task the server contract runs (pipeline/engines/preflight.py) against the model's own
 tokenizer, and its outcome is recorded in the row. Without prompt log-probs the log-likelihood tasks
 are refused with that reason (`loglik_refusal`: evaluate drops them), never scored at chance; the
 generation tasks still run. Fidelity reads vLLM's `prompt_logprobs` extension; a server without it has
@@ -28,13 +28,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from pipeline.backends import preflight
-from pipeline.backends.base import Unsupported, Variant
-from pipeline.backends.server import auth_headers, first_completion
-from pipeline.backends.vllm_backend import _encoder, _local_completions, decode_probe, served_version
-from pipeline.backends.vllm_argv import server_env
-from pipeline.backends.vllm_bench import too_slow
-from pipeline.backends.vllm_session import VllmSession, WallBudget
+from pipeline.engines import preflight
+from pipeline.engines.base import Unsupported, Variant
+from pipeline.engines.server import auth_headers, first_completion
+from pipeline.engines.vllm_backend import _encoder, _local_completions, decode_probe, served_version
+from pipeline.engines.vllm_argv import server_env
+from pipeline.engines.vllm_bench import too_slow
+from pipeline.engines.vllm_session import VllmSession, WallBudget
 from pipeline.io import read_json
 from pipeline import paths
 from pipeline.schema import Eval, Slo, Vllm

@@ -1,5 +1,5 @@
 """W8A8 linear layers computed as vLLM's kernels compute them, for the reference backend
-(pipeline/backends/w8a8.py installs them; benchmarks/w8a8_gemm.py times them; tests/test_w8a8_gemm.py).
+(pipeline/engines/w8a8.py installs them; benchmarks/w8a8_gemm.py times them; tests/test_w8a8_gemm.py).
 
 int8 (vLLM's CPU int8 kernel, csrc/cpu/dnnl_kernels.cpp; its CUDA one takes 127 / max|x| as the
 reciprocal, which can differ in the last bit, and the AMX sgl-kernel path is not checked): activations quantized

@@ -1,6 +1,6 @@
 """Run vLLM's CLI (`serve`, `bench serve`) inside the vLLM environment.
 
-    .venv-vllm/bin/python pipeline/backends/vllm_launch.py serve <model> [flags]
+    .venv-vllm/bin/python pipeline/engines/vllm_launch.py serve <model> [flags]
 
 Standalone on purpose: it runs under the vLLM venv's python, which has no qtier installed.
 
