@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline import io, paths, schema
-from pipeline.domain import task_rows
+from pipeline.domain import result_json, task_rows
 from pipeline.domain.metrics import metric_id, split_id
 from pipeline.scoring import analysis
 from pipeline.scoring.stats import Interval
@@ -32,14 +32,13 @@ class Run:
     kv_rounding: str | None = None             # how its fp8 KV cache rounded K/V; None: no fp8 cache
 
 
-def kv_rounding(res: dict) -> str | None:
+def kv_rounding(res: result_json.Result) -> str | None:
     """How a result's fp8 KV cache rounded K/V: the engine's own, read by the vLLM backend
     (serving.kv_write), or the reference's simulation (to nearest, as a GPU). Pure."""
-    serving = res.get("serving") or {}
-    written = (serving.get("kv_write") or {}).get("rounding")
+    written = (res.serving.get("kv_write") or {}).get("rounding")
     if written:
         return written
-    if res.get("backend") == "reference" and str(serving.get("kv_cache", "")).startswith("fp8"):
+    if res.backend == "reference" and str(res.serving.get("kv_cache", "")).startswith("fp8"):
         return "nearest"
     return None
 
@@ -48,9 +47,9 @@ def load_run(variant_dir: Path) -> Run | None:
     result = variant_dir / paths.RESULT_FILE
     if not result.is_file():
         return None
-    res = io.read_json(result)
-    return Run(res.get("backend", "?"), res["status"], res.get("reason"), res.get("metrics", {}),
-               task_rows.read_samples(variant_dir), kv_rounding(res))
+    res = result_json.load(result)
+    return Run(res.backend or "?", res.status, res.reason, res.metrics, task_rows.read_samples(variant_dir),
+               kv_rounding(res))
 
 
 def diff(a: Run, b: Run, boot: schema.Bootstrap) -> dict[str, Interval]:
@@ -102,10 +101,10 @@ def describe(results_dir: Path) -> str:
     the folder is a path on the machine that made it."""
     backends, machines = set(), set()
     for f in sorted((results_dir / paths.EVALS).glob(f"*/*/{paths.RESULT_FILE}")):
-        res = io.read_json(f)
-        if res.get("backend"):
-            backends.add(res["backend"])
-        cpu = (res.get("measured_on") or {}).get("cpu") or {}
+        res = result_json.load(f)
+        if res.backend:
+            backends.add(res.backend)
+        cpu = (res.measured_on or {}).get("cpu") or {}
         if cpu.get("model"):
             machines.add(f"{cpu['model']} ({', '.join(cpu.get('isa') or []) or 'no AVX2'})")
     where = "; ".join(sorted(machines)) or "machine not recorded"

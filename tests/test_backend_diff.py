@@ -4,6 +4,7 @@ import pytest
 
 from pipeline import backend_diff
 from pipeline.schema import Bootstrap
+from tests import result_files
 
 BOOT = Bootstrap(resamples=200, seed=1, confidence=0.95)
 
@@ -13,10 +14,13 @@ def write_run(root, variant, status="ok", preds=(1, 0, 1, 1), backend="reference
     d = root / "evals" / "m" / variant
     (d / "samples").mkdir(parents=True)
     acc = [100.0 * (p == g) for p, g in zip(preds, gold)]
-    result = {"status": status, "backend": backend, "reason": reason, "serving": serving or {},
-              "metrics": {"classification/acc": sum(acc) / len(acc)} if status == "ok" else {}}
-    if cpu:
-        result["measured_on"] = {"cpu": {"model": cpu, "isa": ["avx2"], "cores": 2}}
+    tier, kv = variant.rsplit("-", 1)
+    if status == "ok":
+        result = result_files.variant(tier=tier, kv=kv, backend=backend, serving=serving or {},
+                                      metrics={"classification/acc": sum(acc) / len(acc)},
+                                      measured_on={"cpu": {"model": cpu, "isa": ["avx2"], "cores": 2}} if cpu else None)
+    else:
+        result = result_files.variant(status, tier=tier, kv=kv, backend=backend, reason=reason)
     (d / "result.json").write_text(json.dumps(result))
     if status == "ok":
         rows = [{"doc_id": i, "gold": g, "pred": p, "scores": {"acc": a}, "output": "", "target": ""}

@@ -7,10 +7,11 @@ import sys
 import pytest
 
 from pipeline import io, paths
-from pipeline.domain import machine
+from pipeline.domain import machine, result_json
 from pipeline.report import plots
 from pipeline.schema.yaml_io import safe_dump, safe_load
 from pipeline.stages import decide, decide_inputs
+from tests import result_files
 
 HF = {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
       "hidden_size": 64, "intermediate_size": 128}
@@ -71,13 +72,14 @@ def project(tmp_path, monkeypatch, root):
         for kv in p["kv_modes"]:
             out = paths.eval_dir("m", tier, kv)
             if tier == "int8" and kv == "fp8":
-                io.atomic_write_json(out / "result.json", {"status": "unsupported", "reason": "no AVX-512 here"})
+                io.atomic_write_json(out / "result.json",
+                                     result_files.variant("unsupported", tier=tier, kv=kv, reason="no AVX-512 here"))
                 continue
             q = quality[tier]
-            res = {"status": "ok", "backend": "reference", "num_samples": {"translation": 40, "classification": 200},
-                   "measured_on": MEASURED_ON,
-                   "serving": {"weight_bytes_serving": 1500} if tier == "nf4-bnb" else {},
-                   "throughput": {"gen_tokens_per_s": 50.0}, "metrics": {}}
+            res = result_files.variant(tier=tier, kv=kv, num_samples={"translation": 40, "classification": 200},
+                                       measured_on=MEASURED_ON,
+                                       serving={"weight_bytes_serving": 1500} if tier == "nf4-bnb" else {},
+                                       throughput={"gen_tokens_per_s": 50.0})
             for task, n in (("translation", 40), ("classification", 200)):
                 rows = samples(task, n, q)
                 io.atomic_write_jsonl(out / "samples" / f"{task}.jsonl", rows)
@@ -185,11 +187,23 @@ def test_a_missing_serving_record_is_a_failed_row_naming_the_file(project, calib
     assert f"failed: no serving record: {missing} is missing" in md
 
 
-def test_compute_dtype_from_the_result_or_older_serving_records():
-    assert decide_inputs.compute_dtype_of({"backend": "vllm", "compute_dtype": "bfloat16"}) == "bfloat16"
-    assert decide_inputs.compute_dtype_of({"backend": "reference", "serving": {"dtype": "float32"}}) == "float32"
-    assert decide_inputs.compute_dtype_of({"backend": "vllm", "serving": {"engine": {"dtype": "torch.float32"}}}) == "float32"
-    assert decide_inputs.compute_dtype_of({"backend": "vllm", "serving": {}}) is None
+def test_compute_dtype_from_the_result():
+    parse = lambda **kw: result_json.parse(result_files.variant(**kw), "result.json")
+    assert decide_inputs.compute_dtype_of(parse(compute_dtype="bfloat16")) == "bfloat16"
+    assert decide_inputs.compute_dtype_of(parse(compute_dtype="torch.float32")) == "float32"
+    assert decide_inputs.compute_dtype_of(parse(compute_dtype=None)) is None
+
+
+def test_a_partial_result_stops_decide_with_one_line_naming_file_and_field(project, capsys):
+    f = paths.eval_result("m", "int8", "auto")
+    res = io.read_json(f)
+    del res["metrics"]
+    io.atomic_write_json(f, res)
+    with pytest.raises(SystemExit) as e:
+        decide.main()
+    assert e.value.code == 1
+    assert f"(ResultError: {f}: missing field 'metrics' (status ok); re-run the stage that writes it" in (
+        capsys.readouterr().err)
 
 
 def test_a_tier_at_another_compute_dtype_is_not_compared_with_the_baseline(project):
@@ -334,8 +348,7 @@ def test_the_engine_noise_floor_is_shown_and_a_verdict_the_second_arithmetic_doe
             for r in rows[:10]:      # the second arithmetic flips ten near-tied predictions
                 r.update(pred=1, logliks=[-1.0, -0.99], scores={"acc": 0.0})
         io.atomic_write_jsonl(out / "samples" / f"{task}.jsonl", rows)
-    io.atomic_write_json(out / "result.json", {"status": "ok", "arithmetic": "bf16-operands: test",
-                                               "metrics": {}, "higher_is_better": {}})
+    io.atomic_write_json(out / "result.json", result_files.noise(arithmetic="bf16-operands: test"))
     result = paths.eval_dir("m", "int8", "auto") / "result.json"
     res = json.loads(result.read_text())
     # evaluate's record: the second arithmetic did not settle what the first did

@@ -3,10 +3,12 @@ against the baseline as run, sample by sample; and stage noise's tasks. (Verdict
 same arithmetic: tests/test_arith_check.py.)"""
 import pytest
 
+from pipeline.domain import result_json
 from pipeline.schema import Bootstrap, Tolerance
 from pipeline.scoring import noise, stats
 from pipeline.scoring.decision import FAIL, INCONCLUSIVE, PASS, judge_metric, settled
 from pipeline.scoring.rows import Measured
+from tests import result_files
 
 ABS3 = Tolerance(abs=3.0)
 
@@ -20,18 +22,23 @@ def choice_rows(preds, logliks):
              "scores": {"acc": 100.0 * (p == 0)}} for i, (p, ll) in enumerate(zip(preds, logliks))]
 
 
+def parse(data):
+    return result_json.parse(data, "results/noise/m/result.json")
+
+
 def test_the_floor_is_the_second_run_against_the_baseline_sample_by_sample():
     base = choice_rows([0, 0, 1, 0], [[-1.0, -1.05], [-1.0, -3.0], [-2.0, -1.9], [-1.0, -1.5]])
     second = choice_rows([1, 0, 0, 0], [[-1.1, -1.0], [-1.0, -3.0], [-1.9, -2.0], [-1.0, -1.5]])
     row = Measured("m", "fp16", "auto", "ok", metrics={"c/acc": 75.0})
-    f = noise.floor({"status": "ok", "arithmetic": "bf16-operands: x"}, row.metrics, {"c": base}, {"c": second},
+    f = noise.floor(parse(result_files.noise(arithmetic="bf16-operands: x")), row.metrics, {"c": base}, {"c": second},
                     Bootstrap(resamples=200, seed=1))
     assert f.status == "ok" and f.intervals["c/acc"].delta == pytest.approx(0.0)
     assert (f.flips["c"].right_to_wrong, f.flips["c"].wrong_to_right) == (1, 1)
     assert f.margin["c"] == pytest.approx(0.1)                # the flipped samples' margins: 0.05 and 0.1
     variant = choice_rows([1, 1, 1, 0], [[-1.2, -1.0], [-2.0, -1.0], [-2.0, -1.9], [-1.0, -1.5]])
     assert noise.inside(list(zip(base, variant)), f.margin["c"]) == (2, 1)    # 0.05 inside, 2.0 not
-    assert noise.floor({"status": "unsupported", "reason": "no AVX-512"}, row.metrics, {}, {}, Bootstrap()).intervals == {}
+    off = noise.floor(parse(result_files.noise("unsupported", reason="no AVX-512")), row.metrics, {}, {}, Bootstrap())
+    assert off.intervals == {} and (off.status, off.why) == ("unsupported", "no AVX-512")
 
 
 @pytest.mark.model          # the stage's module imports torch

@@ -21,7 +21,7 @@ from pipeline.engines import Unsupported
 from pipeline.evaluation import sample_cache
 from pipeline.evaluation.lm_eval_runner import run_tasks
 from pipeline.evaluation.looks_runner import Looked
-from pipeline.domain import looks, task_rows, tasks
+from pipeline.domain import looks, result_json, task_rows, tasks
 from pipeline.scoring import arith_check
 
 DIR = "second_arithmetic"
@@ -96,8 +96,7 @@ def finish(checker: Checker | None, done: Looked, result: dict, out_dir: Path | 
 
 def baseline_second(params: schema.Params, model: str) -> dict[str, list[dict]] | str:
     """task -> the baseline's samples under the second arithmetic (stage noise), or why there are none."""
-    res = io.read_json(paths.noise_dir(model) / paths.RESULT_FILE)
-    if res.get("status") != "ok":
-        return f"no second arithmetic: stage noise {res.get('status', 'missing')}" + (
-            f" ({res['reason']})" if res.get("reason") else "")
+    res = result_json.load(paths.noise_dir(model) / paths.RESULT_FILE)
+    if res.status != "ok":
+        return f"no second arithmetic: stage noise {res.status}" + (f" ({res.reason})" if res.reason else "")
     return task_rows.read_samples(paths.noise_dir(model))

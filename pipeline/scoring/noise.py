@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from pipeline.domain.result_json import Result
 from pipeline.schema import Bootstrap
 from pipeline.scoring import analysis
 from pipeline.scoring.analysis import Samples, metrics_of, paired_tasks
@@ -35,12 +36,12 @@ def margin(row: dict) -> float | None:
     return ll[0] - ll[1] if len(ll) >= 2 else None
 
 
-def floor(result: dict, base_metrics: Iterable[str], base_samples: Samples, noise_samples: Samples,
+def floor(result: Result, base_metrics: Iterable[str], base_samples: Samples, noise_samples: Samples,
           boot: Bootstrap) -> NoiseFloor:
     """The noise floor from the noise stage's result.json and samples against the baseline's; `base_metrics`:
     the metric ids the baseline reports."""
-    if result.get("status") != "ok":
-        return NoiseFloor(result.get("status", "missing"), result.get("reason"))
+    if result.status != "ok":
+        return NoiseFloor(result.status, result.reason)
     intervals, flips, margins = {}, {}, {}
     for task, pairs in paired_tasks(base_samples, noise_samples):
         reported = metrics_of(base_metrics, task)
@@ -50,7 +51,7 @@ def floor(result: dict, base_metrics: Iterable[str], base_samples: Samples, nois
             flips[task] = analysis.flips(pairs)
             flipped = [margin(b) for b, t in pairs if b["pred"] != t["pred"]]
             margins[task] = max((m for m in flipped if m is not None), default=0.0)
-    return NoiseFloor("ok", arithmetic=result.get("arithmetic"), intervals=intervals, flips=flips, margin=margins)
+    return NoiseFloor("ok", arithmetic=result.arithmetic, intervals=intervals, flips=flips, margin=margins)
 
 
 def inside(pairs: list[tuple[dict, dict]], noise_margin: float) -> tuple[int, int]:

@@ -12,7 +12,7 @@ import datetime as dt
 import sys
 
 from pipeline import io, paths, schema
-from pipeline.domain import hardware, sources, task_rows
+from pipeline.domain import hardware, result_json, sources, task_rows
 from pipeline.report import commands, exports, markdown, plots, regressions, speed
 from pipeline.report.document import Header, KvPair, ModelReport, PlotSpec
 from pipeline.scoring import analysis, comparison, decision, long_kv, noise, planner, retrieval_length, sanity
@@ -117,10 +117,10 @@ def noise_floor(params: schema.Params, measured: list[Measured], model: str, sam
     base = baseline_of(params, measured, model)
     if base is None:
         return noise.NoiseFloor("missing", "the baseline did not run")
-    res = io.read_json(result_file)
+    res = result_json.load(result_file)
     found = noise.floor(res, base.metrics, samples[base.key], task_rows.read_samples(paths.noise_dir(model)),
                         params.decision.bootstrap)
-    kl = fidelity_summary(res.get("fidelity"), paths.noise_dir(model), params.decision.bootstrap)
+    kl = fidelity_summary(res.fidelity, paths.noise_dir(model), params.decision.bootstrap)
     return dataclasses.replace(found, fidelity=kl) if found.status == "ok" else found
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from pipeline import io, paths, schema
-from pipeline.domain import memory, sources, task_rows
+from pipeline.domain import memory, result_json, sources, task_rows
 from pipeline.scoring import fidelity, planner
 from pipeline.scoring.rows import Measured
 
@@ -32,36 +32,31 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
         # serve path are known, and the result cannot be trusted to be of this checkpoint
         return Measured(model, tier, kv, "failed", reason=f"no serving record: {record_file} is missing",
                         scheme=scheme, hardware=kind)
-    res = io.read_json(result_file)
+    res = result_json.load(result_file)
     record = io.read_json(record_file)
-    serving = res.get("serving", {})
     hf = record.get("geometry")
     nbytes = memory.kv_dtype_bytes(params.kv_modes[kv].cache_dtype, sources.storage_dtype(params, model))
     # metrics are `<task>/<metric>` in result.json, with each one's direction from its task's YAML
     return Measured(
-        model, tier, kv, res["status"], reason=res.get("reason") or res.get("stopped") or res.get("cut") or refused(res),
-        backend=res.get("backend"),
-        compute_dtype=compute_dtype_of(res), scheme=scheme, hardware=kind, metrics=dict(res.get("metrics", {})),
-        higher_is_better=dict(res.get("higher_is_better", {})),
-        weight_bytes=record.get("weight_bytes") or serving.get("weight_bytes_serving"),
+        model, tier, kv, res.status, reason=res.reason or res.stopped or res.cut or refused(res.refused),
+        backend=res.backend, compute_dtype=compute_dtype_of(res), scheme=scheme, hardware=kind,
+        metrics=dict(res.metrics), higher_is_better=dict(res.higher_is_better),
+        weight_bytes=record.get("weight_bytes") or res.serving.get("weight_bytes_serving"),
         kv_bytes_per_token=memory.kv_bytes_per_token(hf, nbytes) if hf else None,
-        tokens_per_s=res.get("throughput", {}).get("gen_tokens_per_s"), serve_path=record.get("serve_name", record.get("serve_path")),
-        num_samples=res.get("num_samples", {}), versions=res.get("versions", {}), measured_on=res.get("measured_on"),
-        serving=serving,
-        throughput=res.get("throughput", {}),
-        kv_formula=engine_kv_check(hf, params.kv_modes[kv].cache_dtype, serving, params.memory.block_size)
+        tokens_per_s=res.throughput.get("gen_tokens_per_s"), serve_path=record.get("serve_name", record.get("serve_path")),
+        num_samples=dict(res.num_samples), versions=dict(res.versions), measured_on=res.measured_on,
+        serving=res.serving, throughput=res.throughput,
+        kv_formula=engine_kv_check(hf, params.kv_modes[kv].cache_dtype, res.serving, params.memory.block_size)
         if hf else None,
-        fidelity=fidelity_summary(res.get("fidelity"), out, params.decision.bootstrap),
-        looks=dict(res.get("looks") or {}), seconds=res.get("seconds"), long_context=res.get("long_context"),
-        task_seconds={t: (v["computed"], v["seconds"])
-                      for t, v in ((res.get("sample_cache") or {}).get("tasks") or {}).items()},
-        phases=dict(res.get("phases") or {}), not_run=dict(res.get("not_run") or {}),
-        arithmetic_check=dict(res.get("arithmetic_check") or {}), tokenizer_check=res.get("tokenizer_check"))
+        fidelity=fidelity_summary(res.fidelity, out, params.decision.bootstrap),
+        looks=dict(res.looks), seconds=res.seconds, long_context=res.long_context,
+        task_seconds={t: (v["computed"], v["seconds"]) for t, v in (res.sample_cache.get("tasks") or {}).items()},
+        phases=dict(res.phases), not_run=dict(res.not_run),
+        arithmetic_check=dict(res.arithmetic_check), tokenizer_check=res.tokenizer_check)
 
 
-def refused(res: dict) -> str | None:
+def refused(found: dict[str, str]) -> str | None:
     """The tasks the server could not score, and why (an endpoint without prompt log-probs)."""
-    found = res.get("refused") or {}
     return f"refused {', '.join(found)}: {next(iter(found.values()))}" if found else None
 
 
@@ -76,12 +71,9 @@ def fidelity_summary(recorded: dict | None, eval_dir: Path, boot: schema.Bootstr
     return {**recorded, **found.as_dict(), "band": fidelity.band(found.kl_mean)}
 
 
-def compute_dtype_of(res: dict) -> str | None:
-    """The activation dtype a variant ran at, as evaluate recorded it; results written before it did
-    say it in their serving record (reference: `dtype`; vLLM: the engine's `dtype`)."""
-    serving = res.get("serving") or {}
-    found = res.get("compute_dtype") or serving.get("compute_dtype") or (
-        serving.get("dtype") if res.get("backend") == "reference" else (serving.get("engine") or {}).get("dtype"))
+def compute_dtype_of(res: result_json.Result) -> str | None:
+    """The activation dtype a variant ran at, as evaluate recorded it (a variant that did not run: None)."""
+    found = res.compute_dtype
     return str(found).replace("torch.", "") if found else None
 
 

@@ -22,7 +22,7 @@ from pipeline.engines import Unsupported
 from pipeline.evaluation import longctx, sample_cache, second_arithmetic
 from pipeline.evaluation.lm_eval_runner import WallBudgetExceeded, wall_limit
 from pipeline.evaluation.looks_runner import Looked, gates_from, run_looks
-from pipeline.domain import fidelity_set, task_rows, tasks
+from pipeline.domain import fidelity_set, result_json, task_rows, tasks
 from pipeline.stages import runner
 from pipeline.stages.evaluation import Served, evaluate, measured, reading_cache, run_stage
 
@@ -61,7 +61,7 @@ def copied_baseline(model: str, out_dir: Path) -> dict[str, Any]:
     """The baseline's result as stage baseline measured it, with its samples: nothing evaluated twice."""
     src = paths.baseline_dir(model)
     shutil.copytree(src, out_dir, dirs_exist_ok=True)
-    return {**io.read_json(src / paths.RESULT_FILE), "copied_from": str(src)}
+    return {**result_json.load(src / paths.RESULT_FILE).raw, "copied_from": str(src)}
 
 
 @dataclass(frozen=True)
@@ -77,10 +77,10 @@ class Against:
 def baseline_samples(params: schema.Params, model: str) -> Against | None:
     """None without eval.sequential or when the baseline did not run (the variant then runs every task
     to its cap)."""
-    res = io.read_json(paths.baseline_dir(model) / paths.RESULT_FILE)
-    if params.eval.sequential is None or res.get("status") != "ok":
+    res = result_json.load(paths.baseline_dir(model) / paths.RESULT_FILE)
+    if params.eval.sequential is None or res.status != "ok":
         return None
-    gates = gates_from(res["metrics"], res.get("higher_is_better", {}), params.gate)
+    gates = gates_from(res.metrics, res.higher_is_better, params.gate)
     return Against(task_rows.read_samples(paths.baseline_dir(model)), gates,
                    second_arithmetic.baseline_second(params, model))
 

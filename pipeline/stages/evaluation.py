@@ -27,7 +27,7 @@ from pipeline.engines.base import baseline_variant
 from pipeline.evaluation.fidelity_compare import measure_fidelity
 from pipeline.evaluation.lm_eval_runner import flat, run_tasks, run_within, without_refused
 from pipeline.engines.selection import select
-from pipeline.domain import fidelity_set, looks, provenance, tasks
+from pipeline.domain import fidelity_set, looks, provenance, result_json, tasks
 from pipeline.domain.prompts import throughput_prompts
 from pipeline.scoring.planner import roofline
 from pipeline.domain import source_record, tokenizer_check
@@ -182,7 +182,7 @@ def run_stage(st: runner.Stage, model: str, tier: str, kv: str, out_dir: Path, w
                   "reason": errors.one_line(e)}
     # a copied baseline keeps the seconds of the stage that measured it
     result.setdefault("seconds", round(time.perf_counter() - t0, 1))
-    io.atomic_write_json(out_dir / paths.RESULT_FILE, result)
+    io.atomic_write_json(out_dir / paths.RESULT_FILE, result_json.stamp(result, "variant"))
     st.done(result["status"], result.get("reason") or result.get("stopped") or result.get("cut") or cannot_pass(result))
 
 

@@ -26,7 +26,7 @@ from pipeline.evaluation.fidelity_compare import measure_fidelity
 from pipeline.evaluation import sample_cache
 from pipeline.evaluation.lm_eval_runner import flat, run_tasks, run_within
 from pipeline.engines.selection import select
-from pipeline.domain import fidelity_set, looks, provenance, tasks
+from pipeline.domain import fidelity_set, looks, provenance, result_json, tasks
 from pipeline.schema.params import without_wall_budget
 from pipeline.stages import runner
 
@@ -99,7 +99,7 @@ def main(st: runner.Stage) -> None:
             io.atomic_write_jsonl(tmp / paths.SAMPLES / f"{name}.jsonl", rows)
         if fidelity_rows:
             io.atomic_write_jsonl(tmp / paths.FIDELITY_ROWS, fidelity_rows)
-        io.atomic_write_json(tmp / paths.RESULT_FILE, result)
+        io.atomic_write_json(tmp / paths.RESULT_FILE, result_json.stamp(result, "noise"))
     st.done("ok" if result["status"] in ("ok", "off") else result["status"],
             result.get("reason") or result.get("arithmetic"))
 

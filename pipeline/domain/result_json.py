@@ -1,0 +1,117 @@
+"""result.json, the contract between the evaluating stages (baseline, evaluate, noise) and what reads
+them (decide, a variant's looks, backend_diff): a versioned set of fields, written through `stamp`
+and read through `load`, which name the file and the field when one is missing, unknown or of an
+older version. A partial or stale result stops its reader; it never reads as empty metrics.
+
+    from pipeline.domain import result_json
+    res = result_json.load(path)       # a Result; res.metrics, res.looks, res.raw (the dict as written)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from pipeline import io
+
+VERSION = 1
+KINDS = ("variant", "noise")          # evaluate's and baseline's; the noise floor's (the second arithmetic)
+STATUSES = {"variant": ("ok", "unsupported", "failed"), "noise": ("ok", "unsupported", "failed", "off")}
+# keys every result has; keys an "ok" one has (a value may be null where its producer says so); a
+# result that is not ok says why (`reason`)
+ALWAYS = {"variant": ("schema_version", "kind", "model", "tier", "kv", "status", "seconds"),
+          "noise": ("schema_version", "kind", "model", "status", "seconds")}
+OK = {"variant": ("backend", "chat_template", "add_bos_token", "tokenizer_check", "serving",
+                  "compute_dtype", "measured_on", "metrics", "higher_is_better", "num_samples", "versions",
+                  "throughput", "phases"),
+      "noise": ("tier", "kv", "backend", "serving", "arithmetic", "compute_dtype", "measured_on", "metrics",
+                "higher_is_better", "versions", "sample_cache")}
+NOT_OK = ("reason",)
+
+
+@dataclass(frozen=True)
+class Result:
+    """One result.json, typed. Fields a status does not require default to empty."""
+    kind: str
+    model: str
+    status: str
+    seconds: float
+    schema_version: int = VERSION
+    tier: str | None = None
+    kv: str | None = None
+    reason: str | None = None
+    backend: str | None = None
+    arithmetic: str | None = None                 # noise: the second arithmetic it ran in
+    chat_template: bool | None = None
+    add_bos_token: bool | None = None
+    tokenizer_check: dict[str, Any] | None = None
+    serving: dict[str, Any] = field(default_factory=dict)
+    compute_dtype: str | None = None
+    measured_on: dict[str, Any] | None = None
+    metrics: dict[str, float] = field(default_factory=dict)              # `<task>/<metric>` -> score
+    higher_is_better: dict[str, bool] = field(default_factory=dict)
+    num_samples: dict[str, int] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+    throughput: dict[str, Any] = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)
+    sample_cache: dict[str, Any] = field(default_factory=dict)
+    fidelity: dict[str, Any] | None = None
+    long_context: dict[str, Any] | None = None
+    looks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    stopped: str | None = None                    # the look where a gated metric failed
+    cut: str | None = None                        # what a time budget cut
+    cannot_pass: str | None = None
+    not_run: dict[str, Any] = field(default_factory=dict)
+    arithmetic_check: dict[str, Any] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)
+    reused: dict[str, Any] = field(default_factory=dict)
+    copied_from: str | None = None                # a baseline row: the stage baseline's folder
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+KNOWN = {f.name for f in fields(Result)} - {"raw"}
+
+
+class ResultError(io.DataError):
+    """A result.json that is not this version's contract."""
+
+
+def problems(data: dict[str, Any]) -> list[str]:
+    """What keeps `data` from being a result of this version: empty when it is one."""
+    version = data.get("schema_version")
+    if version != VERSION:
+        return [f"schema_version {version} (this qtier reads {VERSION}): written by another qtier"]
+    kind, status = data.get("kind"), data.get("status")
+    if kind not in KINDS:
+        return [f"kind {kind!r} is not one of {', '.join(KINDS)}"]
+    if status not in STATUSES[kind]:
+        return [f"status {status!r} is not one of {', '.join(STATUSES[kind])}"]
+    need = ALWAYS[kind] + (OK[kind] if status == "ok" else NOT_OK if status != "off" else ())
+    found = [f"missing field {k!r} (status {status})" for k in need if k not in data]
+    return found + [f"unknown field {k!r}" for k in data if k not in KNOWN]
+
+
+def stamp(data: dict[str, Any], kind: str) -> dict[str, Any]:
+    """`data` with its version and kind, checked: a writer cannot write what `load` would refuse."""
+    out = {"schema_version": VERSION, "kind": kind, **data}
+    if found := problems(out):
+        raise ValueError(f"result.json of {data.get('model')}/{data.get('tier')}-{data.get('kv')}: " + "; ".join(found))
+    return out
+
+
+def parse(data: dict[str, Any], where: str) -> Result:
+    if found := problems(data):
+        raise ResultError(f"{where}: " + "; ".join(found) + "; re-run the stage that writes it (dvc repro)")
+    # a null where the field is a mapping (a producer with nothing to say) reads as empty
+    return Result(**{k: v for k, v in data.items() if v is not None or k not in MAPPINGS}, raw=data)
+
+
+MAPPINGS = {f.name for f in fields(Result) if f.default_factory is dict}
+
+
+def load(path: Path) -> Result:
+    """The result at `path`; a missing, partial, unknown-keyed or other-version file is a ResultError
+    naming the file and the field."""
+    if not path.is_file():
+        raise ResultError(f"{path}: missing; re-run the stage that writes it (dvc repro)")
+    return parse(io.read_json(path), str(path))

@@ -1,0 +1,54 @@
+"""result.json's contract (pipeline/domain/result_json.py): versioned, typed, and loud when partial."""
+import json
+
+import pytest
+
+from pipeline.domain import result_json
+from tests import result_files
+
+
+def write(tmp_path, data):
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_a_complete_result_loads_typed(tmp_path):
+    res = result_json.load(write(tmp_path, result_files.variant(metrics={"c/acc": 90.0}, looks={"c": {"n": 8}})))
+    assert res.status == "ok" and res.metrics == {"c/acc": 90.0} and res.looks["c"]["n"] == 8
+    assert res.not_run == {} and res.stopped is None and res.raw["schema_version"] == result_json.VERSION
+
+
+@pytest.mark.parametrize("drop", ["metrics", "seconds", "tier", "num_samples"])
+def test_a_missing_field_is_named_with_the_file(tmp_path, drop):
+    data = result_files.variant()
+    del data[drop]
+    with pytest.raises(result_json.ResultError, match=rf"result\.json: missing field '{drop}' \(status ok\)"):
+        result_json.load(write(tmp_path, data))
+
+
+def test_an_older_version_an_unknown_field_and_a_missing_file_are_refused(tmp_path):
+    with pytest.raises(result_json.ResultError, match="schema_version None"):
+        result_json.load(write(tmp_path, {"status": "ok", "metrics": {}}))
+    with pytest.raises(result_json.ResultError, match="unknown field 'metrcs'"):
+        result_json.load(write(tmp_path, {**result_files.variant(), "metrcs": {}}))
+    with pytest.raises(result_json.ResultError, match="missing"):
+        result_json.load(tmp_path / "none.json")
+
+
+def test_a_result_that_did_not_run_needs_only_its_reason(tmp_path):
+    res = result_json.load(write(tmp_path, result_files.variant("unsupported", reason="no AVX-512")))
+    assert res.reason == "no AVX-512" and res.metrics == {}
+    with pytest.raises(result_json.ResultError, match="missing field 'reason'"):
+        result_json.load(write(tmp_path, {k: v for k, v in result_files.variant("failed").items() if k != "reason"}))
+
+
+def test_the_writer_cannot_write_what_the_reader_refuses():
+    with pytest.raises(ValueError, match="missing field 'metrics'"):
+        result_json.stamp({k: v for k, v in result_files.variant().items() if k != "metrics"}, "variant")
+    assert result_json.stamp({"model": "m", "status": "off", "seconds": 0.0, "reason": "off"}, "noise")["kind"] == "noise"
+
+
+def test_a_null_mapping_reads_as_empty(tmp_path):
+    res = result_json.load(write(tmp_path, result_files.variant(looks=None, serving=None)))
+    assert res.looks == {} and res.serving == {}
