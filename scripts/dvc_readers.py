@@ -82,6 +82,7 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.evaluation.sample_cache:SampleCache.measure": "own",
     "pipeline.evaluation.sample_cache:SampleCache.kept": "own",
     "pipeline.domain.fidelity_set:_npz": "outside",               # a zip member of an in-memory buffer
+    "pipeline.domain.result_json:load": "arg",          # the result.json its caller names (a paths.py location)
     "pipeline.io:read_json": "arg", "pipeline.io:read_jsonl": "arg", "pipeline.io:read_text": "arg",
     "pipeline.io:AtomicDir.__enter__": "arg", "pipeline.io:AtomicDir.__exit__": "arg",
     "pipeline.domain.task_rows:read_samples": "arg", "pipeline.domain.fidelity_set:load": "arg",
