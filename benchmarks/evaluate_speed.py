@@ -115,7 +115,7 @@ def main() -> None:
     record = io.read_json(paths.quantize_record(args.model, args.tier))
     # dtype and chat template as the evaluate stage resolves them (quantize's and prepare's records)
     variant = Variant.of(params, args.model, args.tier, args.kv, paths.tier_dir(args.model, args.tier), record)
-    specs = tasks.build_all(params.eval.tasks)
+    specs = tasks.build_all(params.eval.tasks, args.model)
     phases = {"generation": [s for s in specs if s.kind == "generate"],
               "log-likelihood": [s for s in specs if s.kind != "generate"]}
     from lm_eval.models.huggingface import (

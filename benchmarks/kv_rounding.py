@@ -118,7 +118,7 @@ def fp8_variant(params: schema.Params, model: str, tier: str) -> Variant:
 def task_part(params: schema.Params, task: str, tier: str, limit: int, vllm: bool) -> list[str]:
     """The task's per-sample scores by each engine, and the paired deltas between them."""
     model = next(iter(params.models))
-    spec = [s for s in looks.in_look_order(tasks.build_all(params.eval.tasks), params.eval.seed,
+    spec = [s for s in looks.in_look_order(tasks.build_all(params.eval.tasks, model), params.eval.seed,
                                            looks.data_keys(params.eval.tasks)) if s.name == task]
     if not spec:
         raise SystemExit(f"qtier: eval.tasks has no task {task!r}")

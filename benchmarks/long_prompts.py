@@ -33,7 +33,7 @@ def main() -> None:
     params = schema.load()
     model = a.model or next(iter(params.models))
     tier, kv = a.tier or params.decision.baseline.tier, a.kv or params.decision.baseline.kv
-    spec = [s for s in tasks.build_all(params.eval.tasks) if s.name == a.task]
+    spec = [s for s in tasks.build_all(params.eval.tasks, model) if s.name == a.task]
     if not spec:
         raise SystemExit(f"qtier: eval.tasks has no task {a.task!r}")
     variant = served_variant(params, model, tier, kv)

@@ -41,7 +41,7 @@ def main() -> None:
     a = ap.parse_args()
     params = schema.load()
     model = a.model or next(iter(params.models))
-    specs = looks.in_look_order(tasks.build_all(params.eval.tasks), params.eval.seed, looks.data_keys(params.eval.tasks))
+    specs = looks.in_look_order(tasks.build_all(params.eval.tasks, model), params.eval.seed, looks.data_keys(params.eval.tasks))
     spec = [s for s in specs if s.name == a.task]
     variant = served_variant(params, model, a.tier, a.kv)
     seconds, rows = {}, {}

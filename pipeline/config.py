@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 from pipeline import paths, schema
-from pipeline.domain import bos, calibration, chat, fidelity_set, hardware, long_texts, sources, tasks
+from pipeline.domain import bos, calibration, chat, fidelity_set, hardware, long_texts, probe_sets, sources, tasks
+from pipeline.domain.probe_sets import CHAT_TOKENS
 from pipeline.domain.metrics import metric_id
 from pipeline.quant import recipes
 from pipeline.schema import PARAMS_FILE, ConfigError, Params, Task, near
@@ -37,6 +38,7 @@ def check(p: Params, root: Path) -> None:
         raise ConfigError(f"calibration.path: file not found: {p.calibration.path}")
     calibration.texts(p.calibration, root)
     check_tasks(p, root)
+    check_probe_sets(p, root)
     if p.eval.fidelity is not None:
         fidelity_set.texts(p.eval.fidelity, root)
     if p.eval.long_context is not None:
@@ -85,8 +87,18 @@ def check_tasks(p: Params, root: Path) -> None:
                                           f"{metric!r}{near(metric, reported)} (it reports: {', '.join(reported)})")
 
 
-# what a chat template adds around a prompt (SmolLM2's: 20 tokens with its system message)
-CHAT_TOKENS = 64
+def check_probe_sets(p: Params, root: Path) -> None:
+    """Each probe set fits each model's context where check can read it (a local folder, an embedded
+    GGUF); a hub model's is checked by stage probes once prepare has fetched it."""
+    sets = {n: t for n, t in p.eval.tasks.items() if probe_sets.is_probe_set(t.data)}
+    for model, m in p.models.items() if sets else ():
+        context = (sources.geometry(m.source, root) or {}).get("max_position_embeddings")
+        limit, what = probe_sets.room(context, "reference", p.serving.vllm.max_model_len)
+        for name, task in sets.items():
+            spec = probe_sets.parse(f"eval.tasks.{name}.data", task.data)
+            answer = tasks.max_gen_toks(tasks.declared_config(task, root))
+            if why := probe_sets.misfit(name, spec, answer, limit, what):
+                raise ConfigError(f"models.{model}: {why}")
 
 
 def check_fits_vllm(p: Params, name: str, task: Task, root: Path) -> None:

@@ -39,6 +39,15 @@ def source_dir(model: str) -> Path:
     return ARTIFACTS / model / "source"
 
 
+def probes_dir(model: str) -> Path:
+    """The probe sets written for the model with its own tokenizer (stage probes)."""
+    return ARTIFACTS / model / "probes"
+
+
+def probe_data(model: str, task: str) -> Path:
+    return probes_dir(model) / f"{task}.jsonl"
+
+
 def tier_dir(model: str, tier: str) -> Path:
     return ARTIFACTS / model / "tiers" / tier
 

@@ -100,6 +100,8 @@ READERS: dict[str, list[str] | str] = {
     "pipeline.domain.bos:folder_bos_token": "arg", "pipeline.domain.bos:check_folder": "arg",
     "pipeline.stages.prepare:load_tokenizer": "arg",
     "pipeline.stages.prepare:load_config": "arg",                       # the folder prepare just wrote
+    "pipeline.stages.probes:context_of": "arg",                         # the model's source folder (a dep)
+    "pipeline.stages.probes:write": "arg",                              # its tokenizer, and its own output
     "pipeline.stages.fidelity_base:baseline_dists": "arg",              # the baseline's serve_path
     "pipeline.engines.reference:ReferenceBackend.session": "arg",      # the variant's serve_path
     "pipeline.engines.reference:ReferenceSession.exact_fidelity": "arg",

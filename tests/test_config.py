@@ -149,3 +149,23 @@ def test_fidelity_block_errors_name_the_key_or_file(root, tmp_path, block, messa
     (tmp_path / "params.yaml").write_text(safe_dump(p))
     with pytest.raises(config.ConfigError, match=message.replace("(", r"\(")):
         config.load(tmp_path / "params.yaml")
+
+
+def test_a_probe_set_longer_than_a_local_model_s_context_is_refused_at_check(project):
+    """Each model's probe sets are written in its own tokens (stage probes): check refuses a length the
+    model's context cannot hold, read from its own config.json, naming the model and the task."""
+    import json
+
+    model = project / "short-model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"max_position_embeddings": 2048, "hidden_size": 64,
+                                                   "num_attention_heads": 4, "intermediate_size": 128}))
+    p = safe_load((project / "params.yaml").read_text())
+    p["models"] = {"short": {"source": "local:short-model"}}
+    p["tiers"] = {"fp16": p["tiers"]["fp16"]}
+    (project / "params.yaml").write_text(safe_dump(p))
+    with pytest.raises(config.ConfigError, match=r"^models\.short: eval\.tasks\.retrieval_2048\.data: retrieval:2048 "
+                       r"needs 2,\d{3} tokens .* the model's context \(max_position_embeddings\) is 2,048"):
+        config.check(schema.parse(p), project)
+    p["eval"]["tasks"] = {k: t for k, t in p["eval"]["tasks"].items() if k not in ("retrieval_2048", "retrieval_4096")}
+    config.check_probe_sets(schema.parse(p), project)          # 1,024 fits

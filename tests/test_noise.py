@@ -42,16 +42,24 @@ def test_the_floor_is_the_second_run_against_the_baseline_sample_by_sample():
 
 
 @pytest.mark.model          # the stage's module imports torch
-def test_the_noise_stage_measures_the_gated_tasks_and_a_task_once_a_tolerance_gates_it(in_repo):
+def test_the_noise_stage_measures_the_gated_tasks_and_a_task_once_a_tolerance_gates_it(in_repo, tmp_path,
+                                                                                       monkeypatch):
     """The default retrieval suite has no tolerance: no verdict of it to widen, so stage noise leaves it
     out; give one length a tolerance and it is measured."""
     import dataclasses
 
-    from pipeline import config
+    from pipeline import config, paths
+    from pipeline.domain import probe_sets, retrieval
     from pipeline.schema import Tolerance
     from pipeline.stages.noise import measured_tasks
 
     params = config.load()
+    for name, t in params.eval.tasks.items():      # stage probes' files, with a word count for a tokenizer
+        if probe_sets.is_probe_set(t.data):
+            rows = probe_sets.rows(probe_sets.parse(name, t.data), lambda s: len(s.split()))
+            retrieval.write_jsonl(rows, tmp_path / f"{name}.jsonl")
+    monkeypatch.setattr(paths, "probe_data", lambda model, name: tmp_path / f"{name}.jsonl")
+    measured_tasks = (lambda p, f=measured_tasks: f(p, "smollm2-135m"))
     assert [s.name for s in measured_tasks(params)] == ["translation", "summarization", "classification"]
     tasks_ = dict(params.eval.tasks)
     tasks_["retrieval_1024"] = dataclasses.replace(tasks_["retrieval_1024"],

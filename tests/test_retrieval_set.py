@@ -3,7 +3,7 @@ params entries it prints are tasks that build (a word counter stands in for the 
 import pytest
 import yaml
 
-from pipeline.domain import tasks
+from pipeline.domain import probe_sets, tasks
 from pipeline.io import read_jsonl
 from pipeline.schema import Task
 from scripts import retrieval_set
@@ -25,12 +25,16 @@ def test_one_file_per_length_the_same_for_a_seed(tmp_path):
     assert read_jsonl(other[64]) != read_jsonl(a[64])
 
 
-def test_the_printed_entries_are_tasks_that_build(tmp_path, in_repo):
+def test_the_printed_entries_are_probe_sets_of_the_same_prompts(tmp_path, in_repo, monkeypatch):
     written = retrieval_set.write_sets(words, [64], [0.1, 0.9], 1, 7, ["passkey", "niah_single"], tmp_path)
-    found = yaml.safe_load("eval:\n  tasks:\n" + retrieval_set.entries(written))["eval"]["tasks"]["retrieval_64"]
+    text = retrieval_set.entries([64], "tasks=passkey,niah_single&depths=0.1,0.9&per_cell=1&seed=7")
+    found = yaml.safe_load("eval:\n  tasks:\n" + text)["eval"]["tasks"]["retrieval_64"]
     assert found.pop("tolerances") == {"exact_match": {"abs": 5.0}} and found.pop("min_baseline") == {"exact_match": 50.0}
-    spec = tasks.build("retrieval_64", Task(**found))
-    assert spec.num_docs == 4 and spec.higher_is_better == {"exact_match": True}
+    spec = probe_sets.parse("eval.tasks.retrieval_64.data", found["data"])
+    assert [r.as_dict() for r in probe_sets.rows(spec, words)] == read_jsonl(written[64])
+    monkeypatch.setattr(tasks.paths, "probe_data", lambda model, name: written[64])
+    built = tasks.build("retrieval_64", Task(**found), "m")
+    assert built.num_docs == 4 and built.higher_is_better == {"exact_match": True}
 
 
 @pytest.mark.parametrize("args, message", [

@@ -111,7 +111,23 @@ def test_a_prompt_with_languages_needs_them_and_unused_languages_are_rejected(in
 def test_two_entries_of_one_yaml_get_distinct_lm_eval_names(in_repo):
     fr = Task(config=TR.config, data=TR.data, kind="generate", limit=2, languages=Languages("English", "French"))
     specs = tasks.build_all({"translation": TR, "translation_fr": fr,
-                             "classification": CL})
+                             "classification": CL}, "m")
     assert [s.lm_eval_name for s in specs] == ["qtier_translation__translation",
                                                "qtier_translation__translation_fr", "qtier_classification"]
     assert "into French" in specs[1].config["doc_to_text"] and "into German" in specs[0].config["doc_to_text"]
+
+
+def test_a_probe_set_reads_the_model_s_own_file_and_needs_a_model(in_repo, tmp_path, monkeypatch):
+    from pipeline.domain import probe_sets, retrieval
+
+    probe = Task(config="eval_sets/tasks/retrieval.yaml", data="retrieval:512?per_cell=2", kind="generate")
+    for model, count in (("a", len), ("b", lambda s: len(s.split()))):      # two vocabularies
+        retrieval.write_jsonl(probe_sets.rows(probe_sets.parse("r", probe.data), count), tmp_path / f"{model}.jsonl")
+    monkeypatch.setattr(tasks.paths, "probe_data", lambda model, name: tmp_path / f"{model}.jsonl")
+    built = {m: tasks.build("r", probe, m) for m in ("a", "b")}
+    assert {m: s.config["dataset_kwargs"]["data_files"]["test"] for m, s in built.items()} == {
+        "a": str(tmp_path / "a.jsonl"), "b": str(tmp_path / "b.jsonl")}
+    assert built["a"].num_docs == built["b"].num_docs == 6
+    with pytest.raises(ValueError, match="a probe set .* is written per model"):
+        tasks.build("r", probe)
+    assert tasks.planned_samples(probe, in_repo) == 6 and tasks.longest_prompt(probe, in_repo)[0] == 512

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from pipeline.domain import metrics
+from pipeline.domain import metrics, probe_sets
 from pipeline.domain.tasks import TaskSpec, data_file
 
 CORPUS = {"bleu": metrics.corpus_bleu, "chrf": metrics.corpus_chrf}
@@ -32,8 +32,10 @@ def in_look_order(specs: list[TaskSpec], seed: int, data: dict[str, str]) -> lis
 
 
 def data_keys(tasks_params: dict) -> dict[str, str]:
-    """task -> the data file its order is seeded with (local tasks)."""
-    return {n: str(data_file(n, t)) for n, t in tasks_params.items() if t.kind != "lm_eval"}
+    """task -> the data file its order is seeded with (local tasks; a probe set: its spec, one order for
+    every model's copy)."""
+    return {n: t.data if probe_sets.is_probe_set(t.data) else str(data_file(n, t))
+            for n, t in tasks_params.items() if t.kind != "lm_eval"}
 
 
 def chunk(spec: TaskSpec, start: int, stop: int) -> TaskSpec:

@@ -23,7 +23,8 @@ a length or a depth leaves every other sample unchanged.
 
 Guarantees (tests/test_retrieval.py), with u the token count of the longest filler sentence (about 7):
   length  count_tokens(prompt) <= target, and within u + 2 tokens of it (whole sentences are added
-          until the next one would overshoot);
+          until the next one would overshoot); where that gap is over 0.5% of the target (a vocabulary
+          of single characters), the next sentence's words are added one by one while they fit;
   depth   the needle sits between two filler sentences; the filler tokens before it, as a fraction of
           all filler tokens (each part counted on its own), is within (u + 2) / filler tokens of the
           stated depth (half a sentence from the boundary choice, the rest from the counter's
@@ -41,6 +42,7 @@ from pathlib import Path
 from pipeline.io import atomic_write_jsonl
 
 TASKS = ("passkey", "niah_single", "niah_multikey")
+TOP_UP = 0.005          # a gap to the target length above this share is filled word by word
 
 _NOUNS = ("grass", "sky", "sun", "river", "stone", "lantern", "garden", "window", "road", "cloud", "forest",
           "harbor", "bridge", "meadow", "candle", "valley", "tower", "kettle", "orchard", "island")
@@ -151,7 +153,7 @@ def _build(task: str, target: int, depth: float, index: int, seed: int, count: C
         needles = [f"One of the special magic numbers for {k} is: {v}." for k, v in zip(names, values)]
     others = [rng.random() for _ in needles[1:]]      # distractor depths, drawn before the length search
 
-    def make(n_units: int) -> tuple[str, int, list[str], list[str]]:
+    def make(n_units: int, tail: Sequence[str] = ()) -> tuple[str, int, list[str], list[str]]:
         units = [block[i % len(block)] for i in range(n_units)]
         cum = [0]
         for i in range(n_units):
@@ -160,6 +162,10 @@ def _build(task: str, target: int, depth: float, index: int, seed: int, count: C
         inserts: dict[int, list[str]] = {at: [needles[0]]}
         for d, needle in zip(others, needles[1:]):
             inserts.setdefault(_boundary(cum, d), []).append(needle)
+        if tail:    # the top-up's words end the filler: a needle at the very end stays after them
+            units.append(" ".join(tail))
+            inserts = {(i + 1 if i == n_units else i): v for i, v in inserts.items()}
+            at = at + 1 if at == n_units else at
         return _assemble(intro, units, inserts, question), at, units[:at], units[at:]
 
     def tokens(n_units: int) -> int:
@@ -181,7 +187,16 @@ def _build(task: str, target: int, depth: float, index: int, seed: int, count: C
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if tokens(mid) <= target else (lo, mid)
-    prompt, _, before, after = make(lo)
+    # a vocabulary fine in characters (a token a character) can leave most of a sentence unused: top up
+    # word by word from the next sentence while the gap is over TOP_UP of the target (the default
+    # model's tokenizer leaves at most 0.2%, so its sets are whole sentences)
+    tail: list[str] = []
+    if target - tokens(lo) > TOP_UP * target:
+        for word in block[lo % len(block)].split():
+            if count(make(lo, [*tail, word])[0]) > target:
+                break
+            tail.append(word)
+    prompt, _, before, after = make(lo, tail)
     b, a = (count(" ".join(x)) if x else 0 for x in (before, after))
     return Sample(task, target, depth, index, prompt, answer, count(prompt),
                   b / (a + b) if a + b else depth, key)

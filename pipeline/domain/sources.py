@@ -80,7 +80,8 @@ def geometry(source: str, root: Path) -> dict | None:
 
 
 def gguf_geometry(path: Path) -> dict:
-    """hidden_size / num_attention_heads / intermediate_size from a GGUF header (memory-mapped)."""
+    """hidden_size / num_attention_heads / intermediate_size / max_position_embeddings (the context)
+    from a GGUF header (memory-mapped)."""
     from gguf import GGUFReader
 
     reader = GGUFReader(str(path))
@@ -91,7 +92,7 @@ def gguf_geometry(path: Path) -> dict:
         return int(field.parts[field.data[0]][0])
 
     return {"hidden_size": value("embedding_length"), "num_attention_heads": value("attention.head_count"),
-            "intermediate_size": value("feed_forward_length")}
+            "intermediate_size": value("feed_forward_length"), "max_position_embeddings": value("context_length")}
 
 
 def storage_dtype(params: Params, model: str) -> str:

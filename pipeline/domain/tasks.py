@@ -19,7 +19,7 @@ from typing import Any, Callable
 import yaml
 
 from pipeline import paths
-from pipeline.domain import public_sets, registry
+from pipeline.domain import probe_sets, public_sets, registry
 from pipeline.domain.metrics import metric_id
 from pipeline.io import DataError, read_jsonl, read_text
 from pipeline.schema import ConfigError, Task, Tolerance
@@ -63,8 +63,13 @@ def declared_config(task: Task, root: Path) -> dict:
     return yaml.load(read_text(root / task.config, shown=task.config), Loader=_DeclLoader)  # noqa: S506
 
 
-def data_file(name: str, task: Task) -> Path:
-    """The JSONL a task reads: its local file, or the evalsets stage's copy of a public set."""
+def data_file(name: str, task: Task, model: str | None = None) -> Path:
+    """The JSONL a task reads: its local file, the evalsets stage's copy of a public set, or the probe
+    set stage probes wrote for `model` with its tokenizer (a probe set has no file without a model)."""
+    if probe_sets.is_probe_set(task.data):
+        if model is None:
+            raise ValueError(f"eval.tasks.{name}: a probe set ({task.data}) is written per model: name the model")
+        return paths.probe_data(model, name)
     return paths.eval_data(name) if public_sets.is_public(task.data) else Path(task.data)
 
 
@@ -79,6 +84,9 @@ def check_files(name: str, task: Task, root: Path) -> None:
         if attr == "data" and public_sets.is_public(value):
             public_sets.parse(f"eval.tasks.{name}.data", value)    # offline: the name and options
             continue
+        if attr == "data" and probe_sets.is_probe_set(value):
+            probe_sets.parse(f"eval.tasks.{name}.data", value)     # written per model by stage probes
+            continue
         if not (root / value).is_file():
             raise ConfigError(f"eval.tasks.{name}.{attr}: file not found: {value}")
 
@@ -90,7 +98,7 @@ def check_data(name: str, task: Task, root: Path, path: Path | None = None) -> i
     if task.kind == "lm_eval":
         return None
     if path is None:
-        if public_sets.is_public(task.data):
+        if public_sets.is_public(task.data) or probe_sets.is_probe_set(task.data):
             return None
         path = Path(task.data)
     cfg = declared_config(task, root)
@@ -116,11 +124,17 @@ def longest_prompt(task: Task, root: Path) -> tuple[int, int] | None:
     lengths are known only to a tokenizer."""
     if task.kind == "lm_eval" or public_sets.is_public(task.data):
         return None
+    if probe_sets.is_probe_set(task.data):      # written to measure exactly this in each model's tokenizer
+        spec = probe_sets.parse("eval.tasks.<task>.data", task.data)     # check_files named the task
+        return spec.tokens, max_gen_toks(declared_config(task, root))
     stated = [r.get("target_tokens") for r in read_jsonl(task.data, root=root)]
     if not stated or not all(isinstance(n, int) for n in stated):
         return None
-    cfg = declared_config(task, root)
-    return max(stated), int((cfg.get("generation_kwargs") or {}).get("max_gen_toks", 256))
+    return max(stated), max_gen_toks(declared_config(task, root))
+
+
+def max_gen_toks(cfg: dict) -> int:
+    return int((cfg.get("generation_kwargs") or {}).get("max_gen_toks", 256))
 
 
 def planned_samples(task: Task, root: Path) -> int | None:
@@ -128,6 +142,9 @@ def planned_samples(task: Task, root: Path) -> int | None:
     set or registry task without a limit (its size is known once its data is loaded)."""
     if task.kind == "lm_eval" or public_sets.is_public(task.data):
         return task.limit
+    if probe_sets.is_probe_set(task.data):
+        rows = probe_sets.parse("eval.tasks.<task>.data", task.data).samples
+        return rows if task.limit is None else min(task.limit, rows)
     rows = len(read_jsonl(task.data, root=root))
     return rows if task.limit is None else min(task.limit, rows)
 
@@ -203,9 +220,10 @@ def check_rows(name: str, task: Task, rows: list[dict], mapping: dict[str, str],
                 )
 
 
-def build(name: str, task: Task, shared: bool = False) -> TaskSpec:
-    """The lm-eval task for one entry. `shared`: another entry uses the same YAML, so this one's
-    lm-eval task name gets the entry's name appended (lm-eval needs distinct names)."""
+def build(name: str, task: Task, model: str | None = None, shared: bool = False) -> TaskSpec:
+    """The lm-eval task for one entry, for `model` (its probe sets are its own). `shared`: another entry
+    uses the same YAML, so this one's lm-eval task name gets the entry's name appended (lm-eval needs
+    distinct names)."""
     if task.kind == "lm_eval":
         return build_registry(name, task)
     cfg = load_yaml(task.config)
@@ -213,7 +231,7 @@ def build(name: str, task: Task, shared: bool = False) -> TaskSpec:
     cfg = with_languages(cfg, task)
     canonical = [f for f in template_fields(cfg) if not (task.kind == "classify" and f in ("gold", "choices"))]
     mapping = field_map(task, canonical)
-    path = data_file(name, task)
+    path = data_file(name, task, model)
     rows = read_jsonl(path)
     check_rows(name, task, rows, mapping, path)
     n = len(rows) if task.limit is None else min(task.limit, len(rows))
@@ -256,9 +274,9 @@ def is_loglik(spec: TaskSpec) -> bool:
     return output in LOGLIK_OUTPUTS
 
 
-def build_all(tasks: dict[str, Task]) -> list[TaskSpec]:
+def build_all(tasks: dict[str, Task], model: str) -> list[TaskSpec]:
     configs = [t.config for t in tasks.values() if t.config]
-    return [build(name, t, shared=configs.count(t.config) > 1) for name, t in tasks.items()]
+    return [build(name, t, model, shared=configs.count(t.config) > 1) for name, t in tasks.items()]
 
 
 def report_only(specs: list[TaskSpec], tolerance: Callable[[str], Tolerance | None]) -> set[str]:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from pipeline import io, paths
-from pipeline.domain import looks, task_rows, tasks
+from pipeline.domain import looks, task_rows
 from pipeline.domain.machine import cpu_info
 
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -123,7 +123,8 @@ def task_key(task_params: Any, spec_config_path: str | None, data_path: str | No
 def task_keys(params, specs: list) -> dict[str, str]:
     """task -> its part of a sample's key, for the local tasks (a registry task is not cached)."""
     ts = params.eval.tasks
-    return {s.name: task_key(ts[s.name], ts[s.name].config, str(tasks.data_file(s.name, ts[s.name])))
+    # the file the spec was built on: a probe set's is the model's own (tasks.data_file)
+    return {s.name: task_key(ts[s.name], ts[s.name].config, s.config["dataset_kwargs"]["data_files"]["test"])
             for s in specs if s.docs is not None}
 
 

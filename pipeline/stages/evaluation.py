@@ -96,7 +96,7 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
         status = "unsupported" if record.get("status") == "unsupported" else "failed"
         result.update(status=status, reason=f"{stage}: {record.get('reason', 'no checkpoint')}")
         return result
-    specs = tasks.build_all(params.eval.tasks)
+    specs = tasks.build_all(params.eval.tasks, model)
     if params.eval.sequential is not None:
         specs = looks.in_look_order(specs, params.eval.seed, looks.data_keys(params.eval.tasks))
     # read before any model work: a missing file stops the stage, not an hour of evaluation

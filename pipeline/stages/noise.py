@@ -31,11 +31,11 @@ from pipeline.schema.params import without_wall_budget
 from pipeline.stages import runner
 
 
-def measured_tasks(params: schema.Params) -> list[tasks.TaskSpec]:
+def measured_tasks(params: schema.Params, model: str) -> list[tasks.TaskSpec]:
     """The tasks a tolerance gates, in the baseline's document order. A report-only task (the retrieval
     suite) has no verdict for the noise floor to widen; a tolerance change re-runs this stage, which
     reads every sample it already has from the cache."""
-    specs = tasks.build_all(params.eval.tasks)
+    specs = tasks.build_all(params.eval.tasks, model)
     shown_only = tasks.report_only(specs, params.tolerance)
     specs = [s for s in specs if s.name not in shown_only]
     if params.eval.sequential is not None:      # the baseline's own documents (stage baseline)
@@ -46,7 +46,7 @@ def measured_tasks(params: schema.Params) -> list[tasks.TaskSpec]:
 def measure(params: schema.Params, model: str) -> tuple[dict, dict[str, list[dict]], list[dict]]:
     """(result, task -> sample rows, fidelity rows) of the baseline in the second arithmetic."""
     b = params.decision.baseline
-    specs = measured_tasks(params)
+    specs = measured_tasks(params, model)
     base = fidelity_set.load(paths.fidelity_base(model)) if params.eval.fidelity is not None else None
     variant = baseline_variant(params, model, paths.noise_dir(model))
     backend = select(params, noise=True)

@@ -1,0 +1,65 @@
+"""Stage probes@<model>: the probe sets of eval.tasks (`data: retrieval:<tokens>`) written with the
+model's own tokenizer, so each prompt is <tokens> tokens of this model (pipeline/domain/probe_sets.py).
+
+    python -m pipeline.stages.probes <model>
+
+Writes artifacts/<model>/probes/<task>.jsonl per probe set and sets.json (each set's tokens and
+samples, and the longest prompt measured). A set whose prompt, answer and chat template do not fit the
+model's context (config.json max_position_embeddings; on vLLM also serving.vllm.max_model_len) stops
+the stage with one line naming the task, before any variant runs.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from pipeline import io, paths, schema
+from pipeline.domain import probe_sets, retrieval, tasks
+from pipeline.stages import runner
+
+
+def context_of(source: Path) -> int | None:
+    """The model's context in tokens (max_position_embeddings), None when its config does not say."""
+    cfg = json.loads((source / "config.json").read_text())
+    found = cfg.get("max_position_embeddings") or (cfg.get("text_config") or {}).get("max_position_embeddings")
+    return int(found) if found else None
+
+
+def write(wanted: dict[str, probe_sets.ProbeSet], source: Path, out: Path) -> dict[str, dict]:
+    """Each set's <task>.jsonl in `out`, counted with the tokenizer in `source`, and sets.json: task ->
+    its tokens, samples and the longest prompt as that tokenizer counts it."""
+    written = {}
+    if wanted:
+        from transformers import AutoTokenizer     # lazy: seconds of imports
+
+        tok = AutoTokenizer.from_pretrained(source)
+        count = lambda text: len(tok(text, add_special_tokens=False).input_ids)  # noqa: E731
+        for name, spec in wanted.items():
+            rows = probe_sets.rows(spec, count)
+            retrieval.write_jsonl(rows, out / f"{name}.jsonl")
+            written[name] = {"tokens": spec.tokens, "samples": len(rows), "longest_prompt": max(r.tokens for r in rows)}
+    io.atomic_write_json(out / "sets.json", written)
+    return written
+
+
+@runner.stage_main("probes", ("model",))
+def main(st: runner.Stage) -> None:
+    model, params = st.args[0], st.params
+    source = paths.source_dir(model)
+    wanted = {name: probe_sets.parse(f"eval.tasks.{name}.data", t.data)
+              for name, t in params.eval.tasks.items() if probe_sets.is_probe_set(t.data)}
+    limit, what = probe_sets.room(context_of(source), params.serving.backend, params.serving.vllm.max_model_len)
+    for name, spec in wanted.items():
+        answer = tasks.max_gen_toks(tasks.declared_config(params.eval.tasks[name], Path(".")))
+        if why := probe_sets.misfit(name, spec, answer, limit, what):
+            print(f"qtier: {model}: {why}", file=sys.stderr)
+            raise SystemExit(2)
+    with io.AtomicDir(paths.probes_dir(model)) as tmp:
+        written = write(wanted, source, tmp)
+    st.done("ok", ", ".join(f"{n} {w['samples']} prompts of {w['tokens']:,} tokens" for n, w in written.items())
+            or "no probe set in eval.tasks")
+
+
+if __name__ == "__main__":
+    main()
