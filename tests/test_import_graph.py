@@ -20,7 +20,7 @@ LAYERS = [
     ("pipeline.evaluation",),
     ("pipeline.config",),
     ("pipeline.report",),
-    ("pipeline.stages", "pipeline.backend_diff", "pipeline.params_doc"),
+    ("pipeline.stages", "pipeline.backend_diff", "pipeline.params_doc", "pipeline.budget"),
 ]
 
 

@@ -1,0 +1,34 @@
+"""`python -m pipeline.budget` (pipeline/budget.py): the probe's seconds per sample and the lines it
+prints, with a fake session and clock (unit: no model)."""
+import dataclasses
+
+from pipeline import budget
+from pipeline.domain.tasks import TaskSpec
+from pipeline.schema import load as load_schema
+
+
+def spec(name, n):
+    return TaskSpec(name=name, kind="classify", config={}, lm_eval_name=name, num_docs=n, higher_is_better={},
+                    pool=n, docs=tuple(range(n)))
+
+
+def test_the_probe_times_its_first_documents_of_each_task(monkeypatch):
+    clock = iter([0.0, 2.0, 10.0, 16.0])
+    monkeypatch.setattr(budget.time, "perf_counter", lambda: next(clock))
+    seen = []
+    per = budget.measure(None, [spec("c", 1280), spec("s", 3)], None, 4,
+                         run=lambda session, specs, ev: seen.append((specs[0].name, specs[0].num_docs)))
+    assert seen == [("c", 4), ("s", 3)] and per == {"c": 0.5, "s": 2.0}
+
+
+def test_the_report_names_the_budget_that_would_end_a_variant(root):
+    params = load_schema(root / "params.yaml")
+    vllm = dataclasses.replace(params.serving, backend="vllm")
+    lines = budget.report(dataclasses.replace(params, serving=vllm), "m", "vllm", "cpu", 40.0,
+                          {"c": 0.1, "s": 2.0}, {"c": 1280, "s": 96})
+    assert lines[0] == "m on vllm (cpu): load 40 s; seconds per sample: c 0.10, s 2.00"
+    assert lines[1] == "  baseline@m, noise@m (no per-variant budget): about 360 s of tasks each"
+    assert lines[2].startswith("  evaluate@m-<tier>-<kv>, each at the baseline's speed: serving.vllm.budget.max_wall_s "
+                               "(210 s) ends it at look 2 of 4 (c 640 of 1,280, s 48 of 96)")
+    ref = budget.report(params, "m", "reference", "cpu", 40.0, {"c": 0.1}, {"c": 1280})
+    assert ref[2] == "  evaluate@m-<tier>-<kv>, each at the baseline's speed: no time budget: about 168 s"
