@@ -1,10 +1,15 @@
 """`python -m pipeline.budget` (pipeline/budget.py): the probe's seconds per sample and the lines it
-prints, with a fake session and clock (unit: no model)."""
+prints, with a fake session and clock (model tier only because the command imports the engines, and
+they torch; no model is loaded)."""
 import dataclasses
+
+import pytest
 
 from pipeline import budget
 from pipeline.domain.tasks import TaskSpec
 from pipeline.schema import load as load_schema
+
+pytestmark = pytest.mark.model
 
 
 def spec(name, n):

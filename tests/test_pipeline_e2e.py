@@ -168,20 +168,23 @@ def test_requantizing_to_the_same_checkpoint_reruns_nothing_after_it(project):
 
 
 def test_adding_a_model_adds_only_its_stages(project):
-    p = yaml.safe_load((project / "params.yaml").read_text())
+    text = (project / "params.yaml").read_text()
+    p = yaml.safe_load(text)
     p["models"]["tiny-copy"] = dict(p["models"]["tiny"])
     (project / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
-    r = run(["dvc", "status", "--json"], project)
-    assert r.returncode == 0, r.stderr
-    changed = set(json.loads(r.stdout))
-    assert changed, r.stdout
-    # check re-validates the edited params.yaml (fast, and it changes nothing downstream)
-    assert all("tiny-copy" in s for s in changed - {"decide", "check"}), changed
-    # prepare, fidelity_base, baseline, noise, a quantize and a kvscales stage per tier, an evaluate per variant
-    tiers, kv_modes = p["tiers"], p["kv_modes"]
-    assert sum("tiny-copy" in s for s in changed) == 1 + 1 + 1 + 1 + 2 * len(tiers) + len(tiers) * len(kv_modes)
-    p["models"].pop("tiny-copy")
-    (project / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
+    try:
+        r = run(["dvc", "status", "--json"], project)
+        assert r.returncode == 0, r.stderr
+        changed = set(json.loads(r.stdout))
+        assert changed, r.stdout
+        # check re-validates the edited params.yaml (fast, and it changes nothing downstream)
+        assert all("tiny-copy" in s for s in changed - {"decide", "check"}), changed
+        # prepare, probes, fidelity_base, baseline, noise, a quantize and a kvscales stage per tier, an
+        # evaluate per variant
+        tiers, kv_modes = p["tiers"], p["kv_modes"]
+        assert sum("tiny-copy" in s for s in changed) == 5 + 2 * len(tiers) + len(tiers) * len(kv_modes)
+    finally:    # the module's later tests share this project
+        (project / "params.yaml").write_text(text)
 
 
 def test_a_calibrated_fp8_kv_mode_end_to_end_beside_the_uncalibrated_one(project):
