@@ -4,7 +4,7 @@ as a task (paired intervals, verdicts, `min_baseline`: a length the baseline can
 The pipeline writes the same files for every model itself (`data: retrieval:<tokens>`, stage probes):
 the entries name the set, not these files.
 
-    python -m scripts.retrieval_set artifacts/smollm2-135m/source --lengths 1024 2048 4096 --out /tmp/sets
+    python -m scripts.retrieval_set artifacts/smollm2-135m/source --lengths 1024 2048 4096 --out sets-preview
 
 Lengths count the prompt's own tokens with that tokenizer (no special tokens; a chat template adds its
 few). Nothing is downloaded; the same seed writes the same files.

