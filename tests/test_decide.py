@@ -272,7 +272,7 @@ def test_the_engine_kv_check_uses_the_planner_s_block_size_and_needs_the_engine_
 @pytest.mark.parametrize("ratio, note", [(0.1, True), (0.01, False), (None, False)])
 def test_the_speed_floor_is_decide_s_param(project, ratio, note):
     p = safe_load((project / "params.yaml").read_text())
-    p["decision"]["min_speed_vs_baseline"] = ratio
+    p["report"]["min_speed_vs_baseline"] = ratio
     (project / "params.yaml").write_text(safe_dump(p))
     for tier, speed in (("fp16", 100.0), ("int8", 5.0)):
         f = paths.eval_result("m", tier, "auto")
@@ -281,7 +281,7 @@ def test_the_speed_floor_is_decide_s_param(project, ratio, note):
         io.atomic_write_json(f, res)
     decide.main()
     rows = {(r["tier"], r["kv"]): r for r in json.loads((project / "results/decision.json").read_text())["rows"]}
-    expected = ("too slow here: 5.0 tok/s vs 100.0 for the baseline (below 0.1x, decision.min_speed_vs_baseline)"
+    expected = ("too slow here: 5.0 tok/s vs 100.0 for the baseline (below 0.1x, report.min_speed_vs_baseline)"
                 if note else None)
     assert rows[("int8", "auto")]["load_note"] == expected and rows[("fp16", "auto")]["load_note"] is None
 

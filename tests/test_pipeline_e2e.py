@@ -126,6 +126,19 @@ def test_second_repro_runs_nothing(project):
     assert "Running stage" not in r.stdout, r.stdout
 
 
+def test_a_report_knob_changes_decide_alone(project):
+    """report: is decide's alone: editing one of its keys leaves every evaluation up to date."""
+    text = (project / "params.yaml").read_text()
+    p = yaml.safe_load(text)
+    p["report"]["regressions_per_task"] += 1
+    (project / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
+    try:
+        r = run(["dvc", "status", "--json"], project)
+        assert r.returncode == 0 and set(json.loads(r.stdout)) == {"decide"}, r.stdout
+    finally:
+        (project / "params.yaml").write_text(text)
+
+
 def _digest(project: Path) -> dict[str, bytes]:
     return {str(p.relative_to(project)): p.read_bytes() for d in ("artifacts", "results")
             for p in sorted((project / d).rglob("*")) if p.is_file()}

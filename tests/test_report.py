@@ -100,15 +100,15 @@ def vllm_rows():
 
 
 def test_serving_section_shows_slo_roofline_and_the_speed_floor():
-    m = dataclasses.replace(model_report(vllm_rows()), min_speed_vs_baseline=0.5)     # decision.min_speed_vs_baseline
+    m = dataclasses.replace(model_report(vllm_rows()), min_speed_vs_baseline=0.5)     # report.min_speed_vs_baseline
     md = "\n".join(serving.load_lines(m, BASE))
     assert "| fp16-auto | p99 TTFT <= 2000 ms, TPOT <= 200 ms | 6 | 1.25 | 5 (converged) | 25.0 | 25% of 100 tok/s |" \
         in md
     assert "| int4-auto | – | – | – | – | 5.0 | bandwidth unknown (serving.bandwidth_gbps) |" in md
     assert ("- int4-auto: too slow here: 5.0 tok/s vs 25.0 for the baseline (below 0.5x, "
-            "decision.min_speed_vs_baseline)") in md
+            "report.min_speed_vs_baseline)") in md
     # below both floors: the relative one (decide) and the absolute one that skipped its load test (evaluate)
-    assert ("- w8a8-auto: too slow here: 1.0 tok/s vs 25.0 for the baseline (below 0.5x, decision."
+    assert ("- w8a8-auto: too slow here: 1.0 tok/s vs 25.0 for the baseline (below 0.5x, report."
             "min_speed_vs_baseline); too slow here: 1.0 tok/s vs 2 (serving.vllm.budget.min_decode_tok_s)") in md
     assert "- fp16-auto:" not in md
     data = exports.decision_json({"m": m}, HEADER)

@@ -28,15 +28,30 @@ def test_tier_activations_is_rejected_as_implied_by_the_recipe(params_dict):
     assert not hasattr(schema.parse(params_dict).tiers["int8"], "activations")
 
 
-def test_min_speed_vs_baseline_moved_to_decision(params_dict):
+def test_min_speed_vs_baseline_moved_to_report(params_dict):
     with pytest.raises(schema.ConfigError, match=r"^serving\.vllm\.budget\.min_speed_vs_baseline: moved to "
-                                                 r"decision\.min_speed_vs_baseline"):
+                                                 r"report\.min_speed_vs_baseline"):
         schema.parse(with_(params_dict, "serving", "vllm", "budget", "min_speed_vs_baseline", 0.1))
-    assert schema.parse(params_dict).decision.min_speed_vs_baseline == 0.1
-    assert schema.parse(with_(params_dict, "decision", "min_speed_vs_baseline", None)).decision.min_speed_vs_baseline is None
-    assert schema.parse(with_(params_dict, "decision", "min_speed_vs_baseline", 0.5)).decision.min_speed_vs_baseline == 0.5
-    with pytest.raises(schema.ConfigError, match=r"^decision\.min_speed_vs_baseline: must be in \[0, 1\]"):
-        schema.parse(with_(params_dict, "decision", "min_speed_vs_baseline", 2))
+    assert schema.parse(params_dict).report.min_speed_vs_baseline == 0.1
+    assert schema.parse(with_(params_dict, "report", "min_speed_vs_baseline", None)).report.min_speed_vs_baseline is None
+    assert schema.parse(with_(params_dict, "report", "min_speed_vs_baseline", 0.5)).report.min_speed_vs_baseline == 0.5
+    with pytest.raises(schema.ConfigError, match=r"^report\.min_speed_vs_baseline: must be in \[0, 1\]"):
+        schema.parse(with_(params_dict, "report", "min_speed_vs_baseline", 2))
+
+
+@pytest.mark.parametrize("key, value", [("length_buckets", [0, 400]), ("regressions_per_task", 3),
+                                        ("min_speed_vs_baseline", 0.2), ("kv_kl_tolerance", 0.01)])
+def test_report_only_knobs_moved_out_of_decision(params_dict, key, value):
+    """decision: is what evaluate's looks read; a report-only knob there is named with where it went."""
+    with pytest.raises(schema.ConfigError, match=rf"^decision\.{key}: moved to report\.{key}"):
+        schema.parse(with_(params_dict, "decision", key, value))
+    assert getattr(schema.parse(with_(params_dict, "report", key, value)).report, key) == value
+
+
+def test_the_report_section_is_required(params_dict):
+    raw = {k: v for k, v in params_dict.items() if k != "report"}
+    with pytest.raises(schema.ConfigError, match=r"^report: required key is missing"):
+        schema.parse(raw)
 
 
 def test_model_dtype_defaults_to_auto_and_the_shipped_params_keep_float16(params_dict):

@@ -124,19 +124,19 @@ def minimal(serving: dict) -> dict:
     return {"models": {"m": {"source": "x"}}, "tiers": {"b": {"method": "baseline"}},
             "kv_modes": {"auto": {"cache_dtype": "auto"}}, "calibration": {"path": "c"},
             "eval": {"tasks": {"t": {"lm_eval": "arc_easy"}}}, "serving": serving,
-            "decision": {"baseline": {"tier": "b"}, "tolerances": {}}, "memory": {"target_gpus": {}}}
+            "decision": {"baseline": {"tier": "b"}, "tolerances": {}}, "report": {}, "memory": {"target_gpus": {}}}
 
 
 def test_params_slo_and_budget():
     p = parse(minimal({"slo": {"ttft_ms": 2000, "tpot_ms": 200}, "bandwidth_gbps": 20,
                        "vllm": {"budget": {"max_wall_s": 600, "min_decode_tok_s": 1}}}))
     assert p.serving.slo.percentile == 99 and p.serving.slo.max_probes == 6 and p.serving.bandwidth_gbps == 20.0
-    assert p.serving.vllm.budget.max_wall_s == 600 and p.decision.min_speed_vs_baseline == 0.1
+    assert p.serving.vllm.budget.max_wall_s == 600 and p.report.min_speed_vs_baseline == 0.1
     assert parse(minimal({})).serving.slo is None
     with pytest.raises(ConfigError, match="serving.slo.percentile"):
         parse(minimal({"slo": {"ttft_ms": 1, "tpot_ms": 1, "percentile": 0}}))
     with pytest.raises(ConfigError, match="^serving.vllm.budget.min_speed_vs_baseline: moved to "
-                                          "decision.min_speed_vs_baseline"):
+                                          "report.min_speed_vs_baseline"):
         parse(minimal({"vllm": {"budget": {"min_speed_vs_baseline": 0.2}}}))
 
 

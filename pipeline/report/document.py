@@ -65,10 +65,10 @@ class ModelReport:
     gpu_recs: dict[str, Recommendation] = field(default_factory=dict)        # GPU name -> recommendation
     plot: PlotSpec | None = None
     kv_pairs: list[KvPair] = field(default_factory=list)
-    min_speed_vs_baseline: float | None = None   # decision.min_speed_vs_baseline: the load figures' speed floor
+    min_speed_vs_baseline: float | None = None   # report.min_speed_vs_baseline: the load figures' speed floor
     sanity: list[Finding] = field(default_factory=list)   # the baseline's own outputs, before any verdict
     noise: NoiseFloor | None = None                        # the engine's own noise (stage noise)
     noise_flips: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)  # variant -> task -> (flips, inside)
     long_kv: list[LongKv] = field(default_factory=list)    # quantized KV modes judged by position
-    long_tolerance: float | None = None                    # decision.kv_kl_tolerance; None: no long-context records
+    long_tolerance: float | None = None                    # report.kv_kl_tolerance; None: no long-context records
     retrieval: list[ByLength] = field(default_factory=list)  # the retrieval suite's lengths, per variant

@@ -17,7 +17,7 @@ def decode_speed(r: Row) -> float | None:
 
 def load_note(r: Row, base: Row | None, ratio: float | None) -> str | None:
     """Why a row's load figures do not count here: skipped at evaluate time (serving.vllm.budget.
-    min_decode_tok_s, or a decode probe out of time), or below `ratio` (decision.min_speed_vs_baseline;
+    min_decode_tok_s, or a decode probe out of time), or below `ratio` (report.min_speed_vs_baseline;
     None: no floor) x the baseline's decode speed - a ratio evaluate@<variant> cannot apply, as it does
     not depend on the baseline's run."""
     tp = r.facts.throughput or {}
@@ -25,7 +25,7 @@ def load_note(r: Row, base: Row | None, ratio: float | None) -> str | None:
     slow = None
     if ratio and speed is not None and base_speed and speed < ratio * base_speed:
         slow = (f"too slow here: {speed:.1f} tok/s vs {base_speed:.1f} for the baseline "
-                f"(below {ratio:g}x, decision.min_speed_vs_baseline)")
+                f"(below {ratio:g}x, report.min_speed_vs_baseline)")
     why = tp.get("skipped") or tp.get("cut")
     return "; ".join(x for x in (slow, why) if x) or None
 

@@ -5,7 +5,7 @@ data or the model's config live with their domain and are composed in pipeline/c
 
     python -m pipeline.config            # validate params.yaml (schema + domain checks)
 
-One module per section of params.yaml (models, eval, serving, decision, memory), the whole file in
+One module per section of params.yaml (models, eval, serving, decision, report, memory), the whole file in
 params.py, the generic typed builder in builder.py, the stages' exit policy in cli.py. Everything
 public is re-exported here: `from pipeline import schema; schema.Tier`.
 """
@@ -18,12 +18,13 @@ from pipeline.schema.memory import Memory, TargetGpu
 from pipeline.schema.models import (BNB_METHODS, CALIBRATED_METHODS, KV_DTYPES, METHODS, RECIPE_METHODS,
                                     Calibration, KvMode, Model, Tier)
 from pipeline.schema.params import NAME_RE, Gate, Params, gate, tolerance_of
+from pipeline.schema.report import Report
 from pipeline.schema.serving import Reference, Serving, Slo, Vllm, VllmBench, VllmBudget
 
 __all__ = [
     "BNB_METHODS", "CALIBRATED_METHODS", "KV_DTYPES", "LOCAL_ONLY", "METHODS", "NAME_RE", "PARAMS_FILE",
     "RECIPE_METHODS", "TASK_KINDS", "Baseline", "Bootstrap", "Calibration", "ConfigError", "Decision", "Eval",
-    "FieldError", "Fidelity", "Gate", "LongContext", "Sequential", "KvMode", "Languages", "Memory", "Model", "Params", "Reference", "Serving", "Slo",
+    "FieldError", "Fidelity", "Gate", "LongContext", "Sequential", "KvMode", "Languages", "Memory", "Model", "Params", "Reference", "Report", "Serving", "Slo",
     "TargetGpu", "Task", "Throughput", "Tier", "Tolerance", "Vllm", "VllmBench", "VllmBudget", "gate", "load", "tolerance_of",
     "load_or_exit", "near", "parse",
 ]

@@ -11,6 +11,7 @@ from pipeline.schema.eval import Eval, Task
 from pipeline.schema.errors import FieldError
 from pipeline.schema.memory import Memory
 from pipeline.schema.models import Calibration, KvMode, Model, Tier
+from pipeline.schema.report import Report
 from pipeline.schema.serving import Serving
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.]*(?:-[a-z0-9_.]+)*$")
@@ -25,6 +26,7 @@ class Params:
     eval: Eval
     serving: Serving
     decision: Decision
+    report: Report
     memory: Memory
 
     def __post_init__(self) -> None:

@@ -33,7 +33,7 @@ class VllmBudget:
     """How long one variant may take on vLLM. max_wall_s bounds the whole session (startup, lm-eval, the
     load test): past it the tasks lm-eval finished are kept and the rest are "not measured: too slow
     here"; a variant whose decode probe is below min_decode_tok_s skips its load test here. (The ratio
-    to the baseline's speed is decide's rule: decision.min_speed_vs_baseline.)
+    to the baseline's speed is decide's rule: report.min_speed_vs_baseline.)
 
     The CPU default, 210 s, bounds a vLLM run of the default model's 10 servable variants on 2 cores at
     35 min of evaluation whatever the kernels do, under 45 min with the other stages (a row here takes
@@ -43,7 +43,7 @@ class VllmBudget:
     gpu_max_wall_s: int | None = 1200           # replaces max_wall_s when serving on a GPU
     probe_tokens: int = 16                      # the decode probe: one request of this many tokens
 
-    RETIRED = {"min_speed_vs_baseline": "moved to decision.min_speed_vs_baseline (decide applies it)"}
+    RETIRED = {"min_speed_vs_baseline": "moved to report.min_speed_vs_baseline (decide applies it)"}
 
     def __post_init__(self) -> None:
         if self.min_decode_tok_s is not None and self.min_decode_tok_s < 0:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pipeline.domain.metrics import split_id
-from pipeline.schema import Decision, Tolerance
+from pipeline.schema import Decision, Report, Tolerance
 from pipeline.scoring import analysis, decision
 from pipeline.scoring.analysis import KvLength, Regression, Samples, metrics_of, paired_tasks
 from pipeline.scoring.rows import Evidence, Key, Measured
@@ -34,7 +34,7 @@ def task_metrics(r: Measured, task: str) -> dict[str, str]:
     return metrics_of(r.metrics, task)
 
 
-def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision,
+def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision, report: Report,
             tolerance: Callable[[str], Tolerance | None]) -> Comparison:
     """`samples`: every ok row's; `tolerance`: a metric id's tolerance (params.gate), None if not gated."""
     bases = decision.baselines(rows, rule)
@@ -64,14 +64,14 @@ def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision,
             power.update({reported[m]: p for m, p in pws.items()})
             if "logliks" in mine[task][0]:
                 found.flips.setdefault(r.model, {}).setdefault(r.variant, {})[task] = analysis.flips(pairs)
-            regress[task] = analysis.largest_regressions(pairs, rule.regressions_per_task)
+            regress[task] = analysis.largest_regressions(pairs, report.regressions_per_task)
         # a task stopped at a look: its delta over the documents both read (its prefix), as its interval's
         looked = {m: iv.delta for m, iv in intervals.items() if split_id(m)[0] in r.looks}
         found.evidence[r.key] = Evidence({**decision.deltas(r, base), **looked}, intervals, power)
         found.regressions.setdefault(r.model, {})[r.variant] = regress
         ref = by_backend.get((r.model, r.tier, rule.baseline.kv, r.backend))
         if r.kv != rule.baseline.kv and ref is not None and ref.status == "ok" and ref.compute_dtype == r.compute_dtype:
-            found.kv_length += kv_length(r, ref, mine, samples[ref.key], rule.length_buckets)
+            found.kv_length += kv_length(r, ref, mine, samples[ref.key], report.length_buckets)
     return found
 
 

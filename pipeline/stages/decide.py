@@ -27,7 +27,7 @@ MODEL_DTYPE_CACHE = "auto"     # kv_modes.<mode>.cache_dtype of a cache kept in 
 
 def compare(params: schema.Params, rows: list[Measured], samples: Samples) -> Comparison:
     """Every ok row against its baseline, from the per-sample logs evaluate wrote."""
-    return comparison.compare(rows, samples, params.decision, lambda mid: params.gate(mid).tolerance)
+    return comparison.compare(rows, samples, params.decision, params.report, lambda mid: params.gate(mid).tolerance)
 
 
 def plan_rows(params: schema.Params, rows: list[Row]) -> planner.Planned:
@@ -93,7 +93,7 @@ def model_report(params: schema.Params, rows: list[Row], model: str, found: Comp
     # evaluate records long_context on every variant when eval.long_context is set (its status says why not)
     configured = any(r.facts.long_context is not None for r in mine)
     by_length = None if not configured else long_kv.judge(
-        [r.facts for r in mine], params.decision.baseline.kv, params.decision.baseline.tier, params.decision.kv_kl_tolerance,
+        [r.facts for r in mine], params.decision.baseline.kv, params.decision.baseline.tier, params.report.kv_kl_tolerance,
         params.decision.bootstrap.confidence)
     return ModelReport(
         name=model, source=params.models[model].source, rows=mine, recommendation=rec,
@@ -102,10 +102,10 @@ def model_report(params: schema.Params, rows: list[Row], model: str, found: Comp
         regression_links=regression_links(model, found),
         kv_length=[k for k in found.kv_length if k.model == model], plans=planned.for_model(model),
         gpu_recs=gpu_recommendations(params, rows, model, planned, by_length), plot=plot_spec(params, model, mine),
-        kv_pairs=kv_scale_pairs(params.kv_modes), min_speed_vs_baseline=params.decision.min_speed_vs_baseline,
+        kv_pairs=kv_scale_pairs(params.kv_modes), min_speed_vs_baseline=params.report.min_speed_vs_baseline,
         sanity=sanity.findings(samples[base.key]) if base else [], noise=floor,
         noise_flips=noise_flips(mine, base, samples, floor) if floor is not None and base else {},
-        long_kv=by_length or [], long_tolerance=params.decision.kv_kl_tolerance if configured else None,
+        long_kv=by_length or [], long_tolerance=params.report.kv_kl_tolerance if configured else None,
         retrieval=retrieval_length.table(mine, retrieval_length.lengths(samples[base.key]) if base else []))
 
 
