@@ -22,8 +22,7 @@ from ruamel.yaml import YAML
 from benchmarks.timing import best_of
 from pipeline.domain.machine import cpu_info, describe
 from pipeline.schema.yaml_io import safe_load
-from scripts.depgraph import ROOT
-from scripts.dvc_deps import code_deps
+from scripts.dvc_deps import ROOT, code_deps
 
 
 def lock_text(per_stage: list[list[str]], stages: int) -> str:
@@ -43,7 +42,7 @@ def main() -> None:
     ap.add_argument("--stages", type=int, default=30)
     a = ap.parse_args()
     dvc = safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))
-    by_file = list(code_deps(dvc, group=str).values())
+    by_file = list(code_deps(dvc, group=lambda rel, root: rel).values())
     by_folder = list(code_deps(dvc).values())
     print(f"machine: {describe(cpu_info(), False)}; {a.stages} stages; ruamel C parser: {YAML(typ='safe').Parser.__module__}")
     print(f"{'code deps':<12}{'lock KB':>9}{'safe load s':>13}{'pure load s':>13}{'rt load+dump s':>16}")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from scripts import dvc_deps
 from tests import tiny_model
 from tests.conftest import short_tasks
 
@@ -72,9 +73,20 @@ def md_table(md: str, head: str) -> list[list[str]]:
     return [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
 
 
+def traced_problems(project: Path, folder: str, unseen: dict = dvc_deps.UNSEEN) -> list[str]:
+    """What `python -m scripts.dvc_deps --trace <folder>` names for the stages traced there."""
+    lock, dvc, params = (yaml.safe_load((project / f).read_text()) for f in ("dvc.lock", "dvc.yaml", "params.yaml"))
+    traces = [json.loads(f.read_text()) for f in (project / folder).glob("*.json")]
+    assert traces and {t["stage"] for t in traces} <= set(lock["stages"])
+    return ([p for t in traces for p in dvc_deps.trace_problems(lock, t, project, params)]
+            + dvc_deps.needless_problems(dvc, params, traces, project, unseen))
+
+
 def test_repro_writes_complete_decision(project):
-    r = run(["dvc", "repro"], project)
+    r = run(["dvc", "repro"], project, env={"QTIER_TRACE": str(project / "trace")})
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    # every stage's data deps and params are what it read (scripts/dvc_deps.py --trace)
+    assert set(traced_problems(project, "trace")) == set(), traced_problems(project, "trace")
     decision = json.loads((project / "results/decision.json").read_text())
     rows = decision["rows"]
     params = yaml.safe_load((project / "params.yaml").read_text())
@@ -208,8 +220,11 @@ def test_a_calibrated_fp8_kv_mode_end_to_end_beside_the_uncalibrated_one(project
     p["kv_modes"]["fp8-cal"] = {"cache_dtype": "fp8_e4m3", "scale": "calibrated"}
     (project / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
     try:
-        r = run(["dvc", "repro"], project)
+        r = run(["dvc", "repro"], project, env={"QTIER_TRACE": str(project / "trace-cal")})
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        # the calibrated path reads the kvscales records and checkpoints the uncalibrated run never did
+        calibrated = {k: v for k, v in dvc_deps.UNSEEN.items() if k not in ("kvscales", "evaluate", "decide")}
+        assert traced_problems(project, "trace-cal", calibrated) == []
         ran = [line.split("'")[1] for line in r.stdout.splitlines() if line.startswith("Running stage")]
         evaluated = sorted(s for s in ran if s.startswith("evaluate@"))
         assert evaluated == sorted(f"evaluate@tiny-{t}-fp8-cal" for t in p["tiers"]), ran
@@ -322,7 +337,7 @@ def test_ctrl_c_during_a_stage_stops_everything_and_keeps_results(project):
     # at most the interrupted stage (DVC clears a stage's outputs before running it) and decide;
     # check and fidelity_base ran on the edited params.yaml before the interrupt, so they re-run on the
     # restored one (fidelity_base and noise depend on the eval section whole: DVC cannot declare the
-    # optional eval.fidelity key alone, scripts/dvc_params.py)
+    # optional eval.fidelity key alone)
     assert stale <= {"decide", "check", "fidelity_base@tiny", "baseline@tiny", "noise@tiny"} | {
         s for s in stale if s.startswith("evaluate@")}
     # every evaluate depends on stage baseline's output: when it re-ran on the edit, they all re-run

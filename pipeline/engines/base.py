@@ -1,7 +1,6 @@
 """The backend interface every serving engine implements, and the variant it serves."""
 from __future__ import annotations
 
-import dataclasses
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,7 +8,7 @@ from typing import Any, Protocol
 
 from pipeline import io, paths
 from pipeline.domain import bos, chat
-from pipeline.schema import KvMode, Model, Params, Tier
+from pipeline.schema import KvMode, Model, Params, Tier, replaced
 
 
 @dataclass(frozen=True)
@@ -57,10 +56,10 @@ class Variant:
         quantize resolved it from the source's config.json (the record's storage_dtype), and
         models.<name>.apply_chat_template and add_bos_token as prepare resolved them (the source's record,
         for every value: what prepare checked against the tokenizer, never the param again)."""
-        model_cfg = dataclasses.replace(params.models[model], apply_chat_template=chat.recorded(model),
-                                        add_bos_token=bos.recorded(model))
+        model_cfg = replaced(params.models[model], apply_chat_template=chat.recorded(model),
+                             add_bos_token=bos.recorded(model))
         if model_cfg.dtype == "auto":
-            model_cfg = dataclasses.replace(model_cfg, dtype=record["storage_dtype"])
+            model_cfg = replaced(model_cfg, dtype=record["storage_dtype"])
         return cls(model, tier, kv, checkpoint, model_cfg, params.tiers[tier], params.kv_modes[kv],
                    serve_path=Path(record["serve_path"]), load_quantization=record.get("load_quantization"),
                    out_dir=out_dir)

@@ -19,7 +19,6 @@ the baseline's KV mode is evaluated (any other is `unsupported`, with why).
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import urllib.error
@@ -37,7 +36,7 @@ from pipeline.engines.vllm_bench import too_slow
 from pipeline.engines.vllm_session import VllmSession, WallBudget
 from pipeline.io import read_json
 from pipeline import paths
-from pipeline.schema import Eval, Slo, Vllm
+from pipeline.schema import Eval, Slo, Vllm, replaced
 
 
 class Remote:
@@ -105,7 +104,7 @@ class EndpointBackend:
         probe = decode_probe(cfg, remote.base_url, served, wall, remote.api_key)
         context = served_context(remote.base_url, served, remote.api_key)
         if context is not None:         # lm-eval truncates prompts to what the server accepts
-            cfg = dataclasses.replace(cfg, max_model_len=context)
+            cfg = replaced(cfg, max_model_len=context)
         info: dict[str, Any] = {
             "backend": self.name, "device": "endpoint", "base_url": remote.base_url, "served_model": served,
             "first_request_s": round(first_s, 2), "contract": contract.as_dict(),

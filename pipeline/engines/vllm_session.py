@@ -4,7 +4,6 @@ budget (serving.vllm.budget.max_wall_s) counted from the session's start."""
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
 import subprocess
 import time
@@ -17,7 +16,7 @@ from pipeline.engines.base import TokenDists, Unsupported, Variant
 from pipeline.engines.server import Server, prompt_logprobs
 from pipeline.engines.vllm_argv import bench_argv, bench_file
 from pipeline.engines.vllm_bench import bench_summary
-from pipeline.schema import Slo, Vllm
+from pipeline.schema import Slo, Vllm, replaced
 from pipeline.engines import slo as slo_search
 
 
@@ -39,8 +38,8 @@ OUT_OF_WALL = "the wall budget ran out (serving.vllm.budget.max_wall_s)"
 def other_concurrency(cfg: Vllm) -> Vllm:
     """vLLM's second arithmetic: lm-eval's requests in another batch composition (one at a time, or two
     at once when the run sends them one at a time); batch composition changes vLLM's sums (vllm #11658)."""
-    return dataclasses.replace(cfg, num_concurrent=1 if cfg.num_concurrent > 1 else 2,
-                               gpu_num_concurrent=1 if cfg.gpu_num_concurrent > 1 else 2)
+    return replaced(cfg, num_concurrent=1 if cfg.num_concurrent > 1 else 2,
+                    gpu_num_concurrent=1 if cfg.gpu_num_concurrent > 1 else 2)
 
 
 class VllmSession:

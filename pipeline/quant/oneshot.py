@@ -6,7 +6,6 @@ torch, transformers and llm-compressor are imported inside the functions: second
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from pathlib import Path
@@ -32,7 +31,7 @@ def set_threads() -> int:
 
 def resolved_model(model_cfg: schema.Model, hf_config: dict) -> schema.Model:
     """The model entry with a concrete dtype (`auto` resolved from the source's config.json)."""
-    return dataclasses.replace(model_cfg, dtype=compute.model_dtype(model_cfg.dtype, hf_config))
+    return schema.replaced(model_cfg, dtype=compute.model_dtype(model_cfg.dtype, hf_config))
 
 
 def load_placement(model_cfg: schema.Model) -> compute.Placement:
@@ -89,7 +88,9 @@ def quantize(params: schema.Params, model_name: str, tier_name: str, out: Path, 
         info.update(scheme=model_cfg.dtype, recipe=recipe)
     else:
         group_size = recipes.pick_group_size(tier, hf_config, f"tiers.{tier_name}")
-        recipe = recipes.render(recipes.load_template(tier.recipe), tier, group_size)
+        # the check stage's copy, byte for byte, which this stage depends on (its params name the original)
+        template = recipes.load_template(str(paths.tier_recipe(tier_name)), shown=tier.recipe)
+        recipe = recipes.render(template, tier, group_size)
         if kv_scheme is not None:
             recipe = recipes.with_kv_cache(recipe, kv_scheme)
         info.update(recipe_file=tier.recipe, group_size=group_size, weight_bits=tier.weight_bits,

@@ -19,6 +19,7 @@ from pipeline.schema.models import (BNB_METHODS, CALIBRATED_METHODS, KV_DTYPES, 
                                     Calibration, KvMode, Model, Tier)
 from pipeline.schema.params import NAME_RE, Gate, Params, gate, tolerance_of
 from pipeline.schema.report import Report
+from pipeline.schema.traced import replaced
 from pipeline.schema.serving import Reference, Serving, Slo, Vllm, VllmBench, VllmBudget
 
 __all__ = [
@@ -26,5 +27,5 @@ __all__ = [
     "RECIPE_METHODS", "TASK_KINDS", "Baseline", "Bootstrap", "Calibration", "ConfigError", "Decision", "Eval",
     "FieldError", "Fidelity", "Gate", "LongContext", "Sequential", "KvMode", "Languages", "Memory", "Model", "Params", "Reference", "Report", "Serving", "Slo",
     "TargetGpu", "Task", "Throughput", "Tier", "Tolerance", "Vllm", "VllmBench", "VllmBudget", "gate", "load", "tolerance_of",
-    "load_or_exit", "near", "parse",
+    "load_or_exit", "near", "parse", "replaced",
 ]

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import yaml
 
+from pipeline.schema import traced
 from pipeline.schema.errors import ConfigError, FieldError
 from pipeline.schema.params import Params
 from pipeline.schema.yaml_io import SafeLoader
@@ -115,8 +116,9 @@ def _build_dataclass(cls: Any, value: Any, key: str) -> Any:
 
 
 def parse(raw: Any) -> Params:
-    """Build and self-check the params dataclasses from parsed YAML (no file or data checks)."""
-    return _build_dataclass(Params, raw, "")
+    """Build and self-check the params dataclasses from parsed YAML (no file or data checks), each
+    object labelled with its key path (pipeline/schema/traced.py)."""
+    return traced.label(_build_dataclass(Params, raw, ""), "")
 
 
 class _UniqueKeyLoader(SafeLoader):

@@ -1,8 +1,6 @@
 """The whole of params.yaml: every section, and the checks that span sections."""
 from __future__ import annotations
 
-import dataclasses
-
 import re
 from dataclasses import dataclass
 
@@ -13,6 +11,7 @@ from pipeline.schema.memory import Memory
 from pipeline.schema.models import Calibration, KvMode, Model, Tier
 from pipeline.schema.report import Report
 from pipeline.schema.serving import Serving
+from pipeline.schema.traced import replaced
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.]*(?:-[a-z0-9_.]+)*$")
 
@@ -103,6 +102,6 @@ def without_wall_budget(params: Params) -> Params:
     """`params` with no per-variant time budget (serving.vllm.budget.max_wall_s and gpu_max_wall_s
     null): the baseline and the noise floor run to every cap, since every variant is judged against
     them (issue 43)."""
-    budget = dataclasses.replace(params.serving.vllm.budget, max_wall_s=None, gpu_max_wall_s=None)
-    vllm = dataclasses.replace(params.serving.vllm, budget=budget)
-    return dataclasses.replace(params, serving=dataclasses.replace(params.serving, vllm=vllm))
+    budget = replaced(params.serving.vllm.budget, max_wall_s=None, gpu_max_wall_s=None)
+    vllm = replaced(params.serving.vllm, budget=budget)
+    return replaced(params, serving=replaced(params.serving, vllm=vllm))

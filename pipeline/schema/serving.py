@@ -1,11 +1,11 @@
 """How variants are served: the reference backend, vLLM (its load test and time budget), the SLO search."""
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal
 
 from pipeline.schema.errors import FieldError
+from pipeline.schema.traced import replaced
 
 
 @dataclass(frozen=True)
@@ -85,8 +85,8 @@ class Vllm:
         """The settings a server on `device` ("cpu" or "gpu") runs with: the GPU load sizes on a GPU."""
         if device != "gpu":
             return self
-        return dataclasses.replace(self, num_concurrent=self.gpu_num_concurrent, bench=self.gpu_bench,
-                                   budget=dataclasses.replace(self.budget, max_wall_s=self.budget.gpu_max_wall_s))
+        return replaced(self, num_concurrent=self.gpu_num_concurrent, bench=self.gpu_bench,
+                        budget=replaced(self.budget, max_wall_s=self.budget.gpu_max_wall_s))
 
 
 @dataclass(frozen=True)

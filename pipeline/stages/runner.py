@@ -17,6 +17,7 @@ stage wrote it; exit codes are the stage's own (an uncaught exception: 1).
 from __future__ import annotations
 
 import functools
+import json
 import os
 import signal
 import sys
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from pipeline import errors, paths, runlog, schema
+from pipeline.schema import traced
 
 # argument name -> the params.yaml section naming it
 SECTIONS = {"model": "models", "tier": "tiers", "kv": "kv_modes"}
@@ -87,13 +89,18 @@ def stage(kind: str, argnames: tuple[str, ...] = (), loader: Callable[[], schema
     errors.unwind_on_sigterm()
     st = Stage(stage_name(kind, args), args, paths.stage_log(stage_name(kind, args)))
     t0 = time.perf_counter()
+    written = None
     try:
         with runlog.capture(st.log, st.name) as console:
             try:
+                if os.environ.get("QTIER_TRACE"):       # what it reads, for scripts/dvc_deps.py --trace
+                    written = trace_reads(st.name, Path(os.environ["QTIER_TRACE"]))
                 st.params = loader()
                 bad = unknown_variant(st.params, argnames, args)
                 if bad:
                     sys.exit(bad)
+                if written is not None:
+                    traced.start(schema.Params)
                 yield st
             except SystemExit as e:
                 code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
@@ -121,6 +128,8 @@ def stage(kind: str, argnames: tuple[str, ...] = (), loader: Callable[[], schema
             _finish(console, st, t0)
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if written is not None:
+            written()
 
 
 def stage_main(kind: str, argnames: tuple[str, ...] = (), loader: Callable[[], schema.Params] = schema.load_or_exit,
@@ -139,3 +148,33 @@ def _finish(console: runlog.Console, st: Stage, t0: float) -> None:
     console.line(st.line(time.perf_counter() - t0))
     for line in st.report:
         console.line(line)
+
+
+def trace_reads(stage: str, folder: Path) -> Callable[[], None]:
+    """Record the project files read from now on (Python's audit hooks: not a vLLM server's, nor
+    safetensors' or tokenizers' native reads) and the params keys once `traced.start` is called (after
+    params.yaml is checked: the checks read every key); the returned function writes both to
+    `<folder>/<stage>.json` for `python -m scripts.dvc_deps --trace <folder>`."""
+    root, files = Path.cwd().resolve(), set()
+
+    def hook(event: str, args: tuple) -> None:
+        if event == "open" and not (any(c in args[1] for c in "wax+") if isinstance(args[1], str)
+                                    else args[2] & (os.O_WRONLY | os.O_RDWR)):
+            path = args[0]
+        elif event in ("os.listdir", "os.scandir"):
+            path = "." if args[0] is None else args[0]
+        else:
+            return
+        if isinstance(path, int) or not os.path.exists(full := root / os.fsdecode(path)):
+            return          # a descriptor, a failed lookup, an import hook's name
+        rel = os.path.relpath(full, root).replace(os.sep, "/")
+        if not rel.startswith(("..", ".venv", ".git/", ".dvc/")) and "__pycache__" not in rel:
+            files.add(rel)
+
+    sys.addaudithook(hook)
+
+    def write() -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        record = {"stage": stage, "params": sorted(traced.READ or ()), "reads": sorted(files)}
+        (folder / f"{stage}.json").write_text(json.dumps(record, indent=1))
+    return write
