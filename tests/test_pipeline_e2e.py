@@ -139,16 +139,21 @@ def test_second_repro_runs_nothing(project):
 
 
 def test_a_report_knob_changes_decide_alone(project):
-    """report: is decide's alone: editing one of its keys leaves every evaluation up to date."""
+    """report: is decide's alone: editing one of its keys re-runs check (which validates any edit of
+    params.yaml, in seconds, and rewrites nothing) and decide, no evaluation."""
     text = (project / "params.yaml").read_text()
     p = yaml.safe_load(text)
     p["report"]["regressions_per_task"] += 1
     (project / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
     try:
         r = run(["dvc", "status", "--json"], project)
-        assert r.returncode == 0 and set(json.loads(r.stdout)) == {"decide"}, r.stdout
+        assert r.returncode == 0 and set(json.loads(r.stdout)) == {"check", "decide"}, r.stdout
+        r = run(["dvc", "repro"], project)
+        ran = [line.split("'")[1] for line in r.stdout.splitlines() if line.startswith("Running stage")]
+        assert r.returncode == 0 and ran == ["check", "decide"], r.stdout[-2000:]
     finally:
         (project / "params.yaml").write_text(text)
+    assert run(["dvc", "repro"], project).returncode == 0
 
 
 def _digest(project: Path) -> dict[str, bytes]:
