@@ -1,6 +1,6 @@
 """evaluate's long-context probe (pipeline/stages/evaluate.py: long_context) runs on every variant, one
-that failed or cannot pass included (eval.sequential.probes: all, the default), and with probes:
-passable not on those."""
+that failed or cannot pass included, with eval.sequential.probes: all, and with probes: passable (the
+default) not on those."""
 import dataclasses
 
 import pytest
@@ -19,10 +19,10 @@ class NoModel:
 
 def test_a_variant_that_failed_or_cannot_pass_runs_the_probe_unless_probes_is_passable(in_repo, tmp_path,
                                                                                          monkeypatch):
-    every = config.load()
-    assert every.eval.sequential.probes == "all"         # the shipped default
-    passable = dataclasses.replace(every, eval=dataclasses.replace(
-        every.eval, sequential=dataclasses.replace(every.eval.sequential, probes="passable")))
+    passable = config.load()
+    assert passable.eval.sequential.probes == "passable"         # the shipped default
+    every = dataclasses.replace(passable, eval=dataclasses.replace(
+        passable.eval, sequential=dataclasses.replace(passable.eval.sequential, probes="all")))
     cannot = {"cannot_pass": "classification/acc inconclusive at the cap"}
     got = evaluate.long_context(NoModel(), passable, "smollm2-135m", cannot)
     assert got == {"status": "skipped", "why": "the variant cannot pass: classification/acc inconclusive at the cap"}

@@ -220,14 +220,14 @@ def test_a_verdict_settles_once_the_second_arithmetic_gives_it_too_and_is_unstab
     assert rec["settled"]["acc"]["verdict"] == "pass" and rec["unstable"] == [] and done.cannot_pass() is None
     assert second_calls == [("c", 0, rec["settled"]["acc"]["n"])] and calls[-1][0] == "r"
     # the second arithmetic's variant is 10 points down: never a pass; unstable, so it cannot pass (the
-    # report-only task still runs: probes all)
+    # report-only task is skipped: probes passable, the default)
     worse = {d: same[d] and d % 10 != 0 for d in range(400)}
     second_calls = []
     done = run_looks(None, [c, r], EV, base, {"c/acc": Gate(3.0)}, BOOT, run=fake_run(same, []),
                      report_only={"r"}, second=Second(worse, base, second_calls))
     rec = done.record["c"]
     assert rec["settled"] == {} and rec["unstable"] == ["acc"] and rec["first"]["acc"]["verdict"] == "pass"
-    assert done.unstable == ["c/acc"] and done.skipped == [] and done.stopped is None
+    assert done.unstable == ["c/acc"] and done.skipped == ["r"] and done.stopped is None
     assert done.cannot_pass() == "c/acc unstable under the second arithmetic"
     assert second_calls[0][1] == 0 and second_calls[-1][2] == done.record["c"]["n"]
     assert [(a, b) for _, a, b in second_calls] == list(zip([0] + [n for *_, n in second_calls[:-1]],

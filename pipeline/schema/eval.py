@@ -130,10 +130,10 @@ class Sequential:
     its verdicts read at the group-sequential confidence of that look (pipeline/scoring/sequential.py);
     a settled task stops, a failed gated metric stops the variant (docs/decision-rule.md "Looks")."""
     looks: list[float] = field(default_factory=lambda: [0.25, 0.5, 0.75, 1.0])
-    # all: the report-only tasks and eval.long_context on every variant, a failed one included (they say
-    # how its KV cache holds with length, a question its task verdict does not answer); passable: only on
-    # a variant that can still pass (none of its gated metrics failed or left open at its cap)
-    probes: str = "all"
+    # passable: the report-only tasks and eval.long_context only on a variant that can still pass (none of
+    # its gated metrics failed or left open at its cap): a variant recommended nowhere has no KV cache or
+    # long prompt to vouch for (issue 38); all: on every variant, a failed one included
+    probes: str = "passable"
 
     def __post_init__(self) -> None:
         f = self.looks
