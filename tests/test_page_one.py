@@ -30,7 +30,8 @@ def test_page_one_states_the_run_the_baseline_recovery_and_the_caveats():
     assert "Baseline `fp16` + KV `auto`: classification Accuracy 90.0" in p
     assert "it cannot do translation (below decision.min_baseline)" in p
     assert "Pass means: classification Accuracy at most 3.0 points below baseline (160 samples at most)" in p
-    assert "Weights: 258.0 MiB for the baseline, 100.0 MiB for the pick (-61%)." in p
+    assert ("Weights: 258.0 MiB for the baseline, 100.0 MiB for the pick (-61%); KV cache 23,040 -> 11,520 "
+            "bytes/token (-50%).") in p
     assert "Caveats: measured on a CPU" not in p and "the quantized KV cache is simulated" in " ".join(p.split())
     int4 = next(r for r in table(p) if r[:2] == ["int4", "fp8"])
     assert int4[3] == "pass -1.0 [-2.0,+0.0] 99%"          # recovery 89 / 90

@@ -72,7 +72,9 @@ def memory_saved(m: ModelReport, base: Row | None) -> list[str]:
     if base is None or pick is None or not base.facts.weight_bytes or not pick.facts.weight_bytes:
         return []
     b, p = mib(base.facts.weight_bytes), mib(pick.facts.weight_bytes)
-    return [f"Weights: {b:.1f} MiB for the baseline, {p:.1f} MiB for the pick ({(p - b) / b:+.0%})."]
+    kb, kp = base.facts.kv_bytes_per_token, pick.facts.kv_bytes_per_token
+    kv = f"; KV cache {kb:,} -> {kp:,} bytes/token ({(kp - kb) / kb:+.0%})" if kb and kp else ""
+    return [f"Weights: {b:.1f} MiB for the baseline, {p:.1f} MiB for the pick ({(p - b) / b:+.0%}){kv}."]
 
 
 def recovery(r: Row, base: Row, mid: str) -> float | None:
