@@ -74,7 +74,7 @@ def memory_saved(m: ModelReport, base: Row | None) -> list[str]:
     b, p = mib(base.facts.weight_bytes), mib(pick.facts.weight_bytes)
     kb, kp = base.facts.kv_bytes_per_token, pick.facts.kv_bytes_per_token
     kv = f"; KV cache {kb:,} -> {kp:,} bytes/token ({(kp - kb) / kb:+.0%})" if kb and kp else ""
-    return [f"Weights: {b:.1f} MiB for the baseline, {p:.1f} MiB for the pick ({(p - b) / b:+.0%}){kv}."]
+    return wrap(f"Weights: {b:.1f} MiB for the baseline, {p:.1f} MiB for the pick ({(p - b) / b:+.0%}){kv}.")
 
 
 def recovery(r: Row, base: Row, mid: str) -> float | None:
@@ -99,7 +99,7 @@ def cell(m: ModelReport, r: Row, base: Row, task: str) -> str:
     text += f" {rec:.0f}%" if rec is not None else ""
     flips = m.flips.get(r.variant, {}).get(task)
     if flips is not None and flips.n:
-        text += f" {100.0 * (flips.right_to_wrong + flips.wrong_to_right) / flips.n:.1f}% flip"
+        text += f" {100.0 * (flips.right_to_wrong + flips.wrong_to_right) / flips.n:.1f}%"
     return text
 
 
@@ -123,8 +123,8 @@ def table(m: ModelReport, base: Row, tasks: list[str]) -> list[str]:
         else:
             verdict, cells = r.judgement.overall.replace("fail", "FAIL"), [cell(m, r, base, t) for t in tasks]
         lines.append(md_row([f.tier, f.kv, verdict] + cells + [f"{mib(f.weight_bytes):.1f}" if f.weight_bytes else "–"]))
-    return lines + ["", "Cells: verdict, delta (points) [the interval it was read on], recovery (variant / baseline), "
-                        "items flipped.", ""]
+    return lines + ["", *wrap("Cells: verdict, delta (points) [the interval it was read on], recovery (variant / "
+                              "baseline), then on a choice task the share of items flipped."), ""]
 
 
 def lines(m: ModelReport, header: Header, provenance_line: str, opening: list[str]) -> list[str]:
