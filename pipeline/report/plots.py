@@ -1,5 +1,5 @@
-"""The report's plots, each a PNG: quality delta (with its bootstrap intervals) against weight memory, one
-panel per metric; next-token KL and retrieval accuracy against context length, one panel per tier."""
+"""The report's plots, each a PNG: quality delta (with the interval each verdict was read on) against
+weight memory, one panel per gated metric the model can do; next-token KL and retrieval accuracy against context length, one panel per tier."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -10,35 +10,54 @@ from pipeline.scoring import long_kv, retrieval_length
 from pipeline.scoring.rows import Row
 
 
+def spread(xs: list[float], width: float) -> list[float]:
+    """xs with the points that share a value (variants of equal memory) set side by side, `width` apart,
+    centred on it, so their intervals do not hide each other."""
+    out, seen = list(xs), {}
+    for i, x in enumerate(xs):
+        seen.setdefault(round(x, 1), []).append(i)
+    for group in seen.values():
+        for k, i in enumerate(group):
+            out[i] = xs[i] + (k - (len(group) - 1) / 2) * width
+    return out
+
+
 def quality_vs_memory(rows: list[Row], metrics: list[str], out: Path, title: str,
                       limits: dict[str, float] | None = None, round_kv: list[str] | None = None) -> None:
-    """limits: metric -> allowed drop (drawn as a dashed line at -limit); round_kv: the KV modes drawn
-    as circles (the cache in the model's dtype), every other mode as squares."""
+    """A panel per metric; a colour per tier and a marker per KV mode (circles: the cache in the model's
+    dtype, `round_kv`; squares: any other), named in one legend, so no label overlaps another;
+    limits: metric -> allowed drop (drawn as a dashed line at -limit)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     shown = [m for m in metrics if any(m in r.evidence.intervals for r in rows)]
-    fig, axes = plt.subplots(1, max(len(shown), 1), figsize=(4.2 * max(len(shown), 1), 3.6), squeeze=False)
+    tiers = list(dict.fromkeys(r.facts.tier for r in rows))
+    colour = {t: f"C{k % 10}" for k, t in enumerate(tiers)}
+    marker = {kv: "o" if kv in (round_kv or []) else "s" for kv in dict.fromkeys(r.facts.kv for r in rows)}
+    fig, axes = plt.subplots(1, max(len(shown), 1), figsize=(4.6 * max(len(shown), 1) + 1.6, 3.8), squeeze=False)
     for ax, metric in zip(axes[0], shown):
-        for r in rows:
-            iv = r.evidence.intervals.get(metric)
-            if iv is None or not r.facts.weight_bytes:
-                continue
-            x = mib(r.facts.weight_bytes)
-            marker = "o" if r.facts.kv in (round_kv or []) else "s"
-            ax.errorbar(x, iv.delta, yerr=[[iv.delta - iv.lo], [iv.hi - iv.delta]], fmt=marker, capsize=3)
-            ax.annotate(r.variant, (x, iv.delta), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        drawn = [(r, r.evidence.intervals[metric]) for r in rows
+                 if metric in r.evidence.intervals and r.facts.weight_bytes]
+        xs = [mib(r.facts.weight_bytes) for r, _ in drawn]
+        width = 0.012 * ((max(xs) - min(xs)) or max(xs, default=1.0))
+        for (r, iv), x in zip(drawn, spread(xs, width)):
+            ax.errorbar(x, iv.delta, yerr=[[iv.delta - iv.lo], [iv.hi - iv.delta]], fmt=marker[r.facts.kv],
+                        color=colour[r.facts.tier], capsize=3, ms=5)
         ax.axhline(0, color="grey", lw=0.8)
         if limits and metric in limits:
-            ax.axhline(-limits[metric], color="red", lw=0.8, ls="--", label="-tolerance")
-            ax.legend(loc="lower right", fontsize=7)
+            ax.axhline(-limits[metric], color="red", lw=0.8, ls="--")
         ax.set_xlabel("weights (MiB)")
-        ax.set_ylabel(f"{metric} delta vs baseline")
-        ax.set_title(metric)
+        ax.set_ylabel("delta vs baseline (points)")
+        ax.set_title(metric, fontsize=10)
+    handles = [Line2D([], [], color=colour[t], marker="s", ls="", label=t) for t in tiers]
+    handles += [Line2D([], [], color="black", marker=m, ls="", mfc="none", label=f"KV {kv}") for kv, m in marker.items()]
+    handles += [Line2D([], [], color="red", ls="--", lw=0.8, label="minus the allowed drop")]
+    fig.legend(handles=handles, loc="center right", fontsize=8, frameon=False)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1 - 1.6 / fig.get_figwidth(), 1))
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp.png")
     fig.savefig(tmp, dpi=110)
