@@ -431,3 +431,15 @@ def test_the_retrieval_suite_is_shown_by_length_for_every_variant(project):
     assert by["int4-gptq-auto"]["up_to"] is None and by["int4-gptq-auto"]["lengths"][0]["verdict"] == "fail"
     assert by["int4-gptq-auto"]["lengths"][0]["interval"] == [-100.0, pytest.approx(-37.6, abs=0.05)]
     assert (project / "results/plots/m-retrieval_by_length.png").stat().st_size > 1000
+
+
+def test_the_quality_plot_has_a_panel_per_gated_metric_the_model_can_do_and_names_its_intervals(project, monkeypatch):
+    p = safe_load((project / "params.yaml").read_text())
+    p["eval"]["tasks"]["translation"]["min_baseline"] = {"bleu": 1000.0, "chrf": 1000.0}   # the baseline cannot translate
+    (project / "params.yaml").write_text(safe_dump(p))
+    drawn = {}
+    monkeypatch.setattr(plots, "quality_vs_memory",
+                        lambda rows, metrics, out, title, *a, **k: drawn.update(metrics=metrics, title=title))
+    decide.main()
+    assert drawn["metrics"] == ["classification/acc"]
+    assert "repeated interval: 2.5% a side over all looks" in drawn["title"] and "95% CI" not in drawn["title"]

@@ -72,11 +72,10 @@ def regression_links(model: str, found: Comparison) -> dict[str, str]:
 def plot_spec(params: schema.Params, model: str, mine: list[Row]) -> PlotSpec:
     """results/plots/<model>-quality_vs_memory.png, tolerance lines at the baseline's allowed drop."""
     base = baseline_of(params, [r.facts for r in mine], model)
-    # a panel per gated metric the model can do (one the baseline cannot do judges no variant)
+    # a panel per gated metric the model can do: not capable is the baseline's, so one row says it for all
     gated = [mid for mid in dict.fromkeys(m for r in mine for m in r.facts.metrics)
              if params.gate(mid).tolerance is not None
-             and any(v is not None and not decision.not_capable(v) for r in mine
-                     for v in [r.judgement.verdicts.get(mid)])]
+             and not any(decision.not_capable(v) for r in mine if (v := r.judgement.verdicts.get(mid)))]
     limits = {mid: decision.allowed_drop(params.gate(mid).tolerance, base.metrics.get(mid, 0.0))
               for mid in gated if base is not None}
     side = (1 - params.decision.bootstrap.confidence) / 2
