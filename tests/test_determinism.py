@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from pipeline import paths
-from pipeline.stages import baseline, evaluate, fidelity_base, noise, prepare, quantize
+from pipeline.stages import baseline, check, evaluate, fidelity_base, noise, prepare, quantize
 from tests import tiny_model
 from tests.conftest import short_tasks
 
@@ -40,6 +40,7 @@ def test_quantize_and_evaluate_twice_identical(tmp_path, monkeypatch, root):
     p["eval"]["fidelity"].update(limit=2, max_tokens=24)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
     monkeypatch.chdir(tmp_path)
+    run(check.main)                         # its copies of the recipes are what quantize reads
     run(prepare.main, "tiny")
     run(quantize.main, "tiny", "fp16")
     run(fidelity_base.main, "tiny")

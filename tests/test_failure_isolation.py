@@ -7,7 +7,7 @@ import sys
 import pytest
 import yaml
 
-from pipeline.stages import baseline, decide, evaluate, prepare, quantize
+from pipeline.stages import baseline, check, decide, evaluate, prepare, quantize
 from tests import tiny_model
 from tests.conftest import short_tasks
 
@@ -41,6 +41,7 @@ def test_broken_tier_is_a_row_not_a_crash(tmp_path, monkeypatch, root):
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
     monkeypatch.chdir(tmp_path)
 
+    run(check.main)                         # its copies of the recipes are what quantize reads
     run(prepare.main, "tiny")
     run(quantize.main, "tiny", "fp16")
     run(quantize.main, "tiny", "broken")                     # must not raise
