@@ -63,7 +63,7 @@ def test_render_has_every_row_reason_and_command():
     assert "90.0 (baseline)" in md
     assert "| Variant | Scheme | Backend | Compute |\n|---|---|---|---|\n| fp16-auto | fp16 | reference | float32 |" in md
     # why: bleu is not capable on every variant, said once; acc's limit and n once, in its column head
-    assert ("- translation BLEU: inconclusive on every variant: the baseline cannot do this task (baseline 0.3 < "
+    assert ("- translation BLEU: not judged on any variant: the baseline cannot do this task (baseline 0.3 < "
             "min_baseline 5).") in md
     assert "| Variant | Verdict | classification Accuracy: CI vs -3.00 (n=160) | Largest regressions |" in md
     assert "| int4-fp8 | pass | pass [-2.00, +0.00] | – |" in md
@@ -287,3 +287,27 @@ def test_an_overridden_tokenizer_check_is_on_page_one():
     assert "**Tokenizer check overridden** (`models.m.check_tokenizer: false`): 1.00 characters per token." in page1
     clean = markdown.render({"m": model_report(rows(), rows()[0], "the baseline", "vllm serve x")}, HEADER)
     assert "Tokenizer check" not in clean
+
+
+def test_the_kv_by_length_table_leaves_out_empty_buckets():
+    from types import SimpleNamespace as NS
+
+    from pipeline.report.fidelity import kv_length_lines
+    buckets = [NS(lo=0, hi=400, n=960, delta=-0.42), NS(lo=400, hi=800, n=0, delta=None),
+               NS(lo=800, hi=None, n=3, delta=0.0)]
+    (row,) = [line for line in kv_length_lines(NS(kv_length=[NS(variant="a-fp8", reference="a-auto",
+                                                               task="c", buckets=buckets)])) if "a-fp8" in line]
+    assert "0-400: n=960, -0.42; 800-∞: n=3, +0.00" in row and "n=0" not in row
+
+
+def test_why_each_verdict_says_once_why_a_stopped_variant_did_not_measure_a_metric():
+    from types import SimpleNamespace as NS
+
+    from pipeline.report.verdicts import stopped, verdict_cell
+    from pipeline.scoring.decision import NOT_MEASURED
+    why = "stopped at look 1 of 4 of c (320 of 1280 samples): c/acc failed"
+    v = NS(verdict="inconclusive", note=f"{NOT_MEASURED}: {why}")
+    r = NS(judgement=NS(verdicts={"s/rougeL": v, "t/bleu": v, "c/acc": NS(verdict="fail", note=None)}))
+    assert stopped(r) == why
+    assert verdict_cell(v, True, why) == "not measured"
+    assert why in verdict_cell(v, True)                 # no reason in its row: the cell keeps it

@@ -66,8 +66,9 @@ def kv_length_lines(m: ModelReport) -> list[str]:
     worse_long = 0
     comparable = 0
     for k in m.kv_length:
+        # an empty bucket says nothing: only the lengths the task's prompts have are shown
         parts = [f"{b.lo}-{b.hi if b.hi is not None else '∞'}: n={b.n}, "
-                 + ("–" if b.delta is None else f"{b.delta:+.2f}") for b in k.buckets]
+                 + ("–" if b.delta is None else f"{b.delta:+.2f}") for b in k.buckets if b.n]
         filled = [b for b in k.buckets if b.delta is not None]
         if len(filled) >= 2:
             comparable += 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pipeline.report.cells import MARK, is_baseline, label, md_row
 from pipeline.report.document import ModelReport
 from pipeline.schema import Baseline
+from pipeline.scoring.decision import NOT_MEASURED, not_capable
 from pipeline.scoring.rows import Row, Verdict
 
 
@@ -24,9 +25,17 @@ def one_value(values: list) -> object | None:
     return values[0] if values and all(v == values[0] for v in values) else None
 
 
-def verdict_cell(v: Verdict | None, shared_limit: bool) -> str:
+def stopped(r: Row) -> str | None:
+    """Why a variant has metrics it did not measure (it stopped at a failed look), said once in its row."""
+    notes = {v.note for v in r.judgement.verdicts.values() if v.note and v.note.startswith(NOT_MEASURED)}
+    return next(iter(notes))[len(NOT_MEASURED) + 2:] if len(notes) == 1 else None
+
+
+def verdict_cell(v: Verdict | None, shared_limit: bool, why_stopped: str | None = None) -> str:
     if v is None:
         return "–"
+    if why_stopped is not None and v.note is not None and v.note.startswith(NOT_MEASURED):
+        return "not measured"
     if v.note is not None:
         return f"{MARK[v.verdict]}: {v.note}"
     cell = f"{MARK[v.verdict]} [{v.lo:+.2f}, {v.hi:+.2f}]"
@@ -48,7 +57,10 @@ def why_lines(m: ModelReport, base: Baseline | None, confidence: float) -> list[
     for mid in metrics:
         found = [r.judgement.verdicts.get(mid) for r in rows]
         same = one_value([(v.verdict, v.note) for v in found if v is not None])
-        if same is not None and same[1] is not None and None not in found:
+        capable = [v for v in found if v is not None and not_capable(v)]
+        if capable:         # the baseline's: said once, no column of the same sentence
+            lines.append(f"- {label(mid)}: not judged on any variant: {capable[0].note}.")
+        elif same is not None and same[1] is not None and None not in found:
             lines.append(f"- {label(mid)}: {same[0]} on every variant: {same[1]}.")
         else:
             columns.append(mid)
@@ -68,15 +80,16 @@ def why_lines(m: ModelReport, base: Baseline | None, confidence: float) -> list[
         limit_n = one_value([(v.limit, v.n) for v in ivs])
         shared[mid] = limit_n is not None
         head.append(f"{label(mid)}: CI vs -{limit_n[0]:.2f} (n={limit_n[1]})" if limit_n else label(mid))
-    lines += [f"Each cell: the verdict and the {confidence:.0%} CI of the drop (variant - baseline, turned so "
-              "that a drop is "
-              "negative), against minus the allowed drop; an inconclusive one says how many samples would "
-              "settle it if the effect held.", "", md_row(head + ["Largest regressions"]),
+    lines += [f"Each cell: the verdict and the interval it was read on (variant - baseline, turned so that a "
+              "drop is negative; a look's repeated interval, one-sided "
+              f"{(1 - confidence) / 2:.1%} over all looks), against minus the allowed drop; an inconclusive one "
+              "says how many samples would settle it if the effect held.", "", md_row(head + ["Largest regressions"]),
               "|" + "---|" * (len(head) + 1)]
     for r in rows:
-        link = m.regression_links.get(r.variant)
-        lines.append(md_row([r.variant, MARK.get(r.judgement.overall, r.judgement.overall)]
-                            + [verdict_cell(r.judgement.verdicts.get(mid), shared[mid]) for mid in columns]
+        link, why_stopped = m.regression_links.get(r.variant), stopped(r)
+        verdict = MARK.get(r.judgement.overall, r.judgement.overall) + (f": {why_stopped}" if why_stopped else "")
+        lines.append(md_row([r.variant, verdict]
+                            + [verdict_cell(r.judgement.verdicts.get(mid), shared[mid], why_stopped) for mid in columns]
                             + [f"[{r.variant}]({link})" if link else "–"]))
     return lines + [""]
 
