@@ -65,7 +65,7 @@ def test_render_has_every_row_reason_and_command():
     # why: bleu is not capable on every variant, said once; acc's limit and n once, in its column head
     assert ("- translation BLEU: not judged on any variant: the baseline cannot do this task (baseline 0.3 < "
             "min_baseline 5).") in md
-    assert "| Variant | Verdict | classification Accuracy: CI vs -3.00 (n=160) | Largest regressions |" in md
+    assert "| Variant | Verdict | classification Accuracy: interval vs -3.00 (n=160) | Largest regressions |" in md
     assert "| int4-fp8 | pass | pass [-2.00, +0.00] | – |" in md
     assert "| Variant | classification Accuracy (n=160) |\n|---|---|\n| int4-fp8 | 10.0 / 2.2 / 88 |" in md
     data = exports.decision_json({"m": model_report(rs, best.row, best.why, "vllm serve x")}, HEADER)

@@ -79,7 +79,7 @@ def why_lines(m: ModelReport, base: Baseline | None, confidence: float) -> list[
         ivs = [v for r in rows if (v := r.judgement.verdicts.get(mid)) is not None and v.note is None]
         limit_n = one_value([(v.limit, v.n) for v in ivs])
         shared[mid] = limit_n is not None
-        head.append(f"{label(mid)}: CI vs -{limit_n[0]:.2f} (n={limit_n[1]})" if limit_n else label(mid))
+        head.append(f"{label(mid)}: interval vs -{limit_n[0]:.2f} (n={limit_n[1]})" if limit_n else label(mid))
     lines += [f"Each cell: the verdict and the interval it was read on (variant - baseline, turned so that a "
               "drop is negative; a look's repeated interval, one-sided "
               f"{(1 - confidence) / 2:.1%} over all looks), against minus the allowed drop; an inconclusive one "
