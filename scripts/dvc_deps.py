@@ -44,7 +44,9 @@ UNSEEN = {
     "baseline": {"artifacts/${key}/kvscales/${decision.baseline.tier}/${decision.baseline.kv}": "a calibrated mode's checkpoint",
                  "results/kvscales/${key}-${decision.baseline.tier}/${decision.baseline.kv}.json": "a calibrated mode's record"},
     "evaluate": {"artifacts/${item.model}/kvscales/${item.tier}/${item.kv}": "a calibrated mode's checkpoint",
-                 "results/kvscales/${item.model}-${item.tier}/${item.kv}.json": "a calibrated mode's record"},
+                 "results/kvscales/${item.model}-${item.tier}/${item.kv}.json": "a calibrated mode's record",
+                 "results/fidelity/${item.model}-long.npz": "the long-context probe of a variant that can still "
+                                                            "pass (eval.sequential.probes); none of the tiny model's"},
     "decide": {"results/kvscales": "the calibrated modes' records"},
 }
 
