@@ -72,12 +72,12 @@ def test_planned_power_without_a_previous_run(project, params_dict):
     assert f"    acc: tolerance 3.00, SD unknown (MDD at n={n} = {2.8016 / math.sqrt(n):.2f} x SD)" in lines
     assert not any("macro_f1" in x or "rouge1" in x for x in lines)      # not gated
     # the default retrieval suite has no tolerance: said so, and no power line
-    at = lines.index("  retrieval_1024: limit None, 3 samples; report only (no tolerance): every variant "
-                     "runs them all (eval.sequential.probes)")
+    at = lines.index("  retrieval_1024: limit None, 3 samples; report only (no tolerance): every variant that can "
+                     "still pass runs them all (eval.sequential.probes)")          # the shipped default: passable
     assert not lines[at + 1].startswith("    ")
-    params_dict["eval"]["sequential"]["probes"] = "passable"
-    assert ("  retrieval_1024: limit None, 3 samples; report only (no tolerance): every variant that can still "
-            "pass runs them all (eval.sequential.probes)") in config.planned_power(schema.parse(params_dict), project)
+    params_dict["eval"]["sequential"]["probes"] = "all"
+    assert ("  retrieval_1024: limit None, 3 samples; report only (no tolerance): every variant "
+            "runs them all (eval.sequential.probes)") in config.planned_power(schema.parse(params_dict), project)
 
 
 def test_planned_power_from_the_last_run(project, params_dict):

@@ -238,7 +238,7 @@ def test_one_machine_is_one_key_whatever_its_sessions_recorded():
 def test_the_compute_column_names_the_w8a8_arithmetic_the_reference_recorded():
     from pipeline.report.quality import compute_cell
 
-    line = "int8 W8A8 as vLLM: exact integer sums (float32 GEMM, K chunks <= 1024), float32 scales, per-token activations"
+    line = "int8 W8A8 as vLLM: exact integer sums, float32 scales, per-token activations"
     assert compute_cell({"backend": "reference", "w8a8_arithmetic": line}, "float32") == f"float32; {line}"
     assert compute_cell({"backend": "reference"}, "bfloat16") == "bfloat16"      # not W8A8, or an older result
     assert compute_cell(None, None) == "–"

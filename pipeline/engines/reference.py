@@ -268,6 +268,7 @@ class ReferenceBackend:
                 k, n = max(((m.in_features, m.out_features) for m, _ in w8a8.w8a8_modules(model).values()
                             if isinstance(m, torch.nn.Linear)), key=lambda s: s[0] * s[1], default=(1, 1))
                 impl, info["w8a8_gemm_ms"] = w8a8_gemm.fastest_impl(k, n)
+                info["w8a8_gemm"] = impl
             try:
                 done = w8a8.install(model, path, impl)
             except W8A8SchemeError as e:

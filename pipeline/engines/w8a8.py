@@ -87,5 +87,5 @@ def install(model, checkpoint: Path, impl: str) -> dict:
                                   f"{tuple(module.weight.shape)}")
         module.qtier_w8a8 = op
         module.forward = _forward(op)
-        seen.add(w8a8_gemm.describe(s.kind, op.impl, s.activations))
+        seen.add(w8a8_gemm.describe(s.kind, s.activations))
     return {"layers": len(modules), "arithmetic": "; ".join(sorted(seen))}

@@ -158,10 +158,11 @@ def linear(x: torch.Tensor, op: Operands) -> torch.Tensor:
     return out.to(x.dtype).reshape(*shape[:-1], op.out_features)
 
 
-def describe(kind: str, impl: str, activations: str) -> str:
-    """The arithmetic in one line, for the session info and decision.md's Compute column."""
+def describe(kind: str, activations: str) -> str:
+    """The arithmetic in one line, for the session info and decision.md's Compute column. Not which exact
+    GEMM ran: the two are bit-identical and the faster is picked by timing, so naming it would make two
+    runs' decision.md differ (the session info's `w8a8_gemm` records it)."""
     acts = "per-token" if activations == "token" else "static per-tensor"
     if kind == "fp8":
         return f"fp8 W8A8 as vLLM: e4m3 operands, float32 sums and scales, {acts} activations"
-    how = "torch._int_mm, int32" if impl == "int_mm" else f"float32 GEMM, K chunks <= {EXACT_K}"
-    return f"int8 W8A8 as vLLM: exact integer sums ({how}), float32 scales, {acts} activations"
+    return f"int8 W8A8 as vLLM: exact integer sums, float32 scales, {acts} activations"
