@@ -1,5 +1,6 @@
 """The report's plots, each a PNG: quality delta (with the interval each verdict was read on) against
-weight memory, one panel per gated metric the model can do; next-token KL and retrieval accuracy against context length, one panel per tier."""
+weight memory, one panel per gated metric the model can do; next-token KL and retrieval accuracy against
+context length, one panel per tier."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -25,16 +25,21 @@ def one_value(values: list) -> object | None:
     return values[0] if values and all(v == values[0] for v in values) else None
 
 
+def unmeasured(v: Verdict) -> bool:
+    """The variant stopped before measuring this metric (decision.NOT_MEASURED)."""
+    return v.note is not None and v.note.startswith(NOT_MEASURED)
+
+
 def stopped(r: Row) -> str | None:
     """Why a variant has metrics it did not measure (it stopped at a failed look), said once in its row."""
-    notes = {v.note for v in r.judgement.verdicts.values() if v.note and v.note.startswith(NOT_MEASURED)}
+    notes = {v.note for v in r.judgement.verdicts.values() if unmeasured(v)}
     return next(iter(notes))[len(NOT_MEASURED) + 2:] if len(notes) == 1 else None
 
 
 def verdict_cell(v: Verdict | None, shared_limit: bool, why_stopped: str | None = None) -> str:
     if v is None:
         return "–"
-    if why_stopped is not None and v.note is not None and v.note.startswith(NOT_MEASURED):
+    if why_stopped is not None and unmeasured(v):
         return "not measured"
     if v.note is not None:
         return f"{MARK[v.verdict]}: {v.note}"
