@@ -26,6 +26,21 @@ def test_shipped_params_parse(params_dict, root):
 
 
 @pytest.mark.e2e
+def test_dvc_exp_run_set_rewrites_the_shipped_params_into_yaml_that_still_parses(tmp_path, root):
+    """`dvc exp run -S key=value` (the docs' way to try a change) rewrites params.yaml through DVC's own
+    round-trip dumper; an unquoted "retrieval:1024" inside {...} once made every such experiment fail
+    with "YAML file structure is corrupted". The rewrite must load back to the same params but the one
+    set."""
+    from dvc.utils.hydra import apply_overrides
+    from dvc.utils.serialize import load_yaml      # DVC's reader: stricter than PyYAML on flow mappings
+    shutil.copy(root / "params.yaml", tmp_path / "params.yaml")
+    apply_overrides(str(tmp_path / "params.yaml"), ["serving.backend=vllm"])
+    before = load_yaml(str(root / "params.yaml"))
+    after = load_yaml(str(tmp_path / "params.yaml"))
+    assert after["serving"].pop("backend") == "vllm" and before["serving"].pop("backend") == "reference"
+    assert after == before
+
+
 def test_a_tier_differing_only_in_group_size_gets_its_own_stages(tmp_path, root):
     """Adding a tier is data: dvc.yaml's matrix gives it quantize/evaluate stages, no code change."""
     for f in ("dvc.yaml", "params.yaml"):
