@@ -36,7 +36,7 @@ def check(p: Params, root: Path) -> None:
     check_tiers(p, root, kinds)
     if not (root / p.calibration.path).is_file():
         raise ConfigError(f"calibration.path: file not found: {p.calibration.path}")
-    calibration.texts(p.calibration, root)
+    calibration.check(p, root)
     check_tasks(p, root)
     check_probe_sets(p, root)
     if p.eval.fidelity is not None:

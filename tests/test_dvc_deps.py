@@ -31,7 +31,7 @@ def test_dvc_yaml_is_as_the_generator_writes_it():
     ("decide", "pipeline/report", None, "decide: runs pipeline/report but dvc.yaml does not list it"),
     ("evaluate", "pipeline/stages/evaluate.py", None, "evaluate: runs pipeline/stages/evaluate.py"),
     ("prepare", None, "pipeline/config.py", "prepare: dvc.yaml lists pipeline/config.py, which the stage never imports"),
-    ("decide", None, "pipeline/quant", "decide: dvc.yaml lists pipeline/quant, which the stage never imports"),
+    ("decide", None, "pipeline/engines", "decide: dvc.yaml lists pipeline/engines, which the stage never imports"),
 ])
 def test_a_missing_and_a_needless_code_dep_are_caught(stage, remove, add, expected):
     dvc = copy.deepcopy(load_dvc())

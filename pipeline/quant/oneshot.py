@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pipeline import io, paths, runlog, schema
 from pipeline.domain import calibration, compute, machine, memory
-from pipeline.quant import published, recipes
+from pipeline.quant import published, recipes, repair, sensitivity
 from pipeline.quant.compat import patch_llmcompressor_pin_memory
 
 
@@ -108,6 +108,8 @@ def quantize(params: schema.Params, model_name: str, tier_name: str, out: Path, 
     place = load_placement(model_cfg)
     info["compute"] = {"device": place.device, "dtype": place.dtype}
     model = AutoModelForCausalLM.from_pretrained(src, dtype=getattr(torch, place.dtype))
+    if tier.repair is not None:
+        recipe = info["recipe"] = repaired(model, tokenizer, params, tier, group_size, recipe, info)
     data: dict = {}
     if tier.method in schema.CALIBRATED_METHODS or kv_scheme is not None:
         data = {"dataset": Dataset.from_dict({"text": calibration.texts(cal)}), "text_column": "text",
@@ -122,6 +124,18 @@ def quantize(params: schema.Params, model_name: str, tier_name: str, out: Path, 
         model.save_pretrained(tmp, save_compressed=True)
         tokenizer.save_pretrained(tmp)
     return info
+
+
+def repaired(model, tokenizer, params: schema.Params, tier: schema.Tier, group_size, recipe: dict, info: dict) -> dict:
+    """The recipe with the layer groups the repair search promotes (pipeline/quant/sensitivity.py);
+    what it found goes into `info` (results/quantize) and the tier's label."""
+    runlog.progress(0, 3, "repair: layer sensitivity and search")
+    texts = calibration.selection_texts(params.calibration, tier.repair.texts)
+    found = sensitivity.plan(model, tokenizer, texts, tier, group_size)
+    info["repair"] = found
+    info["label"] = (f"{tier.label}; {len(found['promoted'])} of {found['groups']} layer groups at "
+                     f"{found['promote_bits']} bits ({found['effective_bits']:.2f} effective bits)")
+    return repair.promoted_recipe(recipe, found["promoted_modules"], tier.repair.promote_bits)
 
 
 def published_tier(tier: schema.Tier, key: str, source: Path, out: Path) -> dict:

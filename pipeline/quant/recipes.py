@@ -60,7 +60,7 @@ def pick_group_size(tier: Tier, model_config: dict, key: str) -> int | None:
     return tier.group_size
 
 
-def _quant_modifiers(recipe: dict, where: str = "recipe") -> list[dict]:
+def quant_modifiers(recipe: dict, where: str = "recipe") -> list[dict]:
     mods = [mod for stage in recipe.values() if isinstance(stage, dict)
             for modifiers in stage.values() if isinstance(modifiers, dict)
             for name, mod in modifiers.items() if name in QUANT_MODIFIERS and isinstance(mod, dict)]
@@ -73,7 +73,7 @@ def render(template: dict, tier: Tier, group_size: int | None) -> dict:
     """Apply the tier's bits / group size / symmetry / ignore list to every quantization
     modifier in the recipe template. Returns a new dict."""
     recipe = copy.deepcopy(template)
-    for mod in _quant_modifiers(recipe):
+    for mod in quant_modifiers(recipe):
         mod["ignore"] = list(tier.ignore)
         for group in mod.get("config_groups", {}).values():
             w = group.setdefault("weights", {})
@@ -104,7 +104,7 @@ def check_consistent(template: dict, tier: Tier, key: str, path: str) -> None:
     def clash(field: str, mine, says: str) -> RecipeError:
         return RecipeError(f"{key}.{field}: {_show(mine)} but {path} says {says}")
 
-    for mod in _quant_modifiers(template, f"{key}.recipe: {path}"):
+    for mod in quant_modifiers(template, f"{key}.recipe: {path}"):
         if "ignore" in mod and sorted(mod["ignore"] or []) != sorted(tier.ignore):
             raise clash("ignore", list(tier.ignore), f"ignore {_show(mod['ignore'])}")
         for group in (mod.get("config_groups") or {}).values():
@@ -142,7 +142,7 @@ def with_kv_cache(recipe: dict, scheme: dict) -> dict:
     """The recipe with `kv_cache_scheme` on its last quantization modifier, so one oneshot run
     calibrates the k/v scales with the weights, as llm-compressor's fp8 KV examples do. Returns a new dict."""
     out = copy.deepcopy(recipe)
-    _quant_modifiers(out)[-1]["kv_cache_scheme"] = dict(scheme)
+    quant_modifiers(out)[-1]["kv_cache_scheme"] = dict(scheme)
     return out
 
 

@@ -72,3 +72,4 @@ class ModelReport:
     long_kv: list[LongKv] = field(default_factory=list)    # quantized KV modes judged by position
     long_tolerance: float | None = None                    # report.kv_kl_tolerance; None: no long-context records
     retrieval: list[ByLength] = field(default_factory=list)  # the retrieval suite's lengths, per variant
+    repaired: dict[str, str | None] = field(default_factory=dict)  # repaired tier -> its uniform tier (params)

@@ -16,7 +16,7 @@ from pipeline.schema.errors import ConfigError, FieldError, near
 from pipeline.schema.eval import LOCAL_ONLY, TASK_KINDS, Eval, Fidelity, Languages, LongContext, Sequential, Task, Throughput
 from pipeline.schema.memory import Memory, TargetGpu
 from pipeline.schema.models import (BNB_METHODS, CALIBRATED_METHODS, KV_DTYPES, METHODS, RECIPE_METHODS,
-                                    Calibration, KvMode, Model, Tier)
+                                    Calibration, KvMode, Model, Repair, Tier)
 from pipeline.schema.params import NAME_RE, Gate, Params, gate, tolerance_of
 from pipeline.schema.report import Report
 from pipeline.schema.traced import replaced

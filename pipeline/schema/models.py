@@ -36,6 +36,26 @@ class Model:
 
 
 @dataclass(frozen=True)
+class Repair:
+    """Mixed precision for a tier that fails: the layer groups whose rounding costs the most fidelity
+    promoted until a proxy KL meets a bound (pipeline/quant/repair.py; docs/tiers-and-recipes.md)."""
+    promote_bits: Literal[8, 16] = 8      # 8: per-channel weights of the tier's type; 16: left unquantized
+    max_kl: float = 0.01                  # the proxy's bound, nats/token (RTN on the selection texts)
+    max_candidates: int = 10              # proxy evaluations the search may spend (bisection)
+    texts: int = 8                        # selection texts: the calibration file's first rows
+    max_len: int = 128                    # tokens per selection text
+
+    def __post_init__(self) -> None:
+        if self.max_kl <= 0:
+            raise FieldError("max_kl", f"must be positive, got {self.max_kl}")
+        if self.max_candidates < 2:
+            raise FieldError("max_candidates", f"at least 2 (the uniform tier and every group promoted), "
+                                               f"got {self.max_candidates}")
+        if self.texts < 1 or self.max_len < 2:
+            raise FieldError("texts" if self.texts < 1 else "max_len", "must be positive (max_len >= 2)")
+
+
+@dataclass(frozen=True)
 class Tier:
     method: str
     label: str = ""
@@ -55,6 +75,7 @@ class Tier:
     base_url: str | None = None      # http(s)://host:port, without /v1
     served_model: str | None = None  # the model name the server answers to
     api_key_env: str | None = None   # the environment variable holding its API key (the key is never written)
+    repair: Repair | None = None     # mixed precision: promote the most sensitive layer groups (off: null)
 
     # keys no longer read, each rejected with its reason (pipeline/schema/builder.py)
     RETIRED = {"activations": "removed: a tier's activation quantization is implied by its recipe "
@@ -98,6 +119,10 @@ class Tier:
         if self.method != "baseline" and self.hardware is None:
             raise FieldError("hardware", "required: which vLLM kernel family serves this tier "
                                          "(a kind in pipeline/data/vllm_hardware.yaml)")
+        if self.repair is not None and (self.method not in RECIPE_METHODS or self.weight_bits is None
+                                        or self.weight_bits >= self.repair.promote_bits):
+            raise FieldError("repair", f"needs a recipe method ({', '.join(RECIPE_METHODS)}) with weight_bits "
+                                       f"below repair.promote_bits ({self.repair.promote_bits})")
         if isinstance(self.group_size, int) and self.group_size <= 0:
             raise FieldError("group_size", f"must be positive, got {self.group_size}")
 

@@ -57,6 +57,8 @@ class Measured:
     arithmetic_check: dict[str, Any] = field(default_factory=dict)
     # prepare's tokenizer check as evaluate read it: {"findings": [...], "overridden": bool}; None: not recorded
     tokenizer_check: dict[str, Any] | None = None
+    # a repaired tier's search as quantize recorded it (groups, promoted, effective_bits, proxy, stopped)
+    repair: dict[str, Any] | None = None
 
     def second(self, metric: str) -> tuple[str, str] | None:
         """(the metric's verdict under the second arithmetic, that arithmetic) where evaluate checked it."""

@@ -8,6 +8,8 @@ stopped at a look pairs its documents with the baseline's). The looks, cap, conf
 come from params.yaml (eval.sequential, eval.tasks.<task>.limit, decision); the replay itself is
 pipeline/scoring/replay.py. One line per rate with its Monte-Carlo SE, e.g. `false_pass 0.021 ± 0.002`.
 `--method wald` replays the procedure before 2026-12 (delta -/+ z x bootstrap SE), for comparison.
+`--candidates K` replays a repair search's pick among K candidates, then its verdict
+(pipeline/scoring/selection.py): picked apart from the verdicts, and picked by them.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from pathlib import Path
 from pipeline.domain import metrics
 from pipeline.io import read_jsonl
 from pipeline.schema import builder
-from pipeline.scoring import analysis, stats
+from pipeline.scoring import analysis, selection, stats
 from pipeline.scoring.replay import Population, rates
 
 
@@ -83,6 +85,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--method", choices=("score", "wald"), default="score",
                     help="wald: the procedure before 2026-12 (delta -/+ z x bootstrap SE), for comparison")
+    ap.add_argument("--candidates", type=int, default=0,
+                    help="K >= 2: a repair search's pick among K candidates, then its verdict")
     a = ap.parse_args(argv)
     try:
         setup = load(a.baseline, a.variant, a.metric, a.params)
@@ -93,7 +97,12 @@ def main(argv: list[str] | None = None) -> None:
     print(f"# {a.metric}: {pop.kind}, {pop.diff.size} pairs ({int(pop.changed.sum())} changed), observed delta "
           f"{pop.diff.mean():+.3f}, margin {setup.margin:.3f}, cap {setup.cap}, looks {setup.looks or 'none'}, "
           f"confidence {setup.confidence}, method {a.method}, {a.sims} runs per rate")
-    for r in rates(pop, setup.looks, setup.cap, setup.confidence, setup.margin, a.sims, a.seed, a.method):
+    if a.candidates:
+        found = selection.rates(pop, setup.looks, setup.cap, setup.confidence, setup.margin, a.candidates,
+                                sims=a.sims, seed=a.seed)
+    else:
+        found = rates(pop, setup.looks, setup.cap, setup.confidence, setup.margin, a.sims, a.seed, a.method)
+    for r in found:
         print(r.line())
 
 

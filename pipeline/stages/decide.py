@@ -13,6 +13,7 @@ import sys
 
 from pipeline import io, paths, schema
 from pipeline.domain import hardware, result_json, sources, task_rows
+from pipeline.quant import repair
 from pipeline.report import commands, exports, markdown, plots, regressions, speed
 from pipeline.report.document import Header, KvPair, ModelReport, PlotSpec
 from pipeline.scoring import analysis, comparison, decision, long_kv, noise, planner, retrieval_length, sanity
@@ -109,7 +110,8 @@ def model_report(params: schema.Params, rows: list[Row], model: str, found: Comp
         sanity=sanity.findings(samples[base.key]) if base else [], noise=floor,
         noise_flips=noise_flips(mine, base, samples, floor) if floor is not None and base else {},
         long_kv=by_length or [], long_tolerance=params.report.kv_kl_tolerance if configured else None,
-        retrieval=retrieval_length.table(mine, retrieval_length.lengths(samples[base.key]) if base else []))
+        retrieval=retrieval_length.table(mine, retrieval_length.lengths(samples[base.key]) if base else []),
+        repaired=repair.uniform_of(params.tiers))
 
 
 def noise_floor(params: schema.Params, measured: list[Measured], model: str, samples: Samples) -> noise.NoiseFloor:

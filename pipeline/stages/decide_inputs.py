@@ -34,6 +34,7 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
                         scheme=scheme, hardware=kind)
     res = result_json.load(result_file)
     record = io.read_json(record_file)
+    scheme = record.get("label") if record.get("repair") else scheme     # the label names what was promoted
     hf = record.get("geometry")
     nbytes = memory.kv_dtype_bytes(params.kv_modes[kv].cache_dtype, sources.storage_dtype(params, model))
     # metrics are `<task>/<metric>` in result.json, with each one's direction from its task's YAML
@@ -52,7 +53,8 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
         looks=dict(res.looks), seconds=res.seconds, long_context=res.long_context,
         task_seconds={t: (v["computed"], v["seconds"]) for t, v in (res.sample_cache.get("tasks") or {}).items()},
         phases=dict(res.phases), not_run=dict(res.not_run),
-        arithmetic_check=dict(res.arithmetic_check), tokenizer_check=res.tokenizer_check)
+        arithmetic_check=dict(res.arithmetic_check), tokenizer_check=res.tokenizer_check,
+        repair=record.get("repair"))
 
 
 def refused(found: dict[str, str]) -> str | None:

