@@ -76,3 +76,19 @@ def test_plan_is_deterministic_and_promotes_whole_fused_groups(model):
     assert 4 <= first["effective_bits"] <= 8
     if first["met_bound"]:
         assert first["proxy"]["tried"][str(len(first["promoted"]))] <= 1e-5
+
+
+def test_the_fisher_scores_rank_linears_as_their_own_kl_does_and_leave_the_model_as_it_was(model):
+    from scipy.stats import spearmanr
+
+    proxy = sensitivity.Proxy(model, CharTokenizer(), TEXTS, 32, ["lm_head"])
+    grads = [p.requires_grad for p in model.parameters()]
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    low = {n: (4, 16, True) for n in proxy.linears}
+    scores = proxy.scores(low)
+    alone = {n: proxy.kl({n: low[n]}) for n in proxy.linears}
+    assert all(v > 0 for v in scores.values())
+    assert spearmanr([scores[n] for n in alone], list(alone.values())).statistic > 0.6
+    assert sum(proxy.scores({n: (8, None, True) for n in proxy.linears}).values()) < sum(scores.values())
+    assert [p.requires_grad for p in model.parameters()] == grads and all(p.grad is None for p in model.parameters())
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())

@@ -1,10 +1,12 @@
-"""The repair's fidelity proxy: the model in float32 with chosen Linears' weights rounded to nearest
-(RTN) at the tier's bits and group size, teacher-forced on selection texts, its mean next-token KL to
-the unrounded model. Used by quantize for a tier with `repair` (pipeline/quant/repair.py decides what
+"""The repair's measurements, on the model in float32 teacher-forced on selection texts: each Linear's
+sensitivity (a diagonal-Fisher score, as ModelOpt's auto_quantize ranks layers), and the fidelity
+proxy of a candidate: its Linears' weights rounded to nearest (RTN) at the tier's bits and group size,
+its mean next-token KL to the unrounded model. Used by quantize for a tier with `repair` (pipeline/quant/repair.py decides what
 to promote; this only measures). RTN is cruder than GPTQ or AWQ, so the proxy overstates their error:
 a bound met here is met with room by the checkpoint that is built.
 
     proxy = Proxy(model, tokenizer, texts, max_len)
+    proxy.scores({name: setting, ...})                            # sensitivity per Linear
     proxy.kl({"model.layers.0.mlp.down_proj": (4, 64, True)})   # name -> (bits, group size | None, symmetric)
 
 torch is imported inside the class: the stage imports this module only for a tier with `repair`.
@@ -72,6 +74,46 @@ class Proxy:
         with torch.no_grad():
             return torch.log_softmax(self.model(ids).logits[0].float(), -1)
 
+    def scores(self, settings: dict[str, Setting]) -> dict[str, float]:
+        """Each named Linear's sensitivity, ModelOpt auto_quantize's default ("gradient") score: the sum
+        over positions and outputs of (dL/dY)^2 (dY)^2, L the selection texts' next-token NLL, Y the
+        Linear's output and dY its change when its weight alone is rounded as given; per position. A
+        diagonal Fisher estimate of the loss change: one forward and backward per text for every Linear
+        (the KL of each rounded alone would take a forward per Linear)."""
+        import torch
+
+        delta = {n: self.original[n] - rtn(self.original[n], *s) for n, s in settings.items()}
+        inputs: dict[str, object] = {}
+        found = dict.fromkeys(settings, 0.0)
+
+        def keep(name):
+            return lambda mod, args, out: inputs.__setitem__(name, args[0].detach())
+
+        def score(name):
+            def hook(mod, grad_in, grad_out):
+                dy = inputs[name] @ delta[name].T.to(inputs[name].dtype)
+                found[name] += float(((grad_out[0].float() ** 2) * (dy.float() ** 2)).sum())
+            return hook
+
+        embed = self.model.get_input_embeddings().weight
+        grads = {p: p.requires_grad for p in self.model.parameters()}
+        hooks = [h for n in settings for h in (self.linears[n].register_forward_hook(keep(n)),
+                                              self.linears[n].register_full_backward_hook(score(n)))]
+        try:
+            for p in grads:          # activation gradients only: the embeddings carry the graph
+                p.requires_grad_(p is embed)
+            for ids in self.ids:
+                logits = self.model(ids).logits[0].float()
+                torch.nn.functional.cross_entropy(logits[:-1], ids[0, 1:], reduction="sum").backward()
+                inputs.clear()
+        finally:
+            for h in hooks:
+                h.remove()
+            for p, g in grads.items():
+                p.requires_grad_(g)
+                p.grad = None
+        return {n: v / self.positions for n, v in found.items()}
+
     def kl(self, settings: dict[str, Setting]) -> float:
         """Mean KL (nats per token, every position of every text) of the model with the named Linears
         rounded as given, the others unrounded, to the unrounded model. The weights are restored after."""
@@ -99,7 +141,8 @@ def plan(model, tokenizer, texts: list[str], tier, group_size: int | None) -> di
     sizes = {name: sum(proxy.original[m].numel() for m in g.modules) for name, g in gs.items()}
     low = (tier.weight_bits, group_size, tier.symmetric)
     high = None if r.promote_bits == 16 else (r.promote_bits, None, tier.symmetric)
-    sensitivity = {name: proxy.kl({m: low for m in g.modules}) for name, g in gs.items()}
+    per_linear = proxy.scores({m: low for g in gs.values() for m in g.modules})
+    sensitivity = {name: sum(per_linear[m] for m in g.modules) for name, g in gs.items()}
     order = repair.ranked(sensitivity, sizes)
 
     def settings(k: int) -> dict:
@@ -118,6 +161,7 @@ def plan(model, tokenizer, texts: list[str], tier, group_size: int | None) -> di
         "proxy": {"kind": "RTN, float32, teacher-forced on the calibration file's last rows",
                   "texts": len(proxy.ids), "positions": proxy.positions, "bound": r.max_kl,
                   "tried": {str(k_): round(v, 5) for k_, v in found.tried.items()}},
-        "sensitivity": {name: round(sensitivity[name], 6) for name in order},
+        # per group, most sensitive per parameter first: the diagonal-Fisher score (Proxy.scores)
+        "sensitivity": {name: round(sensitivity[name], 8) for name in order},
         "seconds": round(time.perf_counter() - t0, 1),
     }

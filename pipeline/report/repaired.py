@@ -22,10 +22,11 @@ def repaired_lines(m: ModelReport) -> list[str]:
     if not m.repaired:
         return []
     lines = ["### Repaired tiers (mixed precision)", "",
-             "Each layer group (the projections vLLM fuses, q/k/v and gate/up, move together) rounded alone "
-             "to nearest at the tier's precision and its KL to the baseline measured on the calibration "
-             "file's last rows (not the task documents); the groups costing the most KL per parameter "
-             "promoted first, their number bisected until that proxy KL meets the tier's `repair.max_kl`. "
+             "Each layer group (the projections vLLM fuses, q/k/v and gate/up, move together) scored by how "
+             "much rounding it at the tier's precision would cost (a diagonal-Fisher estimate, as ModelOpt's "
+             "auto_quantize ranks layers) on the calibration file's last rows, not the task documents; the "
+             "groups costing the most per parameter promoted first, their number bisected until the proxy "
+             "(every other group rounded to nearest, its KL to the baseline) meets the tier's `repair.max_kl`. "
              "The checkpoint is then built by the tier's own method and judged like any tier, on the tasks.",
              "", md_row(["Variant", "Verdict", "Promoted groups", "Effective bits", "Weights (MiB)",
                          "Proxy KL: uniform -> built (bound)", "Search"]), "|" + "---|" * 7]
