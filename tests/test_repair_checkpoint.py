@@ -42,17 +42,20 @@ def repaired_checkpoint(tmp_path, root):
 def test_the_search_s_recipe_round_trips_through_llm_compressor(tmp_path, root):
     ckpt, found = repaired_checkpoint(tmp_path, root)
     assert found["promoted_modules"], found        # a bound of 1e-4 is not met by 4-bit RTN on a random model
-    groups = json.loads((ckpt / "config.json").read_text())["quantization_config"]["config_groups"]
-    assert groups["group_0"]["weights"]["num_bits"] == 4 and groups["group_0"]["weights"]["group_size"] == 64
-    promoted = groups["promoted"]
-    assert promoted["weights"]["num_bits"] == 8 and promoted["weights"]["strategy"] == "channel"
-    assert sorted(promoted["targets"]) == sorted(found["promoted_modules"])
-    from transformers import AutoModelForCausalLM       # and the checkpoint loads back, decompressed
+    # compressed-tensors names the saved groups itself (group_0, group_1, ...): found by their bits
+    groups = json.loads((ckpt / "config.json").read_text())["quantization_config"]["config_groups"].values()
+    by_bits = {g["weights"]["num_bits"]: g for g in groups}
+    assert sorted(by_bits) == [4, 8] and len(by_bits) == len(groups)
+    assert by_bits[4]["targets"] == ["Linear"] and by_bits[4]["weights"]["group_size"] == 64
+    assert by_bits[8]["weights"]["strategy"] == "channel"
+    assert sorted(by_bits[8]["targets"]) == sorted(found["promoted_modules"])
+    from safetensors import safe_open           # and the tensors are packed so: 4 codes per int32 at 8 bits, 8 at 4
 
-    back = AutoModelForCausalLM.from_pretrained(ckpt)
-    name = found["promoted_modules"][0]
-    w = dict(back.named_parameters())[f"{name}.weight"].float()
-    assert max(len(row.unique()) for row in w) <= 256      # per-channel 8 bits: at most 256 levels a row
+    with safe_open(str(ckpt / "model.safetensors"), "pt") as f:
+        width = {k.removesuffix(".weight_packed"): f.get_slice(k).get_shape() for k in f.keys() if k.endswith(".weight_packed")}
+    promoted = set(found["promoted_modules"])
+    assert width and all(w[1] * (4 if name in promoted else 8) == 128 * (2 if name.endswith("down_proj") else 1)
+                         for name, w in width.items()), width
 
 
 @pytest.mark.e2e
