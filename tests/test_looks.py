@@ -413,3 +413,51 @@ def test_the_baseline_and_the_noise_floor_run_without_the_per_variant_budget(roo
     assert free.serving.vllm.for_device("gpu").budget.max_wall_s is None
     for stage in ("baseline", "noise"):
         assert "without_wall_budget(st.params)" in (root / f"pipeline/stages/{stage}.py").read_text()
+
+
+def test_under_a_budget_every_gated_task_gets_a_look_before_any_gets_a_second():
+    """interleave (a session with a time budget): c and d take their looks in turn; the budget running
+    out in d's second look ends both at their last completed look, each with a verdict's look, none
+    left unmeasured (issue 43's vLLM run had summarization unmeasured behind classification)."""
+    from pipeline.evaluation.lm_eval_runner import WallBudgetExceeded
+
+    c, d = spec("c", cap=320), spec("d", cap=320)
+    right = {x: True for x in range(400)}
+    rng = random.Random(1)
+    noisy = {x: rng.random() < 0.75 for x in range(400)}     # -25 points against a 30-point margin: open
+    calls: list = []
+    inner = fake_run(noisy, calls)
+
+    def slow(session, specs, ev):
+        if len(calls) == 3:                  # c look 1, d look 1, c look 2, then d look 2: out of time
+            raise WallBudgetExceeded("did not finish in the 30 s left")
+        return inner(session, specs, ev)
+    done = Looked()
+    gates = {"c/acc": Gate(30.0), "d/acc": Gate(30.0)}
+    with pytest.raises(WallBudgetExceeded):
+        run_looks(None, [c, d], EV, {"c": baseline_rows(c, right), "d": baseline_rows(d, right)}, gates, BOOT,
+                  run=slow, done=done, interleave=True)
+    assert [name for name, _ in calls] == ["c", "d", "c"]
+    assert (done.record["c"]["looks"], done.record["d"]["looks"]) == (2, 1)
+    assert done.record["c"]["budget"] is True and done.record["d"]["budget"] is True
+    assert done.budget == ("stopped by the time budget at look 1 of 4 of d (80 of 320 samples; serving.vllm.budget."
+                           "max_wall_s); look 2 of 4 of c (160 of 320 samples; serving.vllm.budget.max_wall_s)")
+    # in turn, not one after the other: without interleave c takes its looks first
+    calls.clear()
+    seq = run_looks(None, [c, d], EV, {"c": baseline_rows(c, right), "d": baseline_rows(d, right)}, gates, BOOT,
+                    run=inner)
+    assert [name for name, _ in calls][:2] == ["c", "c"] and not seq.budget
+
+
+def test_interleaved_a_failed_task_halts_the_others_at_their_last_completed_look():
+    c, d = spec("c", cap=320), spec("d", cap=320)
+    base = {x: True for x in range(400)}
+    tier = {x: x % 10 != 0 for x in range(400)}          # -10 points: fails a 3-point margin, at look 2
+    calls: list = []
+    done = run_looks(None, [c, d], EV, {"c": baseline_rows(c, base), "d": baseline_rows(d, base)},
+                     {"c/acc": Gate(3.0), "d/acc": Gate(3.0)}, BOOT, run=fake_run(tier, calls), interleave=True)
+    failed = [n for n, r in done.record.items() if r["settled"].get("acc", {}).get("verdict") == "fail"]
+    assert failed and done.stopped.startswith("stopped at look")
+    other = ({"c", "d"} - {failed[0]}).pop()
+    assert done.record[other].get("halted") or done.record[other]["settled"]
+    assert done.open_at_cap == []

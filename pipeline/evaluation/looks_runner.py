@@ -19,6 +19,7 @@ The baseline's own samples come from stage baseline@<model>, run to every cap in
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Protocol
 
@@ -104,7 +105,8 @@ class Second(Protocol):
 
 def run_looks(session, specs: list[tasks.TaskSpec], ev: Eval, baseline: dict[str, list[dict]],
               gates: dict[str, Gate], boot: Bootstrap, run=run_tasks, done: Looked | None = None,
-              chunk_run=None, report_only: Collection[str] = (), second: Second | None = None) -> Looked:
+              chunk_run=None, report_only: Collection[str] = (), second: Second | None = None,
+              interleave: bool = False) -> Looked:
     """`baseline`: task -> the baseline's rows (every cap); `gates`: metric id -> its gate (gates_from).
     `done` fills as tasks finish, so what a time limit interrupts is kept. `chunk_run` runs one look's
     documents (default `run`; evaluate's reads what the sample cache has, evaluation/sample_cache.py).
@@ -114,31 +116,77 @@ def run_looks(session, specs: list[tasks.TaskSpec], ev: Eval, baseline: dict[str
     second arithmetic gives it at the same look too (scoring/arith_check.py); without it, on the run's
     arithmetic alone, and not once the variant cannot pass (`Looked.cannot_pass`): it would change no
     recommendation. Report-only tasks run on a variant that failed or cannot pass unless
-    eval.sequential.probes is `passable` (docs/decision-rule.md "Looks")."""
+    eval.sequential.probes is `passable` (docs/decision-rule.md "Looks"). `interleave` (a session with a
+    time budget): the gated tasks take their looks in turn (_round_robin), else one task after another."""
     chunk_run = chunk_run or run
     done = done if done is not None else Looked()
     # log-likelihood tasks first; stable: YAML order otherwise
     ordered = sorted(specs, key=lambda s: not tasks.is_loglik(s))
     passable = ev.sequential.probes == "passable"
-    for spec in [s for s in ordered if s.name not in report_only]:
-        _task(session, spec, ev, baseline, gates, boot, run, chunk_run, done, second)
-        if done.stopped:
-            left = [s.name for s in ordered if s.name not in done.record and (passable or s.name not in report_only)]
-            done.stopped += f"; not run: {', '.join(left)}" if left else ""
-            if passable:
-                return done
-            break
+    gated = [_task(session, s, ev, baseline, gates, boot, run, chunk_run, done, second)
+             for s in ordered if s.name not in report_only]
+    if interleave:
+        _round_robin(gated, done)
+    else:
+        for task in gated:
+            for _ in task:          # every look of this task, then the next task's
+                pass
+            if done.stopped:
+                break
+    if done.stopped:
+        left = [s.name for s in ordered if s.name not in done.record and (passable or s.name not in report_only)]
+        done.stopped += f"; not run: {', '.join(left)}" if left else ""
+        if passable:
+            return done
     for spec in [s for s in ordered if s.name in report_only]:
         if passable and done.cannot_pass():
             done.skipped.append(spec.name)
             continue
-        _task(session, spec, ev, baseline, gates, boot, run, chunk_run, done, None, whole=True)
+        for _ in _task(session, spec, ev, baseline, gates, boot, run, chunk_run, done, None, whole=True):
+            pass
     return done
 
 
+def _round_robin(gated: list, done: Looked) -> None:
+    """Look 1 of every gated task, then look 2 of each still open, ...: under a time budget every task
+    gets its first look before any gets a second, so the budget ends each at a completed look rather
+    than leaving the later tasks unmeasured. A failed task halts the others at their last completed
+    look; the budget running out in one ends the others there too (and goes on to stop the variant)."""
+    active = list(gated)
+    try:
+        while active:
+            for task in list(active):
+                try:
+                    next(task)
+                except StopIteration:
+                    active.remove(task)
+                    if done.stopped:
+                        for other in active:
+                            _halt(other, False)
+                        return
+    except WallBudgetExceeded as cut:
+        for other in active:
+            _halt(other, cut)
+        raise
+
+
+def _halt(task, how) -> None:
+    """End a task at its last completed look: `how` False (the variant failed elsewhere) or the
+    budget's exception (recorded as the budget's cut). One not started yet stays not run."""
+    if inspect.getgeneratorstate(task) != inspect.GEN_SUSPENDED:
+        task.close()
+        return
+    try:
+        task.send(False) if how is False else task.throw(how)
+    except (StopIteration, WallBudgetExceeded):
+        pass
+
+
 def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict]], gates: dict[str, Gate],
-          boot: Bootstrap, run, chunk_run, done: Looked, second: Second | None, whole: bool = False) -> None:
-    """One task in looks (`whole`: to its cap in one), its rows, record and verdicts into `done`."""
+          boot: Bootstrap, run, chunk_run, done: Looked, second: Second | None, whole: bool = False):
+    """One task in looks (`whole`: to its cap in one), its rows, record and verdicts into `done`. A
+    generator: it pauses before each look after the first; sent False there it ends at the look it
+    completed, and the budget's exception thrown there ends it so too."""
     mine = {m: g for m in spec.higher_is_better if (g := gates.get(metric_id(spec.name, m)))}
     # once the variant cannot pass, a verdict's check would change no recommendation
     checking = second is not None and bool(mine) and spec.name in second.baseline and not done.cannot_pass()
@@ -158,9 +206,13 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
     other: dict[str, dict] = {}       # settled in the second arithmetic
     cut: WallBudgetExceeded | None = None
     k = 0
+    halted = False
     for look, n in enumerate(sizes):
         kept = (list(rows), list(rows2), dict(first), dict(other), checking)
         try:
+            if look and (yield) is False:      # halted: the variant failed on another task
+                halted = True
+                break
             rows += chunk_run(session, [looks.chunk(spec, len(rows), n)], ev)[1][spec.name]
             conf = design.confidence_at(look)
             first.update(_settled({m: g for m, g in mine.items() if m not in first}, baseline[spec.name], rows,
@@ -185,7 +237,7 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
         if len(state.settled) + len(state.unstable) == len(mine) or state.failed():
             break
     state = arith_check.state(first, other if checking else first, list(mine),
-                              at_cap=cut is None and k == len(sizes) - 1)
+                              at_cap=cut is None and not halted and k == len(sizes) - 1)
     rows.sort(key=lambda r: r["doc_id"])
     done.metrics[spec.name] = task_rows.TaskResult(looks.scores_from_rows(spec, rows), rows,
                                                dict(spec.higher_is_better))
@@ -199,9 +251,13 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
     open_ = [metric_id(spec.name, m) for m in mine if m not in state.settled and m not in state.unstable]
     if cut is not None:
         done.record[spec.name]["budget"] = True
-        done.budget = (f"stopped by the time budget at look {k + 1} of {len(sizes)} of {spec.name} ({len(rows)} of "
-                       f"{spec.num_docs} samples; serving.vllm.budget.max_wall_s)")
+        where = (f"look {k + 1} of {len(sizes)} of {spec.name} ({len(rows)} of {spec.num_docs} samples; "
+                 "serving.vllm.budget.max_wall_s)")
+        done.budget = f"{done.budget}; {where}" if done.budget else f"stopped by the time budget at {where}"
         raise cut
+    if halted:
+        done.record[spec.name]["halted"] = True
+        return
     done.open_at_cap += open_
     failed = [m for m, s in state.settled.items() if s["verdict"] == "fail"]
     if failed:

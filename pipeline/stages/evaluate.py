@@ -98,7 +98,8 @@ def in_looks(served: Served, specs: list[tasks.TaskSpec], params: schema.Params,
             with wall_limit(session.remaining_s()):
                 run_looks(session, specs, params.eval, against.samples, against.gates, params.decision.bootstrap,
                           done=done, report_only=tasks.report_only(specs, params.tolerance),
-                          chunk_run=reading_cache(served, params, specs, result), second=check)
+                          chunk_run=reading_cache(served, params, specs, result), second=check,
+                          interleave=session.remaining_s() is not None)
         except WallBudgetExceeded as e:
             if not done.metrics:
                 raise Unsupported(f"too slow here: lm-eval {e}") from None
