@@ -87,3 +87,11 @@ def md_row(cells: list[str]) -> str:
 
 def ci(lo_hi: list[float], fmt: str) -> str:
     return f"[{format(lo_hi[0], fmt)}, {format(lo_hi[1], fmt)}]"
+
+
+BUDGET_CUT = "stopped by the time budget"      # evaluate's reason for looks a time budget ended (looks_runner)
+
+
+def budget_cut(r: Row) -> str | None:
+    """Where a time budget ended a variant's looks, as evaluate recorded it; None when none did."""
+    return r.facts.reason if BUDGET_CUT in (r.facts.reason or "") else None

@@ -3,7 +3,7 @@ they read against a fixed-n run at the same caps, and where each one stopped; fo
 seconds that cost. Pure."""
 from __future__ import annotations
 
-from pipeline.report.cells import md_row
+from pipeline.report.cells import budget_cut, md_row
 from pipeline.report.document import ModelReport
 from pipeline.scoring.rows import Row
 
@@ -31,6 +31,9 @@ def summary_line(m: ModelReport) -> list[str]:
     unpassable = sum(1 for r in rows if r.facts.not_run)
     skipped = (f"; {unpassable} could no longer pass (a gated metric open at its cap) and did not run the report-only "
                "tasks" if unpassable else "")
+    cut = sum(1 for r in rows if budget_cut(r))
+    skipped += (f"; {cut} read at the last look completed when the time budget ran out (serving.vllm.budget."
+                "max_wall_s)" if cut else "")
     return [f"Looks: {settled} of {len(rows)} variants settled (pass or fail); together they read {n:,} of the "
             f"{total:,} samples a fixed-n run at the same caps reads ({n / total:.0%}); {stopped} stopped at the "
             f"look where a gated metric failed{skipped} (*Looks*).", ""]
@@ -123,7 +126,7 @@ def looks_lines(m: ModelReport) -> list[str]:
             lk = r.facts.looks.get(t)
             cells.append("-" if lk is None else f"{lk['looks']}/{lk.get('of', 1)}: {lk['n']:,} of {lk['cap']:,}")
         n, total = samples_read(r, m.num_samples)
-        stop = r.facts.reason if "stopped at look" in (r.facts.reason or "") else ""
+        stop = r.facts.reason if "stopped at look" in (r.facts.reason or "") else budget_cut(r) or ""
         if r.facts.not_run:
             stop = f"not run: {', '.join(r.facts.not_run['tasks'])} ({r.facts.not_run['why']})"
         lines.append(md_row([r.variant, *cells, f"{n:,} of {total:,}", stop]))

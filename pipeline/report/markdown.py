@@ -30,8 +30,12 @@ def run_lines(header: Header, rows: list[Row]) -> list[str]:
 
 def provenance_line(header: Header, rows: list[Row], machines: dict[str, str]) -> str:
     """Where the run came from and where it was measured, in one sentence."""
-    engines = sorted({f"{on['engine'].get('name')} {on['engine'].get('version')}" for r in rows
-                      if (on := r.facts.measured_on) and on.get("engine")})
+    found: dict[str, set[str]] = {}     # engine -> its versions (a variant whose engine never started has none)
+    for on in (r.facts.measured_on for r in rows):
+        if on and on.get("engine"):
+            version = on["engine"].get("version")
+            found.setdefault(on["engine"].get("name"), set()).update([version] if version else [])
+    engines = [f"{n} {', '.join(sorted(v))}" if v else f"{n} (version not recorded)" for n, v in sorted(found.items())]
     where = "; ".join(machines) or "not recorded"
     torch = header.versions.get("torch")
     return (f"Run: commit {header.commit}, dvc.lock sources {header.lock}; measured on {where}; engine "

@@ -3,7 +3,7 @@ variant, a column per gated metric. What is the same for every variant (a metric
 do, the allowed drop, n) is said once, in the column head or above the table. Pure."""
 from __future__ import annotations
 
-from pipeline.report.cells import MARK, is_baseline, label, md_row
+from pipeline.report.cells import MARK, budget_cut, is_baseline, label, md_row
 from pipeline.report.document import ModelReport
 from pipeline.schema import Baseline
 from pipeline.scoring.decision import NOT_MEASURED, not_capable
@@ -92,7 +92,8 @@ def why_lines(m: ModelReport, base: Baseline | None, confidence: float) -> list[
               "|" + "---|" * (len(head) + 1)]
     for r in rows:
         link, why_stopped = m.regression_links.get(r.variant), stopped(r)
-        verdict = MARK.get(r.judgement.overall, r.judgement.overall) + (f": {why_stopped}" if why_stopped else "")
+        why = why_stopped or budget_cut(r)
+        verdict = MARK.get(r.judgement.overall, r.judgement.overall) + (f": {why}" if why else "")
         lines.append(md_row([r.variant, verdict]
                             + [verdict_cell(r.judgement.verdicts.get(mid), shared[mid], why_stopped) for mid in columns]
                             + [f"[{r.variant}]({link})" if link else "–"]))

@@ -128,8 +128,9 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
             # failed a gated metric skips its fidelity and load test: its KL and speed would change no
             # verdict and it is recommended nowhere. Its long-context probe still runs (eval.sequential.probes)
             failed = "the variant failed a gated metric first" if result.get("stopped") else None
-            if failed:
-                result["fidelity"], result["throughput"] = {"status": "skipped", "why": failed}, {"skipped": failed}
+            skip = failed or ("the time budget ran out in its tasks (serving.vllm.budget.max_wall_s)" if cut else None)
+            if skip:
+                result["fidelity"], result["throughput"] = {"status": "skipped", "why": skip}, {"skipped": skip}
             elif base is not None:
                 try:
                     result["fidelity"], fidelity_rows = measured(
@@ -142,9 +143,9 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
                     result["fidelity"] = {"status": "failed", "why": errors.one_line(e)}
                 clock.lap("fidelity")
             if long is not None:
-                result["long_context"] = long(served, result)
+                result["long_context"] = {"status": "skipped", "why": skip} if cut else long(served, result)
                 clock.lap("long_context")
-            if not failed:
+            if not skip:
                 tp = params.eval.throughput
                 prompts = throughput_prompts(specs, tp.batch_size)
                 result["throughput"] = measured(served, "throughput", [dataclasses.asdict(tp), prompts],
