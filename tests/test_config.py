@@ -25,7 +25,6 @@ def test_shipped_params_parse(params_dict, root):
     assert p.tiers["int4-awq"].group_size == "auto"
 
 
-@pytest.mark.e2e
 def test_dvc_exp_run_set_rewrites_the_shipped_params_into_yaml_that_still_parses(tmp_path, root):
     """`dvc exp run -S key=value` (the docs' way to try a change) rewrites params.yaml through DVC's own
     round-trip dumper; an unquoted "retrieval:1024" inside {...} once made every such experiment fail
@@ -41,6 +40,7 @@ def test_dvc_exp_run_set_rewrites_the_shipped_params_into_yaml_that_still_parses
     assert after == before
 
 
+@pytest.mark.e2e
 def test_a_tier_differing_only_in_group_size_gets_its_own_stages(tmp_path, root):
     """Adding a tier is data: dvc.yaml's matrix gives it quantize/evaluate stages, no code change."""
     for f in ("dvc.yaml", "params.yaml"):
