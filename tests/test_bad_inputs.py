@@ -140,6 +140,11 @@ CASES = {
                                     "eval.apply_chat_template: moved to models.<name>.apply_chat_template"),
     "chat template neither auto nor a bool": (set_in("models.smollm2-135m.apply_chat_template", "yes"),
                                               "models.smollm2-135m.apply_chat_template: expected"),
+    "repair of a tier that cannot be promoted": (set_in("tiers.fp8.repair", {"max_kl": 0.01}),
+                                                 "tiers.fp8.repair: needs a recipe method"),
+    "repair selection texts past the calibration file": (set_in("tiers.int4-gptq.repair", {"texts": 60}),
+                                                         "tiers.int4-gptq.repair.texts: 60 selection texts after "
+                                                         "calibration.num_samples (16) need 76 rows"),
     "retrieval prompts longer than vLLM's context": (
         lambda p, _: (set_in("serving.backend", "vllm")(p, _), set_in("serving.vllm.max_model_len", 4096)(p, _)),
         "serving.vllm.max_model_len: 4096 is too short for eval.tasks.retrieval_4096 (4,096-token prompts, "
