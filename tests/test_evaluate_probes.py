@@ -36,7 +36,7 @@ def test_a_variant_that_failed_or_cannot_pass_runs_the_probe_unless_probes_is_pa
 
 def test_the_console_says_what_a_variant_that_cannot_pass_did_not_run():
     assert evaluation.cannot_pass({"status": "ok"}) is None
-    got = evaluation.cannot_pass({"cannot_pass": "c/acc inconclusive at the cap", "not_run": {"tasks": ["r1"]},
+    got = evaluation.cannot_pass({"cannot_pass": "c/acc inconclusive at the cap", "not_run": {"r1": "cannot pass", "g": "the variant failed"},
                                 "long_context": {"status": "skipped"}})
     assert got == "cannot pass: c/acc inconclusive at the cap; not run: r1, long context"
 

@@ -138,11 +138,11 @@ def test_a_variant_that_cannot_pass_runs_no_report_only_task_unless_probes_is_al
                          run=fake_run(worse, calls), report_only={"r"})
         assert [name for name, _ in calls] == ran, probes
         assert done.cannot_pass() == "c/acc inconclusive at the cap" and done.stopped is None
-        assert done.skipped == (["r"] if probes == "passable" else [])
+        assert done.not_run == ({"r": "cannot pass"} if probes == "passable" else {})
     passing = {"c/acc": Gate(3.0)}             # settles (pass) before the cap: the report-only task runs
     calls = []
     done = run_looks(None, [r, c], EV, base, passing, BOOT, run=fake_run(same, calls), report_only={"r"})
-    assert calls[-1][0] == "r" and done.cannot_pass() is None and done.skipped == []
+    assert calls[-1][0] == "r" and done.cannot_pass() is None and done.not_run == {}
 
 
 def test_a_failed_variant_still_runs_its_report_only_tasks_unless_probes_is_passable():
@@ -159,7 +159,8 @@ def test_a_failed_variant_still_runs_its_report_only_tasks_unless_probes_is_pass
                          run=fake_run(broken, calls), report_only={"r"})
         assert [name for name, _ in calls] == ran, probes
         assert done.stopped == f"{head}; not run: {left}", probes
-        assert ("r" in done.record) == (probes == "all") and done.skipped == []
+        assert ("r" in done.record) == (probes == "all")
+        assert done.not_run == dict.fromkeys(left.split(", "), "the variant failed"), probes
 
 
 def test_no_verdict_is_checked_in_the_second_arithmetic_once_the_variant_cannot_pass():
@@ -227,7 +228,7 @@ def test_a_verdict_settles_once_the_second_arithmetic_gives_it_too_and_is_unstab
                      report_only={"r"}, second=Second(worse, base, second_calls))
     rec = done.record["c"]
     assert rec["settled"] == {} and rec["unstable"] == ["acc"] and rec["first"]["acc"]["verdict"] == "pass"
-    assert done.unstable == ["c/acc"] and done.skipped == ["r"] and done.stopped is None
+    assert done.unstable == ["c/acc"] and done.not_run == {"r": "cannot pass"} and done.stopped is None
     assert done.cannot_pass() == "c/acc unstable under the second arithmetic"
     assert second_calls[0][1] == 0 and second_calls[-1][2] == done.record["c"]["n"]
     assert [(a, b) for _, a, b in second_calls] == list(zip([0] + [n for *_, n in second_calls[:-1]],
@@ -391,6 +392,9 @@ def test_an_engine_slower_than_the_budget_is_read_at_its_last_completed_look_nev
     assert done.budget == ("stopped by the time budget at look 2 of 4 of c (160 of 320 samples; "
                            "serving.vllm.budget.max_wall_s)")
     assert len(done.samples["c"]) == 160 and done.open_at_cap == []
+    # a task the budget left unstarted is recorded as not run for it, never as "not measured"
+    g = spec("g", kind="generate", hib={"rougeL": True})
+    assert done.out_of_time([c, g]) == ["g"] and done.not_run == {"g": "time budget"}
 
     def none_done(session, specs, ev):
         raise WallBudgetExceeded("did not finish")

@@ -49,3 +49,20 @@ def test_the_committed_decision_md_s_page_one_fits_a_screen():
     from pipeline import paths
     page = (paths.RESULTS / "decision.md").read_text(encoding="utf-8").split("\n## ", 1)[0].splitlines()
     assert len(page) <= 40 and max(len(line) for line in page) <= page_one.WIDTH
+
+
+def test_a_task_a_failed_variant_did_not_run_says_why_not_not_measured():
+    from pipeline.scoring.rows import Evidence
+    from pipeline.scoring.stats import Interval
+    from tests.test_report import facts, judged
+
+    base = facts("fp16", "auto", metrics={"classification/acc": 90.0, "other/acc": 80.0})
+    failed = facts("int4", "auto", metrics={"classification/acc": 60.0}, reason="stopped at look 1 of 4",
+                   not_run={"other": "the variant failed"})
+    ev = Evidence({"classification/acc": -30.0}, {"classification/acc": Interval(-30.0, -34.0, -26.0, 160)})
+    rs = judged([base, failed], [None, ev])
+    m = model_report(rs)
+    assert page_one.cell(m, rs[1], rs[0], "other") == "not run: the variant failed"
+    assert page_one.cell(m, rs[1], rs[0], "classification").startswith("FAIL -30.0 [-34.0,-26.0]")
+    unsaid = dataclasses.replace(rs[1], facts=dataclasses.replace(rs[1].facts, not_run={}))
+    assert page_one.cell(m, unsaid, rs[0], "other") == "inconclusive (not measured)"

@@ -80,10 +80,28 @@ def test_the_phases_line_sums_where_the_evaluate_seconds_went():
 
 def test_a_variant_that_could_no_longer_pass_is_counted_and_its_row_says_what_it_did_not_run():
     r = report()
-    why = {"tasks": ["retrieval_1024"], "why": "the variant cannot pass: classification/acc inconclusive at the cap"}
+    why = {"retrieval_1024": "cannot pass"}
     r.rows[1] = replace(r.rows[1], facts=replace(r.rows[1].facts, not_run=why))
     assert ("1 stopped at the look where a gated metric failed; 1 could no longer pass (a gated metric open at "
             "its cap) and did not run the report-only tasks (*Looks*).") in looks.summary_line(r)[0]
-    assert ("| int8-auto | 2/4: 320 of 640 | 320 of 640 | not run: retrieval_1024 (the variant cannot pass: "
-            "classification/acc inconclusive at the cap) |") in looks.looks_lines(r)
+    assert ("| int8-auto | 2/4: 320 of 640 | 320 of 640 | not run: retrieval_1024 (cannot pass: a gated metric "
+            "open at its cap or unstable) |") in looks.looks_lines(r)
     assert "could no longer pass" not in looks.summary_line(report())[0]
+
+
+def test_a_variant_the_time_budget_ended_says_at_which_look_and_what_it_did_not_run():
+    """The budget's cut is read from evaluate's record (the looks it flagged, the tasks it left), not
+    from a reason string: the row says where, and an unstarted task reads "not run: time budget"."""
+    from pipeline.report.cells import budget_cut, task_cell
+
+    r = report()
+    f = r.rows[1].facts
+    cut = {"classification": {**f.looks["classification"], "budget": True}}
+    r.rows[1] = replace(r.rows[1], facts=replace(f, looks=cut, not_run={"retrieval_1024": "time budget"}))
+    want = "stopped by the time budget at look 2 of 4 of classification; not run: retrieval_1024"
+    assert budget_cut(r.rows[1]) == want and budget_cut(r.rows[2]) is None
+    assert f"| int8-auto | 2/4: 320 of 640 | 320 of 640 | {want} |" in looks.looks_lines(r)
+    assert "; 1 read at the last look completed when the time budget ran out" in looks.summary_line(r)[0]
+    assert "could no longer pass" not in looks.summary_line(r)[0]
+    assert task_cell(r.rows[1], "retrieval_1024", False) == "not run: time budget"
+    assert task_cell(r.rows[1], "summarization", False) == "not measured"

@@ -52,3 +52,11 @@ def test_the_writer_cannot_write_what_the_reader_refuses():
 def test_a_null_mapping_reads_as_empty(tmp_path):
     res = result_json.load(write(tmp_path, result_files.variant(looks=None, serving=None)))
     assert res.looks == {} and res.serving == {}
+
+
+def test_a_task_not_run_says_one_of_the_known_reasons(tmp_path):
+    ok = result_json.load(write(tmp_path, result_files.variant(not_run={"r": "time budget", "g": "the variant failed"})))
+    assert ok.not_run == {"r": "time budget", "g": "the variant failed"}
+    # version 1 wrote {"tasks": [...], "why": ...}: not this contract, and said so
+    with pytest.raises(result_json.ResultError, match=r"not_run\['tasks'\] is \['r'\], not one of"):
+        result_json.load(write(tmp_path, {**result_files.variant(), "not_run": {"tasks": ["r"]}}))

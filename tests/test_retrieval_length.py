@@ -88,18 +88,18 @@ def test_a_length_not_run_because_the_variant_cannot_pass_says_so():
     cap: its cells say why, not "not measured"; a length it did run keeps its number."""
     from pipeline.report.summary import decided_cell
 
-    why = {"tasks": ["r1", "r4"], "why": "the variant cannot pass: c/acc inconclusive at the cap"}
+    why = {"r1": "cannot pass", "r4": "cannot pass"}
     v = Row(Measured("m", "int8", "auto", "ok", metrics={"c/acc": 90.0}, not_run=why), Evidence(),
             Judgement("inconclusive", {"c/acc": Verdict("inconclusive")}))
     (e,) = rl.table([v], [L1, L4])
-    assert [c.verdict for _, c in e.cells] == [rl.NOT_RUN] * 2
-    assert e.sentence() == "int8 + auto KV: retrieval not run (a gated metric is open at its cap: it cannot pass)"
+    assert [c.verdict for _, c in e.cells] == ["not run: cannot pass"] * 2
+    assert e.sentence() == "int8 + auto KV: retrieval not run: cannot pass"
     assert decided_cell(v, "r1", None) == "not run: cannot pass" and decided_cell(v, "r2", None) == "not measured"
     some = Row(Measured("m", "int8", "auto", "ok", metrics={"r1/exact_match": 100.0},
-                        not_run={"tasks": ["r4"], "why": "x"}), Evidence(deltas={"r1/exact_match": 0.0}),
+                        not_run={"r4": "time budget"}), Evidence(deltas={"r1/exact_match": 0.0}),
                Judgement("inconclusive", {}))
     (e,) = rl.table([some], [L1, L4])
-    assert [c.verdict for _, c in e.cells] == [rl.REPORT_ONLY, rl.NOT_RUN]
+    assert [c.verdict for _, c in e.cells] == [rl.REPORT_ONLY, "not run: time budget"]
 
 
 def test_no_retrieval_task_no_section_and_the_section_has_every_variant():

@@ -14,7 +14,7 @@ from typing import Any
 
 from pipeline import io
 
-VERSION = 1
+VERSION = 2             # 2: not_run is task -> why (NOT_RUN)
 KINDS = ("variant", "noise")          # evaluate's and baseline's; the noise floor's (the second arithmetic)
 STATUSES = {"variant": ("ok", "unsupported", "failed"), "noise": ("ok", "unsupported", "failed", "off")}
 # keys every result has; keys an "ok" one has (a value may be null where its producer says so); a
@@ -27,6 +27,10 @@ OK = {"variant": ("backend", "chat_template", "add_bos_token", "tokenizer_check"
       "noise": ("tier", "kv", "backend", "serving", "arithmetic", "compute_dtype", "measured_on", "metrics",
                 "higher_is_better", "versions", "sample_cache")}
 NOT_OK = ("reason",)
+# why a task was not run: a gated metric failed (the looks stop the variant), the variant cannot pass
+# (eval.sequential.probes: passable), or the time budget ran out before it started
+FAILED, CANNOT_PASS, TIME_BUDGET = "the variant failed", "cannot pass", "time budget"
+NOT_RUN = (FAILED, CANNOT_PASS, TIME_BUDGET)
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,7 @@ class Result:
     stopped: str | None = None                    # the look where a gated metric failed
     cut: str | None = None                        # what a time budget cut
     cannot_pass: str | None = None
-    not_run: dict[str, Any] = field(default_factory=dict)
+    not_run: dict[str, str] = field(default_factory=dict)        # task -> why (NOT_RUN)
     arithmetic_check: dict[str, Any] = field(default_factory=dict)
     refused: dict[str, str] = field(default_factory=dict)
     reused: dict[str, Any] = field(default_factory=dict)
@@ -88,6 +92,8 @@ def problems(data: dict[str, Any]) -> list[str]:
         return [f"status {status!r} is not one of {', '.join(STATUSES[kind])}"]
     need = ALWAYS[kind] + (OK[kind] if status == "ok" else NOT_OK if status != "off" else ())
     found = [f"missing field {k!r} (status {status})" for k in need if k not in data]
+    found += [f"not_run[{t!r}] is {why!r}, not one of {', '.join(NOT_RUN)}"
+              for t, why in (data.get("not_run") or {}).items() if why not in NOT_RUN]
     return found + [f"unknown field {k!r}" for k in data if k not in KNOWN]
 
 

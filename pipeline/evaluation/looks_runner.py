@@ -25,6 +25,7 @@ from typing import Any, Callable, Collection, Protocol
 
 from pipeline.evaluation.lm_eval_runner import WallBudgetExceeded, run_tasks
 from pipeline.domain import looks, task_rows, tasks
+from pipeline.domain.result_json import CANNOT_PASS, FAILED, TIME_BUDGET
 from pipeline.domain.metrics import metric_id
 from pipeline import schema
 from pipeline.schema import Bootstrap, Eval
@@ -46,10 +47,18 @@ class Looked:
     record: dict[str, dict[str, Any]] = field(default_factory=dict)     # task -> its looks (result.json "looks")
     stopped: str | None = None
     open_at_cap: list[str] = field(default_factory=list)    # gated metrics still unsettled at their cap
-    skipped: list[str] = field(default_factory=list)        # report-only tasks not run (cannot_pass)
+    # task -> why it was not run (result_json.NOT_RUN: the variant failed or cannot pass, the time budget)
+    not_run: dict[str, str] = field(default_factory=dict)
     unstable: list[str] = field(default_factory=list)       # metrics the two arithmetics did not settle alike
     second_rows: dict[str, list[dict]] = field(default_factory=dict)    # task -> its samples in the second
     budget: str | None = None         # where the time budget stopped the looks (the task kept at that look)
+
+    def out_of_time(self, specs: list[tasks.TaskSpec]) -> list[str]:
+        """The time budget ran out: the tasks that had not started are not run for it (those read keep
+        their last completed look, _task). Returns them."""
+        left = [s.name for s in specs if s.name not in self.record and s.name not in self.not_run]
+        self.not_run.update(dict.fromkeys(left, TIME_BUDGET))
+        return left
 
     def cannot_pass(self) -> str | None:
         """Why the variant can no longer pass (a gated metric failed, is open at its cap, or is unstable
@@ -136,11 +145,12 @@ def run_looks(session, specs: list[tasks.TaskSpec], ev: Eval, baseline: dict[str
     if done.stopped:
         left = [s.name for s in ordered if s.name not in done.record and (passable or s.name not in report_only)]
         done.stopped += f"; not run: {', '.join(left)}" if left else ""
+        done.not_run.update(dict.fromkeys(left, FAILED))
         if passable:
             return done
     for spec in [s for s in ordered if s.name in report_only]:
         if passable and done.cannot_pass():
-            done.skipped.append(spec.name)
+            done.not_run[spec.name] = CANNOT_PASS
             continue
         for _ in _task(session, spec, ev, baseline, gates, boot, run, chunk_run, done, None, whole=True):
             pass

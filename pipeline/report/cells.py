@@ -45,7 +45,7 @@ def task_cell(r: Row, task: str, is_base: bool) -> str:
     if r.facts.status != "ok":
         return "–"
     if not any(task_of(mid) == task for mid in r.facts.metrics):
-        return "not measured"
+        return unread(r, task)
     if is_base:
         return "baseline"
     verdict = task_verdicts(r.judgement.verdicts).get(task)
@@ -57,7 +57,7 @@ def metric_cell(r: Row, metric: str, is_base: bool) -> str:
     if f.status != "ok":
         return "–"
     if metric not in f.metrics:
-        return "not measured"
+        return unread(r, task_of(metric))
     value = f"{f.metrics[metric]:.1f}"
     if is_base:
         return f"{value} (baseline)"
@@ -89,9 +89,11 @@ def ci(lo_hi: list[float], fmt: str) -> str:
     return f"[{format(lo_hi[0], fmt)}, {format(lo_hi[1], fmt)}]"
 
 
-BUDGET_CUT = "stopped by the time budget"      # evaluate's reason for looks a time budget ended (looks_runner)
-
-
 def budget_cut(r: Row) -> str | None:
-    """Where a time budget ended a variant's looks, as evaluate recorded it; None when none did."""
-    return r.facts.reason if BUDGET_CUT in (r.facts.reason or "") else None
+    """Where a time budget ended a variant's looks, from evaluate's record; None when none did."""
+    return r.facts.budget_cut()
+
+
+def unread(r: Row, task: str) -> str:
+    """A task with no score: 'not run: <why>' where evaluate said why, else 'not measured'."""
+    return r.facts.not_run_text(task) or "not measured"

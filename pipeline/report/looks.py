@@ -3,6 +3,7 @@ they read against a fixed-n run at the same caps, and where each one stopped; fo
 seconds that cost. Pure."""
 from __future__ import annotations
 
+from pipeline.domain.result_json import CANNOT_PASS
 from pipeline.report.cells import budget_cut, md_row
 from pipeline.report.document import ModelReport
 from pipeline.scoring.rows import Row
@@ -28,7 +29,7 @@ def summary_line(m: ModelReport) -> list[str]:
     n, total = sum(a for a, _ in read), sum(b for _, b in read)
     settled = sum(1 for r in rows if r.judgement.overall in SETTLED)
     stopped = sum(1 for r in rows if "stopped at look" in (r.facts.reason or ""))
-    unpassable = sum(1 for r in rows if r.facts.not_run)
+    unpassable = sum(1 for r in rows if CANNOT_PASS in r.facts.not_run.values())
     skipped = (f"; {unpassable} could no longer pass (a gated metric open at its cap) and did not run the report-only "
                "tasks" if unpassable else "")
     cut = sum(1 for r in rows if budget_cut(r))
@@ -127,7 +128,7 @@ def looks_lines(m: ModelReport) -> list[str]:
             cells.append("-" if lk is None else f"{lk['looks']}/{lk.get('of', 1)}: {lk['n']:,} of {lk['cap']:,}")
         n, total = samples_read(r, m.num_samples)
         stop = r.facts.reason if "stopped at look" in (r.facts.reason or "") else budget_cut(r) or ""
-        if r.facts.not_run:
-            stop = f"not run: {', '.join(r.facts.not_run['tasks'])} ({r.facts.not_run['why']})"
+        if unpassable := [t for t, why in r.facts.not_run.items() if why == CANNOT_PASS]:
+            stop = f"not run: {', '.join(unpassable)} (cannot pass: a gated metric open at its cap or unstable)"
         lines.append(md_row([r.variant, *cells, f"{n:,} of {total:,}", stop]))
     return lines + [""]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import textwrap
 
 from pipeline.domain.memory import mib
-from pipeline.report.cells import budget_cut, is_baseline, label, md_row, task_of
+from pipeline.report.cells import budget_cut, is_baseline, label, md_row, task_of, unread
 from pipeline.report.document import Header, ModelReport
 from pipeline.schema import Baseline
 from pipeline.scoring.decision import not_capable
@@ -87,12 +87,12 @@ def cell(m: ModelReport, r: Row, base: Row, task: str) -> str:
     """verdict delta [interval], recovery, flips: of the metric that decided the task."""
     mine = {mid: v for mid, v in r.judgement.verdicts.items() if task_of(mid) == task and not not_capable(v)}
     if not mine:
-        return "not measured" if not any(task_of(mid) == task for mid in r.facts.metrics) else "–"
+        return unread(r, task) if not any(task_of(mid) == task for mid in r.facts.metrics) else "–"
     order = {"fail": 0, "inconclusive": 1, "pass": 2}
     mid, v = min(mine.items(), key=lambda kv: order.get(kv[1].verdict, 1))
     shown = f"unchecked {v.unchecked}" if v.unchecked else ("unstable" if v.unstable else v.verdict.replace("fail", "FAIL"))
     if v.lo is None:
-        return f"{shown} (not measured)" if "not measured" in (v.note or "") else shown
+        return r.facts.not_run_text(task) or (f"{shown} (not measured)" if "not measured" in (v.note or "") else shown)
     delta = r.evidence.deltas.get(mid)
     text = f"{shown} {delta:+.1f} [{v.lo:+.1f},{v.hi:+.1f}]" if delta is not None else shown
     rec = recovery(r, base, mid)

@@ -4,12 +4,11 @@ measured). Pure."""
 from __future__ import annotations
 
 from pipeline.domain.memory import mib
-from pipeline.report.cells import MARK, is_baseline, label, md_row, status_cell, task_of, tasks_of
+from pipeline.report.cells import MARK, is_baseline, label, md_row, status_cell, task_of, tasks_of, unread
 from pipeline.report import provenance
 from pipeline.report.document import ModelReport
 from pipeline.schema import Baseline
 from pipeline.scoring.decision import FAIL, PASS, not_capable, overall
-from pipeline.scoring.retrieval_length import NOT_RUN
 from pipeline.scoring.rows import Row
 
 NOT_CAPABLE_CELL = "not capable"
@@ -48,7 +47,7 @@ def decided_cell(r: Row, task: str, base: Baseline | None) -> str:
     if f.status != "ok":
         return "–"
     if not any(task_of(mid) == task for mid in f.metrics):
-        return NOT_RUN if task in f.not_run.get("tasks", ()) else "not measured"
+        return unread(r, task)
     if is_baseline(r, base):
         return "baseline"
     mine = {mid: v for mid, v in r.judgement.verdicts.items() if task_of(mid) == task}

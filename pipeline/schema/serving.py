@@ -31,8 +31,8 @@ class VllmBench:
 @dataclass(frozen=True)
 class VllmBudget:
     """How long one variant may take on vLLM. max_wall_s bounds the whole session (startup, lm-eval, the
-    load test): past it the tasks lm-eval finished are kept and the rest are "not measured: too slow
-    here"; a variant whose decode probe is below min_decode_tok_s skips its load test here. (The ratio
+    load test): past it each task keeps its last completed look and is read there, and one not started
+    reads "not run: time budget"; a variant whose decode probe is below min_decode_tok_s skips its load test here. (The ratio
     to the baseline's speed is decide's rule: report.min_speed_vs_baseline.)
 
     The CPU default, 210 s, bounds a vLLM run of the default model's 10 servable variants on 2 cores at

@@ -19,7 +19,7 @@ from pipeline.scoring.rows import Row
 METRIC = "exact_match"
 NOT_CAPABLE = "not capable"      # the baseline scores below min_baseline at this length: no verdict
 NOT_MEASURED = "not measured"    # the variant stopped (a gated metric failed first) or did not run
-NOT_RUN = "not run: cannot pass"   # eval.sequential.probes: a gated metric is open at its cap
+NOT_RUN = "not run"              # evaluate did not run it: "not run: <why>" (result_json.NOT_RUN)
 REPORT_ONLY = "report only"      # the length's task has no tolerance: measured and shown, judged by nothing
 
 
@@ -73,8 +73,9 @@ class ByLength:
         if self.cells and all(c.verdict == REPORT_ONLY for _, c in self.cells):
             found = ", ".join(f"{c.accuracy:.0f}% at {x.tokens:,}" for x, c in self.cells)
             return f"{self.tier} + {kv}: retrieval {found} tokens (report only: no tolerance judges it)"
-        if self.cells and all(c.verdict == NOT_RUN for _, c in self.cells):
-            return f"{self.tier} + {kv}: retrieval not run (a gated metric is open at its cap: it cannot pass)"
+        whys = {c.verdict for _, c in self.cells}
+        if self.cells and len(whys) == 1 and next(iter(whys)).startswith(NOT_RUN):
+            return f"{self.tier} + {kv}: retrieval {next(iter(whys))}"
         first = next(((x, c) for x, c in self.cells if c.verdict != "pass"), None)
         head = (f"{self.tier} + {kv}: retrieval non-inferior up to {self.up_to:,} tokens" if self.up_to is not None
                 else f"{self.tier} + {kv}: retrieval not shown non-inferior at any length")
@@ -91,7 +92,7 @@ def cell(r: Row, length: Length) -> Cell:
     if r.judgement.overall == "baseline":
         return Cell(accuracy, None, "baseline")
     if accuracy is None:
-        return Cell(None, None, NOT_RUN if length.task in r.facts.not_run.get("tasks", ()) else NOT_MEASURED)
+        return Cell(None, None, r.facts.not_run_text(length.task) or NOT_MEASURED)
     v = r.judgement.verdicts.get(mid)
     # measured with no verdict: decide judges only metrics with a tolerance
     verdict = REPORT_ONLY if v is None else NOT_CAPABLE if not_capable(v) else v.verdict

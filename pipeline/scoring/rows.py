@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.domain.result_json import TIME_BUDGET
 from pipeline.scoring.power import Power
 from pipeline.scoring.stats import Interval
 
@@ -51,8 +52,8 @@ class Measured:
     task_seconds: dict[str, tuple[int, float]] = field(default_factory=dict)
     # part of the evaluation -> seconds (result.json "phases": load, tasks, fidelity, long_context, throughput)
     phases: dict[str, float] = field(default_factory=dict)
-    # report-only tasks evaluate did not run, and why (eval.sequential.probes: the variant cannot pass)
-    not_run: dict[str, Any] = field(default_factory=dict)
+    # task -> why evaluate did not run it (result_json.NOT_RUN: failed, cannot pass, time budget)
+    not_run: dict[str, str] = field(default_factory=dict)
     # the settled verdicts checked under the engine's second arithmetic (result.json; scoring/arith_check.py)
     arithmetic_check: dict[str, Any] = field(default_factory=dict)
     # prepare's tokenizer check as evaluate read it: {"findings": [...], "overridden": bool}; None: not recorded
@@ -84,6 +85,21 @@ class Measured:
             return None
         text = f"look {lk['looks']} of {lk['of']}, {lk['n']:,} of {lk['cap']:,} samples"
         return f"{text}; stopped by the time budget" if lk.get("budget") else text
+
+    def not_run_text(self, task: str) -> str | None:
+        """'not run: <why>' for a task evaluate did not run (result.json not_run), else None."""
+        why = self.not_run.get(task)
+        return f"not run: {why}" if why else None
+
+    def budget_cut(self) -> str | None:
+        """Where a time budget ended the looks ('look 2 of 4 of classification, ...'), from the looks
+        evaluate recorded; None where none did."""
+        cut = [f"look {lk['looks']} of {lk['of']} of {t}" for t, lk in self.looks.items() if lk.get("budget")]
+        late = [t for t, why in self.not_run.items() if why == TIME_BUDGET]
+        if not cut and not late:
+            return None
+        return "stopped by the time budget" + (f" at {', '.join(cut)}" if cut else "") + (
+            f"; not run: {', '.join(late)}" if late else "")
 
     @property
     def key(self) -> Key:
@@ -169,6 +185,21 @@ class Row:
     facts: Measured
     evidence: Evidence
     judgement: Judgement
+
+    def not_run_text(self, task: str) -> str | None:
+        """'not run: <why>' for a task evaluate did not run (result.json not_run), else None."""
+        why = self.not_run.get(task)
+        return f"not run: {why}" if why else None
+
+    def budget_cut(self) -> str | None:
+        """Where a time budget ended the looks ('look 2 of 4 of classification, ...'), from the looks
+        evaluate recorded; None where none did."""
+        cut = [f"look {lk['looks']} of {lk['of']} of {t}" for t, lk in self.looks.items() if lk.get("budget")]
+        late = [t for t, why in self.not_run.items() if why == TIME_BUDGET]
+        if not cut and not late:
+            return None
+        return "stopped by the time budget" + (f" at {', '.join(cut)}" if cut else "") + (
+            f"; not run: {', '.join(late)}" if late else "")
 
     @property
     def key(self) -> Key:

@@ -103,16 +103,16 @@ def in_looks(served: Served, specs: list[tasks.TaskSpec], params: schema.Params,
         except WallBudgetExceeded as e:
             if not done.metrics:
                 raise Unsupported(f"too slow here: lm-eval {e}") from None
-            left = ", ".join(s.name for s in specs if s.name not in done.record)
-            cut = (done.budget or f"too slow here: lm-eval {e}") + (f"; not measured: {left}" if left else "")
+            left = done.out_of_time(specs)
+            cut = (done.budget or f"too slow here: lm-eval {e}") + (f"; not run: {', '.join(left)}" if left else "")
     second_arithmetic.finish(check, done, result, out_dir)
     result["looks"] = done.record
     if done.stopped:
         result["stopped"] = done.stopped
     elif done.cannot_pass():
         result["cannot_pass"] = done.cannot_pass()
-    if done.skipped:
-        result["not_run"] = {"tasks": done.skipped, "why": f"the variant cannot pass: {done.cannot_pass()}"}
+    if done.not_run:
+        result["not_run"] = done.not_run
     return done.metrics, done.samples, cut
 
 

@@ -191,7 +191,7 @@ def cannot_pass(result: dict) -> str | None:
     """The console's word on a variant that can no longer pass, and what it therefore did not run."""
     if not result.get("cannot_pass"):
         return None
-    skipped = list((result.get("not_run") or {}).get("tasks", []))
+    skipped = [t for t, why in (result.get("not_run") or {}).items() if why == result_json.CANNOT_PASS]
     if (result.get("long_context") or {}).get("status") == "skipped":
         skipped.append("long context")
     return f"cannot pass: {result['cannot_pass']}" + (f"; not run: {', '.join(skipped)}" if skipped else "")
