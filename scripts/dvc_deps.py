@@ -1,16 +1,15 @@
-"""dvc.yaml's deps, exact: code deps generated from each stage's imports, data deps and params held
-against what each stage read while it ran (docs/decisions/deps-by-trace.md).
+"""dvc.yaml's deps, exact (docs/decisions/deps-by-trace.md): code deps generated from each stage's imports,
+data deps and params held against what each stage read while it ran.
 
     python -m scripts.dvc_deps --write          # rewrite the generated code deps in dvc.yaml
     python -m scripts.dvc_deps --check          # exit 1 naming every code dep missing or needless
     QTIER_TRACE=trace dvc repro && python -m scripts.dvc_deps --trace trace     # data deps and params
 
-Code: the closure of the module a stage's `cmd` runs over the package's imports (ast; `if TYPE_CHECKING:`
-left out), a subpackage as its folder: DVC rewrites dvc.lock in pure-Python YAML after each stage, and
-60 files a stage cost 7.7 s a stage on 2 AVX2 cores. The generated lines follow MARKER.
-Data and params, written by hand: a read that no dep, output or declared param of the stage covers is
-missing; a dep or param under which no run of the stage read anything is needless, unless UNSEEN says
-why. The e2e pipeline test runs the check on every stage.
+Code: the closure of the module a stage's `cmd` runs over the package's imports (ast), a subpackage as
+its folder: DVC rewrites dvc.lock in pure-Python YAML after each stage, and 60 files a stage cost 7.7 s
+a stage on 2 AVX2 cores. Data and params, by hand: a read no dep, output or declared param of the stage
+covers is missing; a dep or param under which no run of the stage read anything is needless, unless
+UNSEEN says why. The e2e pipeline test runs the trace check on every stage.
 """
 from __future__ import annotations
 
@@ -51,58 +50,39 @@ UNSEEN = {
 }
 
 
-def modules(root: Path = ROOT) -> dict[str, Path]:
-    """Module name -> file, for every module of the package (a package: its __init__.py)."""
-    out = {}
+def closure(entry: str, root: Path = ROOT) -> set[Path]:
+    """Every package file `python -m entry` executes: the imports it runs, each with its parent packages."""
+    mods = {}
     for p in sorted((root / PACKAGE).rglob("*.py")):
         parts = p.relative_to(root).with_suffix("").parts
-        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
-    return out
-
-
-def _runtime_imports(tree: ast.AST):
-    todo = [tree]
+        mods[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
+    todo, seen = [entry], set()
     while todo:
-        node = todo.pop()
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            todo += node.orelse
-            continue
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            yield node
-        todo += ast.iter_child_nodes(node)
+        for m in _parents(todo.pop()):
+            if m in mods and m not in seen:
+                seen.add(m)
+                todo += _imports(mods[m], m)
+    return {mods[m] for m in seen}
 
 
-def imported(path: Path, module: str, known: set[str]) -> set[str]:
-    """The package's modules that importing `module` runs directly, its parents' __init__ included."""
+def _imports(path: Path, module: str) -> set[str]:
+    """The names an import in `path` may load (`from a import b`: a, and a.b if b is a module)."""
     found = set()
-    for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
-            continue
-        base = node.module or ""
-        if node.level:
-            parts = (module if path.name == "__init__.py" else module.rpartition(".")[0]).split(".")
-            parent = ".".join(parts[: len(parts) - node.level + 1])
-            base = f"{parent}.{base}" if base else parent
-        found |= {base} | {f"{base}.{a.name}" for a in node.names}
-    return {p for m in found for p in _parents(m) if p in known}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:         # relative: from the package `module` is in (or is, for an __init__)
+                parts = (module if path.name == "__init__.py" else module.rpartition(".")[0]).split(".")
+                parent = ".".join(parts[: len(parts) - node.level + 1])
+                base = f"{parent}.{base}" if base else parent
+            found |= {base} | {f"{base}.{a.name}" for a in node.names}
+    return found
 
 
 def _parents(name: str) -> list[str]:
     return [".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 2)]
-
-
-def closure(entry: str, root: Path = ROOT) -> set[Path]:
-    """Every package file `python -m entry` executes."""
-    mods = modules(root)
-    todo = [m for m in _parents(entry) if m in mods]
-    seen: set[str] = set()
-    while todo:
-        m = todo.pop()
-        if m not in seen:
-            seen.add(m)
-            todo += imported(mods[m], m, set(mods))
-    return {mods[m] for m in seen}
 
 
 def grouped(rel: str, root: Path = ROOT) -> str:
@@ -114,12 +94,8 @@ def grouped(rel: str, root: Path = ROOT) -> str:
 
 def stages(dvc: dict) -> dict[str, tuple[dict, str]]:
     """Stage -> (its entry, the module its cmd runs)."""
-    out = {}
-    for name, entry in dvc["stages"].items():
-        entry = entry.get("do", entry)
-        if found := _CMD.search(entry["cmd"]):
-            out[name] = (entry, found.group(1))
-    return out
+    found = {name: (e.get("do", e), _CMD.search(e.get("do", e)["cmd"])) for name, e in dvc["stages"].items()}
+    return {name: (entry, m.group(1)) for name, (entry, m) in found.items() if m}
 
 
 def code_deps(dvc: dict, root: Path = ROOT, group=grouped) -> dict[str, list[str]]:
@@ -129,22 +105,19 @@ def code_deps(dvc: dict, root: Path = ROOT, group=grouped) -> dict[str, list[str
 
 
 def rewrite(text: str, derived: dict[str, list[str]]) -> str:
-    """dvc.yaml with the lines after each stage's MARKER replaced by its derived code deps."""
-    out, stage, done = [], None, set()
-    lines = text.splitlines(keepends=True)
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if header := re.match(r"^  ([\w-]+):\s*$", line):
-            stage = header.group(1)
+    """dvc.yaml with the `- pipeline/...` lines after each stage's MARKER replaced by its derived code deps."""
+    out, stage, done, skipping = [], None, set(), False
+    for line in text.splitlines(keepends=True):
+        if skipping and re.match(rf"^\s*- {PACKAGE}/", line):
+            continue
+        skipping = False
+        stage = m.group(1) if (m := re.match(r"^  ([\w-]+):\s*$", line)) else stage
         out.append(line)
-        i += 1
         if line.strip() == MARKER and stage in derived:
             indent = line[: len(line) - len(line.lstrip())]
-            while i < len(lines) and re.match(rf"^\s*- {PACKAGE}/", lines[i]):
-                i += 1
             out += [f"{indent}- {p}\n" for p in derived[stage]]
             done.add(stage)
+            skipping = True
     if missing := sorted(set(derived) - done):
         raise SystemExit(f"dvc.yaml: stage(s) {', '.join(missing)} have no line `{MARKER}` in their deps")
     return "".join(out)
@@ -167,12 +140,16 @@ def _under(path: str, folder: str, sep: str = "/") -> bool:
     return path == folder or path.startswith(folder + sep) or folder == "."
 
 
+def _files(trace: dict) -> list[str]:
+    """The data a stage read: no code, nothing it staged itself (`.<out>.partial`)."""
+    return [r for r in trace["reads"] if not r.endswith(".py") and ".partial" not in r]
+
+
 def trace_problems(lock: dict, trace: dict, root: Path = ROOT, params: dict | None = None) -> list[str]:
     """One line per read of one stage that its dvc.lock entry does not cover: a file no dep or output
     holds, a params key no declared one does."""
     stage = trace["stage"]
-    entry = lock["stages"].get(stage)
-    if entry is None:
+    if (entry := lock["stages"].get(stage)) is None:
         return [f"{stage}: traced, but dvc.lock has no such stage"]
     deps = [d["path"] for d in entry.get("deps", [])]
     sources = [m["source"][len("local:"):] for m in (params or {}).get("models", {}).values()
@@ -180,18 +157,13 @@ def trace_problems(lock: dict, trace: dict, root: Path = ROOT, params: dict | No
     covered = deps + [o["path"] for o in entry.get("outs", [])] + list(NOT_DEPS) + sources
     problems = [f"{stage}: reads {r}, which no dep or output of it covers" for r in _files(trace)
                 if not any(_under(r, c) for c in covered) and not any(_under(c, r) for c in deps)]
-    declared = [k for keys in entry.get("params", {}).values() for k in keys]
     problems += [f"{stage}: read {k} through a copy no label follows (use schema.replaced)"
                  for k in trace["params"] if k[0] == "?"]
+    declared = [k for keys in entry.get("params", {}).values() for k in keys]
     if "params.yaml" not in deps:           # check depends on the whole file
         problems += [f"{stage}: reads params {k}, which dvc.yaml does not declare" for k in trace["params"]
                      if k[0] != "?" and not any(_under(k, d, ".") for d in declared)]
     return problems
-
-
-def _files(trace: dict) -> list[str]:
-    """The data a stage read: no code, nothing it staged itself (`.<out>.partial`)."""
-    return [r for r in trace["reads"] if not r.endswith(".py") and ".partial" not in r]
 
 
 def _pattern(template: str, params: dict, sep: str) -> re.Pattern:
@@ -213,26 +185,23 @@ def needless_problems(dvc: dict, params: dict, traces: list[dict], root: Path = 
     problems = []
     for name, (entry, _) in stages(dvc).items():
         runs = [t for t in traces if t["stage"].split("@")[0] == name]
-        if not runs:
-            continue
-        reads = [r for t in runs for r in _files(t)]
-        keys = [k for t in runs for k in t["params"]]
         skip = {**unseen.get("*", {}), **unseen.get(name, {})}
-        for dep in (d for d in entry.get("deps", []) if not is_code(d, root) and d not in skip and "*" not in skip):
-            if not any(_pattern(dep, params, "/").fullmatch(r) for r in reads):
-                problems.append(f"{name}: dvc.yaml lists {dep}, which no run of the stage read")
-        for key in entry.get("params", []):
-            pat = _pattern(key, params, ".")
-            if "*" not in skip and not any(pat.fullmatch(k) or key.startswith(k + ".") for k in keys):
-                problems.append(f"{name}: dvc.yaml declares params {key}, which no run of the stage read")
+        if not runs or "*" in skip:
+            continue
+        reads, keys = [r for t in runs for r in _files(t)], [k for t in runs for k in t["params"]]
+        problems += [f"{name}: dvc.yaml lists {dep}, which no run of the stage read" for dep in entry.get("deps", [])
+                     if not is_code(dep, root) and dep not in skip
+                     and not any(_pattern(dep, params, "/").fullmatch(r) for r in reads)]
+        problems += [f"{name}: dvc.yaml declares params {key}, which no run of the stage read"
+                     for key in entry.get("params", [])
+                     if not any(_pattern(key, params, ".").fullmatch(k) or key.startswith(k + ".") for k in keys)]
     return problems
 
 
 def main(argv: list[str]) -> int:
-    path = ROOT / "dvc.yaml"
+    read = lambda name: safe_load(Path(name).read_text(encoding="utf-8"))      # noqa: E731
     if argv[:1] == ["--trace"] and len(argv) == 2:
-        lock = safe_load(Path("dvc.lock").read_text(encoding="utf-8"))
-        dvc, params = (safe_load(Path(f).read_text(encoding="utf-8")) for f in ("dvc.yaml", "params.yaml"))
+        lock, dvc, params = read("dvc.lock"), read("dvc.yaml"), read("params.yaml")
         traces = [json.loads(f.read_text()) for f in sorted(Path(argv[1]).glob("*.json"))]
         problems = [p for t in traces for p in trace_problems(lock, t, Path.cwd(), params)]
         problems += needless_problems(dvc, params, traces, Path.cwd())
@@ -240,14 +209,14 @@ def main(argv: list[str]) -> int:
         return 1 if problems or not traces else 0
     if argv not in (["--write"], ["--check"]):
         raise SystemExit("usage: python -m scripts.dvc_deps --write | --check | --trace <folder>")
+    path = ROOT / "dvc.yaml"
     text = path.read_text(encoding="utf-8")
-    dvc = safe_load(text)
     if argv == ["--write"]:
-        new = rewrite(text, code_deps(dvc))
+        new = rewrite(text, code_deps(safe_load(text)))
         path.write_text(new, encoding="utf-8")
         print("dvc.yaml: code deps " + ("rewritten" if new != text else "already current"))
         return 0
-    problems = code_problems(dvc)
+    problems = code_problems(safe_load(text))
     print("\n".join(problems) or "dvc.yaml: every stage's code deps are exact")
     return 1 if problems else 0
 
