@@ -1,5 +1,5 @@
-"""What DVC spends on dvc.lock per stage, with code deps listed module by module against by folder
-(scripts/dvc_deps.py), and with ruamel's C parser against its pure-Python one.
+"""What DVC spends on dvc.lock per stage, with code deps listed module by module against one code
+digest per stage (scripts/dvc_deps.py), and with ruamel's C parser against its pure-Python one.
 
     python -m benchmarks.dvc_lock [--stages 30]
 
@@ -22,7 +22,7 @@ from ruamel.yaml import YAML
 from benchmarks.timing import best_of
 from pipeline.domain.machine import cpu_info, describe
 from pipeline.schema.yaml_io import safe_load
-from scripts.dvc_deps import ROOT, code_deps
+from scripts.dvc_deps import CODE, ROOT, code_files
 
 
 def lock_text(per_stage: list[list[str]], stages: int) -> str:
@@ -42,12 +42,12 @@ def main() -> None:
     ap.add_argument("--stages", type=int, default=30)
     a = ap.parse_args()
     dvc = safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))
-    by_file = list(code_deps(dvc, group=lambda rel, root: rel).values())
-    by_folder = list(code_deps(dvc).values())
+    by_file = list(code_files(dvc).values())
+    by_digest = [[f"{CODE}/{stage}.json"] for stage in code_files(dvc)]
     print(f"machine: {describe(cpu_info(), False)}; {a.stages} stages; ruamel C parser: {YAML(typ='safe').Parser.__module__}")
     print(f"{'code deps':<12}{'lock KB':>9}{'safe load s':>13}{'pure load s':>13}{'rt load+dump s':>16}")
     rows = {}
-    for name, deps in (("by module", by_file), ("by folder", by_folder)):
+    for name, deps in (("by module", by_file), ("by digest", by_digest)):
         text = lock_text(deps, a.stages)
         safe = best_of(lambda: parse_yaml(text, "dvc.lock"))
         pure = YAML(typ="safe", pure=True)
@@ -56,8 +56,8 @@ def main() -> None:
         rt = best_of(lambda: parse_yaml_for_update(text, "dvc.lock")) + best_of(lambda: _dump(data, io.StringIO()))
         rows[name] = (len(text) / 1024, safe, pure_s, rt)
         print(f"{name:<12}{len(text) / 1024:>9.0f}{safe:>13.2f}{pure_s:>13.2f}{rt:>16.2f}")
-    (kb1, s1, p1, r1), (kb2, s2, p2, r2) = rows["by module"], rows["by folder"]
-    print(f"{'ratio':<12}{kb1 / kb2:>9.1f}{s1 / s2:>13.1f}{p1 / p2:>13.1f}{r1 / r2:>16.1f}   (by module / by folder)")
+    (kb1, s1, p1, r1), (kb2, s2, p2, r2) = rows["by module"], rows["by digest"]
+    print(f"{'ratio':<12}{kb1 / kb2:>9.1f}{s1 / s2:>13.1f}{p1 / p2:>13.1f}{r1 / r2:>16.1f}   (by module / by digest)")
     print(f"C parser against pure Python, by module: {p1 / s1:.1f}x")
 
 

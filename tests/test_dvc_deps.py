@@ -1,10 +1,11 @@
-"""dvc.yaml's deps are exact (scripts/dvc_deps.py): code deps as generated from the imports, and the
+"""dvc.yaml's deps are exact (scripts/dvc_deps.py): each stage on its own code digest, and the
 trace check that holds data deps and params against what a stage read (run on the real pipeline by
 tests/test_pipeline_e2e.py). ast and yaml only, nothing of the pipeline is run.
 """
 from __future__ import annotations
 
 import copy
+import json
 import re
 from pathlib import Path
 
@@ -14,24 +15,21 @@ from pipeline.schema.yaml_io import safe_load
 from scripts import dvc_deps
 from scripts.dvc_deps import ROOT, closure, trace_problems
 
-HOW = "regenerate the code deps with `python -m scripts.dvc_deps --write`"
 
 
 def load_dvc() -> dict:
     return safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))
 
 
-def test_dvc_yaml_is_as_the_generator_writes_it():
-    text = (ROOT / "dvc.yaml").read_text(encoding="utf-8")
-    assert dvc_deps.rewrite(text, dvc_deps.code_deps(load_dvc())) == text, HOW
+def test_every_stage_depends_on_its_own_code_digest():
     assert dvc_deps.code_problems(load_dvc()) == []
 
 
 @pytest.mark.parametrize(("stage", "remove", "add", "expected"), [
-    ("decide", "pipeline/report", None, "decide: runs pipeline/report but dvc.yaml does not list it"),
-    ("evaluate", "pipeline/stages/evaluate.py", None, "evaluate: runs pipeline/stages/evaluate.py"),
-    ("prepare", None, "pipeline/config.py", "prepare: dvc.yaml lists pipeline/config.py, which the stage never imports"),
-    ("decide", None, "pipeline/engines", "decide: dvc.yaml lists pipeline/engines, which the stage never imports"),
+    ("decide", "artifacts/code/decide.json", None, "decide: dvc.yaml does not list its code digest"),
+    ("evaluate", None, "artifacts/code/decide.json", "evaluate: dvc.yaml lists artifacts/code/decide.json, which is not"),
+    ("prepare", None, "pipeline/config.py", "prepare: dvc.yaml lists pipeline/config.py, which is not its own"),
+    ("code", "pipeline", None, "code: dvc.yaml must list the folder pipeline"),
 ])
 def test_a_missing_and_a_needless_code_dep_are_caught(stage, remove, add, expected):
     dvc = copy.deepcopy(load_dvc())
@@ -71,7 +69,8 @@ def _downstream_of_check(dvc: dict, stage: str, depth: int = 0) -> bool:
 
 def test_every_stage_runs_after_check():
     dvc = load_dvc()
-    assert [s for s in dvc["stages"] if s != "check" and not _downstream_of_check(dvc, s)] == []
+    # code writes the digests and reads no params: it runs first
+    assert [s for s in dvc["stages"] if s not in ("code", "check") and not _downstream_of_check(dvc, s)] == []
     dvc["stages"]["evalsets"]["deps"].remove("artifacts/params.checked")
     assert not _downstream_of_check(dvc, "prepare")
 
@@ -96,17 +95,24 @@ def test_closure_follows_packages_and_relative_imports(tmp_path):
     assert found == {"pipeline/__init__.py", "pipeline/schema/__init__.py", "pipeline/schema/params.py",
                      "pipeline/schema/limits.py", "pipeline/domain/__init__.py", "pipeline/domain/hw.py",
                      "pipeline/stages/__init__.py", "pipeline/stages/run.py"}
-    assert dvc_deps.grouped("pipeline/domain/hw.py", tmp_path) == "pipeline/domain"
-    assert dvc_deps.grouped("pipeline/stages/run.py", tmp_path) == "pipeline/stages/run.py"
 
 
-def test_rewrite_replaces_only_the_generated_lines():
-    text = ("stages:\n  a:\n    deps:\n      - data\n      " + dvc_deps.MARKER + "\n      - pipeline/old.py\n"
-            "    outs:\n      - out\n")
-    new = dvc_deps.rewrite(text, {"a": ["pipeline/x.py", "pipeline/y.py"]})
-    assert new == text.replace("      - pipeline/old.py\n", "      - pipeline/x.py\n      - pipeline/y.py\n")
-    with pytest.raises(SystemExit, match="stage.*b.*have no line"):
-        dvc_deps.rewrite(text, {"a": [], "b": []})
+def test_a_stage_s_digest_changes_with_a_module_it_runs_and_no_other(tmp_path):
+    files = {"pipeline/__init__.py": "", "pipeline/a.py": "from pipeline import b\n", "pipeline/b.py": "",
+             "pipeline/c.py": "", "dvc.yaml": "stages:\n  a:\n    cmd: python -m pipeline.a\n"}
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+
+    def digest() -> str:
+        dvc_deps.digest(tmp_path / "code", tmp_path)
+        return (tmp_path / "code" / "a.json").read_text()
+    first = digest()
+    assert sorted(json.loads(first)["files"]) == ["pipeline/__init__.py", "pipeline/a.py", "pipeline/b.py"]
+    (tmp_path / "pipeline/c.py").write_text("x = 1\n")
+    assert digest() == first
+    (tmp_path / "pipeline/b.py").write_text("x = 1\n")
+    assert digest() != first
 
 
 # --- the trace check, on a lock entry and a trace as the pipeline writes them --------------------------
@@ -145,7 +151,6 @@ def test_a_read_no_dep_output_or_param_covers_is_caught(trace, expected):
 
 
 def test_the_trace_command_fails_without_traces_and_on_a_problem(tmp_path, monkeypatch, capsys):
-    import json
 
     from pipeline.schema.yaml_io import safe_dump
 

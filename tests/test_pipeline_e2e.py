@@ -18,8 +18,8 @@ from tests import tiny_model
 from tests.conftest import short_tasks
 
 pytestmark = pytest.mark.e2e
-# .dvcignore: code deps are folders (scripts/dvc_deps.py); the bytecode a stage writes into them is not code
-COPY = ["dvc.yaml", ".dvcignore", "pipeline", "eval_sets", "recipes", "calibration"]
+# .dvcignore: stage code hashes the folder pipeline; the bytecode a stage writes into it is not code
+COPY = ["dvc.yaml", ".dvcignore", "pipeline", "scripts", "eval_sets", "recipes", "calibration"]
 
 
 def small_params(root: Path, models: dict) -> dict:
