@@ -68,7 +68,8 @@ def diff(a: Run, b: Run, boot: schema.Bootstrap) -> dict[str, Interval]:
 
 
 def verdict(iv: Interval) -> str:
-    if iv.discordant == (0, 0) or iv.lo == iv.hi == 0:      # no sample scored differently
+    # no sample scored differently (a graded metric's interval has a floor: its width proves nothing here)
+    if iv.discordant == (0, 0) or (iv.graded is not None and iv.graded.changed == 0) or iv.lo == iv.hi == 0:
         return "identical"
     return "within noise" if iv.lo <= 0 <= iv.hi else "differs"
 
@@ -138,8 +139,12 @@ def main(argv: list[str] | None = None) -> None:
             print(f"qtier: error: {d}: no evals/ folder (expected a results/ dir of a finished run)", file=sys.stderr)
             sys.exit(2)
     boot = schema.load_or_exit().decision.bootstrap
-    text = render(compare_dirs(args.a, args.b, boot), args.label_a or describe(args.a),
-                  args.label_b or describe(args.b), boot)
+    try:
+        text = render(compare_dirs(args.a, args.b, boot), args.label_a or describe(args.a),
+                      args.label_b or describe(args.b), boot)
+    except io.DataError as e:           # a result of another qtier version, a partial one: one line
+        print(f"qtier: error: {e}", file=sys.stderr)
+        sys.exit(2)
     if args.out:
         io.atomic_write_text(args.out, text)
     print(text)

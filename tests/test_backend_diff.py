@@ -75,6 +75,18 @@ def test_cli_rejects_a_dir_without_evals(tmp_path, capsys):
     assert e.value.code == 2 and "no evals/ folder" in capsys.readouterr().err
 
 
+def test_cli_names_a_result_of_another_version_in_one_line(tmp_path, capsys, in_repo):
+    a, b = tmp_path / "a", tmp_path / "b"
+    write_run(a, "fp16-auto")
+    write_run(b, "fp16-auto")
+    old = b / "evals/m/fp16-auto/result.json"
+    old.write_text(json.dumps({**json.loads(old.read_text()), "schema_version": 1}))
+    with pytest.raises(SystemExit) as e:
+        backend_diff.main([str(a), str(b)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and "schema_version 1 (this qtier reads" in err
+
+
 def test_a_difference_in_how_the_fp8_cache_rounds_is_said_beside_the_row(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     write_run(a, "int8-fp8", serving={"kv_cache": "fp8_e4m3 simulated (K/V rounded through float8_e4m3fn, 1.0)"})
@@ -84,3 +96,13 @@ def test_a_difference_in_how_the_fp8_cache_rounds_is_said_beside_the_row(tmp_pat
     rows = {v: note for _, v, note, _ in backend_diff.compare_dirs(a, b, BOOT)}
     assert rows["int8-fp8"] == "A reference, B vllm; fp8 K/V rounded: A nearest, B truncation"
     assert rows["int8-auto"] == "A reference, B vllm"
+
+
+def test_a_graded_metric_no_sample_of_which_changed_is_identical_whatever_its_interval_s_floor():
+    from pipeline.scoring import paired_graded
+    from pipeline.scoring.stats import Interval
+
+    same = paired_graded.summary([0.0] * 10, base=[50.0] * 10)
+    assert backend_diff.verdict(Interval(0.0, -2.8, 3.7, 10, graded=same)) == "identical"
+    moved = paired_graded.summary([0.0] * 9 + [-5.0], base=[50.0] * 10)
+    assert backend_diff.verdict(Interval(-0.5, -2.8, 3.7, 10, graded=moved)) == "within noise"
