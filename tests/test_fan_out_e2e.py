@@ -4,8 +4,8 @@ evaluation; its decision.md is the sequential run's but for the time stamp line.
 share a local-directory DVC remote (e2e: DVC on a tiny random model, a few minutes)."""
 from __future__ import annotations
 
+import json
 import re
-import shutil
 import sys
 from pathlib import Path
 
@@ -27,9 +27,7 @@ def origin(tmp_path_factory, request) -> Path:
     p = small_params(root, {"tiny": {"source": "local:tiny-model", "dtype": "float16"}})
     p["tiers"] = {t: p["tiers"][t] for t in ("fp16", "int8")}
     p["kv_modes"] = {"auto": p["kv_modes"]["auto"]}         # two evaluate stages: one a worker
-    init_project(proj, root, p)
-    (proj / "scripts").mkdir()
-    shutil.copy(root / "scripts/fan_out.py", proj / "scripts/fan_out.py")
+    init_project(proj, root, p)             # scripts/ with it: fan_out.py, and dvc_deps.py for stage code
     for cmd in (["dvc", "remote", "add", "-d", "shared", str(proj.parent / "remote")], GIT + ["add", "-A"],
                 GIT + ["commit", "-qm", "the project"]):
         r = run(cmd, proj)
@@ -47,6 +45,15 @@ def fan_out(proj: Path, *args: str) -> str:
     r = run([sys.executable, "-m", "scripts.fan_out", *args], proj)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     return r.stdout + r.stderr
+
+
+def differing(a, b, at: str = "") -> list[str]:
+    """The paths of the leaves where two JSON documents differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [p for k in sorted(set(a) | set(b)) for p in differing(a.get(k), b.get(k), f"{at}.{k}")]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [p for i, (x, y) in enumerate(zip(a, b)) for p in differing(x, y, f"{at}[{i}]")]
+    return [] if a == b else [at]
 
 
 def ran(output: str) -> list[str]:
@@ -74,3 +81,8 @@ def test_two_workers_and_an_aggregator_make_the_sequential_decision(origin):
     one, two = ((p / "results/decision.md").read_text().splitlines() for p in (up, agg))
     assert len(one) == len(two)
     assert [x for x, y in zip(one, two) if x != y and not (x.startswith("Generated ") and y.startswith("Generated "))] == []
+    # decision.json alike but for what was timed (a worker timed its own stages)
+    j1, j2 = (json.loads((p / "results/decision.json").read_text()) for p in (up, agg))
+    timed = ("generated", "gen_tokens_per_s", "seconds", "load", "tasks", "fidelity", "int_mm", "long_context",
+             "throughput", "second_arithmetic")
+    assert [p for p in differing(j1, j2) if p.rsplit(".", 1)[-1] not in timed] == []
