@@ -186,21 +186,6 @@ class Row:
     evidence: Evidence
     judgement: Judgement
 
-    def not_run_text(self, task: str) -> str | None:
-        """'not run: <why>' for a task evaluate did not run (result.json not_run), else None."""
-        why = self.not_run.get(task)
-        return f"not run: {why}" if why else None
-
-    def budget_cut(self) -> str | None:
-        """Where a time budget ended the looks ('look 2 of 4 of classification, ...'), from the looks
-        evaluate recorded; None where none did."""
-        cut = [f"look {lk['looks']} of {lk['of']} of {t}" for t, lk in self.looks.items() if lk.get("budget")]
-        late = [t for t, why in self.not_run.items() if why == TIME_BUDGET]
-        if not cut and not late:
-            return None
-        return "stopped by the time budget" + (f" at {', '.join(cut)}" if cut else "") + (
-            f"; not run: {', '.join(late)}" if late else "")
-
     @property
     def key(self) -> Key:
         return self.facts.key
