@@ -42,8 +42,9 @@ def main() -> None:
     ap.add_argument("--stages", type=int, default=30)
     a = ap.parse_args()
     dvc = safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))
-    by_file = list(code_files(dvc).values())
-    by_digest = [[f"{CODE}/{stage}.json"] for stage in code_files(dvc)]
+    files = code_files(dvc)
+    by_file = list(files.values())
+    by_digest = [[f"{CODE}/{stage}.json"] for stage in files]
     print(f"machine: {describe(cpu_info(), False)}; {a.stages} stages; ruamel C parser: {YAML(typ='safe').Parser.__module__}")
     print(f"{'code deps':<12}{'lock KB':>9}{'safe load s':>13}{'pure load s':>13}{'rt load+dump s':>16}")
     rows = {}

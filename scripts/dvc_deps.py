@@ -52,12 +52,19 @@ UNSEEN = {
 }
 
 
-def closure(entry: str, root: Path = ROOT) -> set[Path]:
-    """Every package file `python -m entry` executes: the imports it runs, each with its parent packages."""
-    mods = {}
+def modules(root: Path = ROOT) -> dict[str, Path]:
+    """Module name -> file, for every module of the package (a package: its __init__.py)."""
+    out = {}
     for p in sorted((root / PACKAGE).rglob("*.py")):
         parts = p.relative_to(root).with_suffix("").parts
-        mods[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
+    return out
+
+
+def closure(entry: str, root: Path = ROOT, mods: dict[str, Path] | None = None) -> set[Path]:
+    """Every package file `python -m entry` executes: the imports it runs, each with its parent packages
+    (`mods`: modules(root), when the caller walks several entries)."""
+    mods = modules(root) if mods is None else mods
     todo, seen = [entry], set()
     while todo:
         for m in _parents(todo.pop()):
@@ -89,13 +96,18 @@ def _parents(name: str) -> list[str]:
 
 def stages(dvc: dict) -> dict[str, tuple[dict, str]]:
     """Stage -> (its entry, the module its cmd runs)."""
-    found = {name: (e.get("do", e), _CMD.search(e.get("do", e)["cmd"])) for name, e in dvc["stages"].items()}
-    return {name: (entry, m.group(1)) for name, (entry, m) in found.items() if m}
+    out = {}
+    for name, entry in dvc["stages"].items():
+        entry = entry.get("do", entry)
+        if found := _CMD.search(entry["cmd"]):
+            out[name] = (entry, found.group(1))
+    return out
 
 
 def code_files(dvc: dict, root: Path = ROOT) -> dict[str, list[str]]:
     """Stage -> the package files its process runs (its import closure)."""
-    return {stage: sorted(str(p.relative_to(root)) for p in closure(module, root))
+    mods = modules(root)
+    return {stage: sorted(str(p.relative_to(root)) for p in closure(module, root, mods))
             for stage, (_, module) in stages(dvc).items()}
 
 
@@ -105,9 +117,11 @@ def digest(folder: Path, root: Path = ROOT) -> None:
     a module it runs changes, and for no other."""
     folder.mkdir(parents=True, exist_ok=True)
     dvc = safe_load((root / "dvc.yaml").read_text(encoding="utf-8"))
-    for stage, files in code_files(dvc, root).items():
-        sums = {f: hashlib.sha256((root / f).read_bytes()).hexdigest() for f in files}
-        (folder / f"{stage}.json").write_text(json.dumps({"stage": stage, "files": sums}, indent=1) + "\n")
+    per_stage = code_files(dvc, root)
+    # a module most stages import (io.py, schema/) is hashed once, not once per stage
+    sums = {f: hashlib.sha256((root / f).read_bytes()).hexdigest() for f in set().union(*per_stage.values())}
+    for stage, files in per_stage.items():
+        (folder / f"{stage}.json").write_text(json.dumps({"stage": stage, "files": {f: sums[f] for f in files}}, indent=1) + "\n")
 
 
 def code_problems(dvc: dict, root: Path = ROOT) -> list[str]:
