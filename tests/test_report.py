@@ -301,13 +301,20 @@ def test_the_kv_by_length_table_leaves_out_empty_buckets():
 
 
 def test_why_each_verdict_says_once_why_a_stopped_variant_did_not_measure_a_metric():
+    """Its row says where it stopped (not the list of tasks it left, which its cells say); a metric it
+    did not measure reads as on page 1, from evaluate's record of what it did not run."""
     from types import SimpleNamespace as NS
 
     from pipeline.report.verdicts import stopped, verdict_cell
     from pipeline.scoring.decision import NOT_MEASURED
-    why = "stopped at look 1 of 4 of c (320 of 1280 samples): c/acc failed"
-    v = NS(verdict="inconclusive", note=f"{NOT_MEASURED}: {why}")
-    r = NS(judgement=NS(verdicts={"s/rougeL": v, "t/bleu": v, "c/acc": NS(verdict="fail", note=None)}))
-    assert stopped(r) == why
-    assert verdict_cell(v, True, why) == "not measured"
-    assert why in verdict_cell(v, True)                 # no reason in its row: the cell keeps it
+    where = "stopped at look 1 of 4 of c (320 of 1280 samples): c/acc failed"
+    v = NS(verdict="inconclusive", note=f"{NOT_MEASURED}: {where}; not run: s, t")
+    not_run = {"s": "the variant failed"}
+    r = NS(judgement=NS(verdicts={"s/rougeL": v, "t/bleu": v, "c/acc": NS(verdict="fail", note=None)}),
+           facts=NS(not_run_text=lambda task: f"not run: {not_run[task]}" if task in not_run else None))
+    assert stopped(r) == where
+    assert verdict_cell(r, "s/rougeL", True, where) == "not run: the variant failed"
+    assert verdict_cell(r, "t/bleu", True, where) == "not measured"     # evaluate recorded no why
+    assert where in verdict_cell(r, "s/rougeL", True)                  # no reason in its row: the cell keeps it
+    assert verdict_cell(r, "x/acc", True, where) == "–"
+

@@ -92,14 +92,14 @@ def test_a_variant_that_could_no_longer_pass_is_counted_and_its_row_says_what_it
 def test_a_variant_the_time_budget_ended_says_at_which_look_and_what_it_did_not_run():
     """The budget's cut is read from evaluate's record (the looks it flagged, the tasks it left), not
     from a reason string: the row says where, and an unstarted task reads "not run: time budget"."""
-    from pipeline.report.cells import budget_cut, task_cell
+    from pipeline.report.cells import task_cell
 
     r = report()
     f = r.rows[1].facts
     cut = {"classification": {**f.looks["classification"], "budget": True}}
     r.rows[1] = replace(r.rows[1], facts=replace(f, looks=cut, not_run={"retrieval_1024": "time budget"}))
     want = "stopped by the time budget at look 2 of 4 of classification; not run: retrieval_1024"
-    assert budget_cut(r.rows[1]) == want and budget_cut(r.rows[2]) is None
+    assert r.rows[1].facts.budget_cut() == want and r.rows[2].facts.budget_cut() is None
     assert f"| int8-auto | 2/4: 320 of 640 | 320 of 640 | {want} |" in looks.looks_lines(r)
     assert "; 1 read at the last look completed when the time budget ran out" in looks.summary_line(r)[0]
     assert "could no longer pass" not in looks.summary_line(r)[0]

@@ -89,11 +89,6 @@ def ci(lo_hi: list[float], fmt: str) -> str:
     return f"[{format(lo_hi[0], fmt)}, {format(lo_hi[1], fmt)}]"
 
 
-def budget_cut(r: Row) -> str | None:
-    """Where a time budget ended a variant's looks, from evaluate's record; None when none did."""
-    return r.facts.budget_cut()
-
-
 def unread(r: Row, task: str) -> str:
     """A task with no score: 'not run: <why>' where evaluate said why, else 'not measured'."""
     return r.facts.not_run_text(task) or "not measured"

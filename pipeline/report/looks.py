@@ -4,7 +4,7 @@ seconds that cost. Pure."""
 from __future__ import annotations
 
 from pipeline.domain.result_json import CANNOT_PASS
-from pipeline.report.cells import budget_cut, md_row
+from pipeline.report.cells import md_row
 from pipeline.report.document import ModelReport
 from pipeline.scoring.rows import Row
 
@@ -32,7 +32,7 @@ def summary_line(m: ModelReport) -> list[str]:
     unpassable = sum(1 for r in rows if CANNOT_PASS in r.facts.not_run.values())
     skipped = (f"; {unpassable} could no longer pass (a gated metric open at its cap) and did not run the report-only "
                "tasks" if unpassable else "")
-    cut = sum(1 for r in rows if budget_cut(r))
+    cut = sum(1 for r in rows if r.facts.budget_cut())
     skipped += (f"; {cut} read at the last look completed when the time budget ran out (serving.vllm.budget."
                 "max_wall_s)" if cut else "")
     return [f"Looks: {settled} of {len(rows)} variants settled (pass or fail); together they read {n:,} of the "
@@ -127,7 +127,7 @@ def looks_lines(m: ModelReport) -> list[str]:
             lk = r.facts.looks.get(t)
             cells.append("-" if lk is None else f"{lk['looks']}/{lk.get('of', 1)}: {lk['n']:,} of {lk['cap']:,}")
         n, total = samples_read(r, m.num_samples)
-        stop = r.facts.reason if "stopped at look" in (r.facts.reason or "") else budget_cut(r) or ""
+        stop = r.facts.reason if "stopped at look" in (r.facts.reason or "") else r.facts.budget_cut() or ""
         if unpassable := [t for t, why in r.facts.not_run.items() if why == CANNOT_PASS]:
             stop = f"not run: {', '.join(unpassable)} (cannot pass: a gated metric open at its cap or unstable)"
         lines.append(md_row([r.variant, *cells, f"{n:,} of {total:,}", stop]))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import textwrap
 
 from pipeline.domain.memory import mib
-from pipeline.report.cells import budget_cut, is_baseline, label, md_row, task_of, unread
+from pipeline.report.cells import is_baseline, label, md_row, task_of, unread
 from pipeline.report.document import Header, ModelReport
 from pipeline.schema import Baseline
 from pipeline.scoring.decision import not_capable
@@ -150,7 +150,7 @@ def caveats(m: ModelReport, header: Header, provenance_line: str) -> list[str]:
     unchecked = sorted({r.variant for r in m.rows for v in r.judgement.verdicts.values() if v.unchecked})
     if unchecked:
         found.append(f"unchecked verdicts (inconclusive) on {', '.join(unchecked)}")
-    cut = [r.variant for r in m.rows if budget_cut(r)]
+    cut = [r.variant for r in m.rows if r.facts.budget_cut()]
     if cut:
         found.append(f"the time budget ended {', '.join(cut)} at a completed look (serving.vllm.budget.max_wall_s)")
     lines = wrap(provenance_line)

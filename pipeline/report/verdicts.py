@@ -3,7 +3,7 @@ variant, a column per gated metric. What is the same for every variant (a metric
 do, the allowed drop, n) is said once, in the column head or above the table. Pure."""
 from __future__ import annotations
 
-from pipeline.report.cells import MARK, budget_cut, is_baseline, label, md_row
+from pipeline.report.cells import MARK, is_baseline, label, md_row, task_of, unread
 from pipeline.report.document import ModelReport
 from pipeline.schema import Baseline
 from pipeline.scoring.decision import NOT_MEASURED, not_capable
@@ -31,16 +31,20 @@ def unmeasured(v: Verdict) -> bool:
 
 
 def stopped(r: Row) -> str | None:
-    """Why a variant has metrics it did not measure (it stopped at a failed look), said once in its row."""
+    """Why a variant has metrics it did not measure (it stopped at a failed look), said once in its row:
+    where it stopped; the tasks it then left are its cells' "not run: ...", not repeated here."""
     notes = {v.note for v in r.judgement.verdicts.values() if unmeasured(v)}
-    return next(iter(notes))[len(NOT_MEASURED) + 2:] if len(notes) == 1 else None
+    return next(iter(notes))[len(NOT_MEASURED) + 2:].split("; not run: ")[0] if len(notes) == 1 else None
 
 
-def verdict_cell(v: Verdict | None, shared_limit: bool, why_stopped: str | None = None) -> str:
+def verdict_cell(r: Row, mid: str, shared_limit: bool, why_stopped: str | None = None) -> str:
+    """One metric's cell; a metric the variant did not measure, once its row says why it stopped, reads
+    as page 1's cell does ("not run: the variant failed", from evaluate's record)."""
+    v = r.judgement.verdicts.get(mid)
     if v is None:
         return "–"
     if why_stopped is not None and unmeasured(v):
-        return "not measured"
+        return unread(r, task_of(mid))
     if v.note is not None:
         return f"{MARK[v.verdict]}: {v.note}"
     cell = f"{MARK[v.verdict]} [{v.lo:+.2f}, {v.hi:+.2f}]"
@@ -92,10 +96,10 @@ def why_lines(m: ModelReport, base: Baseline | None, confidence: float) -> list[
               "|" + "---|" * (len(head) + 1)]
     for r in rows:
         link, why_stopped = m.regression_links.get(r.variant), stopped(r)
-        why = why_stopped or budget_cut(r)
+        why = why_stopped or r.facts.budget_cut()
         verdict = MARK.get(r.judgement.overall, r.judgement.overall) + (f": {why}" if why else "")
         lines.append(md_row([r.variant, verdict]
-                            + [verdict_cell(r.judgement.verdicts.get(mid), shared[mid], why_stopped) for mid in columns]
+                            + [verdict_cell(r, mid, shared[mid], why_stopped) for mid in columns]
                             + [f"[{r.variant}]({link})" if link else "–"]))
     return lines + [""]
 
