@@ -113,3 +113,22 @@ def test_simulated_a_tier_at_its_margin_passes_at_most_alpha_with_the_check_and_
     found = np.array([study(rng, drop=3.0, tau=1.2) for _ in range(400)])
     alone, checked = found.mean(axis=0)
     assert checked <= 0.025 and alone >= 0.05, (alone, checked)
+
+
+def test_a_task_the_check_read_no_row_of_writes_no_empty_samples_file(tmp_path):
+    """finish writes the second arithmetic's samples per task; a task none of whose metrics settled has
+    none, and an empty JSONL would be refused by every reader (io.read_jsonl)."""
+    from types import SimpleNamespace as NS
+
+    from pipeline import paths
+    from pipeline.evaluation import second_arithmetic
+    from pipeline.evaluation.looks_runner import Looked
+
+    done = Looked()
+    done.second_rows = {"classification": [{"doc_id": 0, "pred": 1}], "summarization": []}
+    checker = NS(record={"status": "ok"}, session=object(), seconds=1.0)
+    result = {}
+    second_arithmetic.finish(checker, done, result, tmp_path)
+    folder = tmp_path / second_arithmetic.DIR / paths.SAMPLES
+    assert sorted(f.name for f in folder.iterdir()) == ["classification.jsonl"]
+    assert result["arithmetic_check"]["status"] == "ok"

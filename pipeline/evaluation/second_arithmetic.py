@@ -90,7 +90,9 @@ def finish(checker: Checker | None, done: Looked, result: dict, out_dir: Path | 
         return
     result["arithmetic_check"] = {**checker.record, "metrics": found, "seconds": round(checker.seconds, 1)}
     for name, rows in done.second_rows.items():
-        if out_dir is not None:
+        # a task checked for none of its metrics (none settled) has no rows: no file (an empty JSONL is
+        # what io.read_jsonl refuses as a truncated one)
+        if out_dir is not None and rows:
             io.atomic_write_jsonl(out_dir / DIR / paths.SAMPLES / f"{name}.jsonl", rows)
 
 
