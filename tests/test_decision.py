@@ -87,6 +87,18 @@ def test_among_passing_variants_of_equal_memory_the_first_in_params_order_is_pic
     assert "the sequence stops at `int4-auto` (fail)" in rec.why
 
 
+def test_weights_a_kilobyte_apart_are_taken_in_params_order_not_stopped_at_the_larger():
+    """The default run's case: fp8 W8A8 weighs 1,048 bytes more than int8 (scale tensors) and did not pass;
+    int8, listed first in params.yaml, passed. Exact bytes put fp8 first and stopped the sequence there."""
+    rows = [row("fp16", w=269_060_280, acc=90.0), row("fp16", kv="fp8", w=269_060_280, kvb=5, acc=90.0),
+            row("int8", w=163_226_416, acc=90.0), row("fp8", w=163_227_464, acc=86.0),
+            row("int8-bnb", w=162_861_696, acc=90.0)]
+    rows = judged(rows, {r.variant: {"acc": iv(r.metrics["acc"] - 90.0)} for r in rows[1:]})
+    rec = decision.recommend(rows, "m")
+    assert rec.row is rows[2]
+    assert "the sequence stops at `fp8-auto` (fail), so `int8-bnb-auto` (passing beyond it)" in rec.why
+
+
 def test_a_variant_cut_short_cannot_pass_on_the_tasks_it_finished():
     rows = [row("fp16", acc=90.0, rougeL=30.0),
             row("fp8", acc=90.0, reason="too slow here: lm-eval stopped after 240 s; not measured: summarization")]

@@ -31,7 +31,7 @@ def gpu_rows() -> list[Row]:
     kinds = {"fp16": "fp16", "int8": "int8-w8a8", "fp8": "fp8-w8a8"}
     facts = [Measured("m", tier, "auto", "ok", backend="r", metrics={"acc": 90.0}, weight_bytes=size,
                       kv_bytes_per_token=1000, hardware=kinds[tier])
-             for tier, size in (("fp16", 1000), ("int8", 500), ("fp8", 499))]
+             for tier, size in (("fp16", 1000), ("int8", 500), ("fp8", 400))]
     evidence = {f.key: Evidence(intervals={"acc": Interval(0.0, -0.5, 0.5, 100)}) for f in facts[1:]}
     return decision.judge(facts, evidence, rule)
 

@@ -1,4 +1,4 @@
-"""The recommendation's pick among many candidates (scoring/decision.py sequence_pick): the chance
+"""The recommendation's pick among many candidates (scoring/sequence.py sequence_pick): the chance
 that the picked variant is worse than its margin, simulated with 13 candidates, against the rule it
 replaced (the smallest-memory variant among all that pass)."""
 import math
@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.scoring.decision import sequence_pick
+from pipeline.scoring.sequence import sequence_pick
 from pipeline.scoring.replay import Population, moved, replay
 from pipeline.scoring.sequential import Design, look_sizes
 

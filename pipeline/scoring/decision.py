@@ -28,6 +28,7 @@ from pipeline.domain.metrics import split_id
 from pipeline.schema import Decision, TargetGpu, Task, Tolerance, gate
 from pipeline.scoring.planner import Plan
 from pipeline.scoring.rows import Evidence, Judgement, Key, Measured, Row, Settle, Verdict
+from pipeline.scoring.sequence import in_sequence, memory_key, same_memory, sequence_pick
 from pipeline.scoring.stats import Interval
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
@@ -200,39 +201,12 @@ def overall(verdicts: dict[str, Verdict]) -> str:
     return INCONCLUSIVE
 
 
-def memory_key(r: Row) -> tuple[float, float]:
-    f = r.facts
-    return (f.weight_bytes if f.weight_bytes is not None else float("inf"),
-            f.kv_bytes_per_token if f.kv_bytes_per_token is not None else float("inf"))
-
-
 @dataclass(frozen=True)
 class Recommendation:
     """The recommended row (None when nothing qualifies), why, and the `vllm serve` command for it."""
     row: Row | None
     why: str
     command: str | None = None
-
-
-def in_sequence(rows: list[Row]) -> list[Row]:
-    """The order the recommendation tests candidates in: decreasing memory (weights, then KV bytes per
-    token), params.yaml's order among equals. Fixed before any verdict is read."""
-    order = {id(r): i for i, r in enumerate(rows)}
-    return sorted(rows, key=lambda r: (tuple(-x for x in memory_key(r)), order[id(r)]))
-
-
-def sequence_pick(passed: list[bool]) -> int | None:
-    """The fixed-sequence pick (Maurer, Hothorn & Lehmacher 1995; Westfall & Krishen 2001): walk the
-    candidates in their fixed order while each passes, and take the last of that unbroken run. A
-    candidate worse than its margin is claimed only if it passes, and the first such one in the order
-    must pass for any later one to be reached: so the chance that the pick is worse than a margin is at
-    most one test's alpha, however many candidates there are (tests/test_pick.py simulates 13)."""
-    pick = None
-    for i, ok in enumerate(passed):
-        if not ok:
-            break
-        pick = i
-    return pick
 
 
 def recommend(rows: list[Row], model: str, allowed: set[tuple[str, str]] | None = None) -> Recommendation:
@@ -248,7 +222,7 @@ def recommend(rows: list[Row], model: str, allowed: set[tuple[str, str]] | None 
     if at is not None:
         run = at + 1
         # equal memory: the first in params.yaml's order (all passed in the run: no cost in error control)
-        while at > 0 and memory_key(chain[at - 1]) == memory_key(chain[at]):
+        while at > 0 and same_memory(chain[at - 1], chain[at], chain):
             at -= 1
         best = chain[at]
         conclusive = [m for m, v in best.judgement.verdicts.items() if v.verdict == PASS]
