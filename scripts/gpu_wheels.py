@@ -95,10 +95,13 @@ def download(names: list[str], dest: Path, python_version: str, platform: str) -
     for name in names:
         pin = f"{name}=={metadata.version(name)}"
         got = subprocess.run(pip + ["download", "--no-deps", "--only-binary=:all:", "--python-version", python_version,
-                                    "--platform", platform, "--platform", "any", "-d", str(dest), pin])
+                                    "--platform", platform, "--platform", "any", "-d", str(dest), pin],
+                             capture_output=True, text=True)
         if got.returncode == 0:
             continue
-        with tempfile.TemporaryDirectory() as tmp:      # published as source only: built into a wheel here
+        # published as source only (pip's "no matching distribution" for a wheel): built into one here
+        print(f"gpu_wheels: {pin}: no wheel on the index, building one from its source", file=sys.stderr)
+        with tempfile.TemporaryDirectory() as tmp:
             subprocess.run(pip + ["download", "--no-deps", "--no-binary=:all:", "-d", tmp, pin], check=True)
             subprocess.run(pip + ["wheel", "--no-deps", "-w", str(dest), *map(str, Path(tmp).iterdir())], check=True)
 
