@@ -41,6 +41,14 @@ def test_the_console_says_what_a_variant_that_cannot_pass_did_not_run():
     assert got == "cannot pass: c/acc inconclusive at the cap; not run: r1, long context"
 
 
+
+def test_the_console_says_where_a_variant_stopped_and_what_it_then_did_not_run():
+    """result.json keeps where (`stopped`, `cut`) and what was left (`not_run`) apart; the console joins them."""
+    result = {"stopped": "stopped at look 1 of 4 of c", "not_run": {"g": "the variant failed", "r1": "cannot pass"}}
+    assert evaluation.left_after(result["stopped"], result) == "stopped at look 1 of 4 of c; not run: g"
+    assert evaluation.left_after("stopped by the time budget", {"not_run": {}}) == "stopped by the time budget"
+    assert evaluation.left_after(None, result) is None
+
 class TopKEngine:
     """A served variant without a model in this process (vLLM): read by its session's token_dists."""
     cache = None

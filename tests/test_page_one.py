@@ -57,7 +57,7 @@ def test_a_task_a_failed_variant_did_not_run_says_why_not_not_measured():
     from tests.test_report import facts, judged
 
     base = facts("fp16", "auto", metrics={"classification/acc": 90.0, "other/acc": 80.0})
-    failed = facts("int4", "auto", metrics={"classification/acc": 60.0}, reason="stopped at look 1 of 4",
+    failed = facts("int4", "auto", metrics={"classification/acc": 60.0}, stopped="stopped at look 1 of 4",
                    not_run={"other": "the variant failed"})
     ev = Evidence({"classification/acc": -30.0}, {"classification/acc": Interval(-30.0, -34.0, -26.0, 160)})
     rs = judged([base, failed], [None, ev])

@@ -100,7 +100,7 @@ def test_repro_writes_complete_decision(project):
         res = json.loads((project / f"results/evals/tiny/{x['tier']}-{x['kv']}/result.json").read_text())
         if "stopped" in res:      # a failed gated metric stopped it: the log-likelihood task ran first
             assert {"classification/acc", "classification/macro_f1"} <= set(x["metrics"]) < everything, x
-            assert "stopped at look" in x["reason"]
+            assert x["stopped"].startswith("stopped at look") and "not run" not in x["stopped"]
             # it stops everything: no fidelity, no load test (their KL and speed would change no verdict)
             assert res["fidelity"]["status"] == "skipped" and "skipped" in res["throughput"], res
             assert "fidelity" not in res["phases"] and "throughput" not in res["phases"]

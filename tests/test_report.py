@@ -308,11 +308,13 @@ def test_why_each_verdict_says_once_why_a_stopped_variant_did_not_measure_a_metr
     from pipeline.report.verdicts import stopped, verdict_cell
     from pipeline.scoring.decision import NOT_MEASURED
     where = "stopped at look 1 of 4 of c (320 of 1280 samples): c/acc failed"
-    v = NS(verdict="inconclusive", note=f"{NOT_MEASURED}: {where}; not run: s, t")
+    v = NS(verdict="inconclusive", note=f"{NOT_MEASURED}: {where}")
     not_run = {"s": "the variant failed"}
     r = NS(judgement=NS(verdicts={"s/rougeL": v, "t/bleu": v, "c/acc": NS(verdict="fail", note=None)}),
-           facts=NS(not_run_text=lambda task: f"not run: {not_run[task]}" if task in not_run else None))
+           facts=NS(not_run_text=lambda task: f"not run: {not_run[task]}" if task in not_run else None, stopped=where))
     assert stopped(r) == where
+    measured_all = NS(judgement=NS(verdicts={"c/acc": NS(verdict="fail", note=None)}), facts=NS(stopped=where))
+    assert stopped(measured_all) is None            # nothing left unmeasured: nothing to say
     assert verdict_cell(r, "s/rougeL", True, where) == "not run: the variant failed"
     assert verdict_cell(r, "t/bleu", True, where) == "not measured"     # evaluate recorded no why
     assert where in verdict_cell(r, "s/rougeL", True)                  # no reason in its row: the cell keeps it

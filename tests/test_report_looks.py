@@ -11,7 +11,7 @@ from tests.test_report import judged, model_report
 def measured(tier, acc, n, seconds, computing, stopped=None):
     lk = {"classification": {"cap": 640, "sizes": [160, 320, 480, 640], "looks": n // 160, "of": 4, "n": n}}
     return Measured("m", tier, "auto", "ok", scheme=tier, hardware="fp16", backend="reference",
-                    compute_dtype="float32", metrics={"classification/acc": acc}, reason=stopped,
+                    compute_dtype="float32", metrics={"classification/acc": acc}, stopped=stopped,
                     looks=lk if tier != "fp16" else {}, seconds=seconds,
                     task_seconds={"classification": (n, computing)})
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from pipeline import io
 
-VERSION = 2             # 2: not_run is task -> why (NOT_RUN)
+VERSION = 3             # 2: not_run is task -> why (NOT_RUN); 3: stopped and cut say where, not_run what was left
 KINDS = ("variant", "noise")          # evaluate's and baseline's; the noise floor's (the second arithmetic)
 STATUSES = {"variant": ("ok", "unsupported", "failed"), "noise": ("ok", "unsupported", "failed", "off")}
 # keys every result has; keys an "ok" one has (a value may be null where its producer says so); a
@@ -62,8 +62,8 @@ class Result:
     fidelity: dict[str, Any] | None = None
     long_context: dict[str, Any] | None = None
     looks: dict[str, dict[str, Any]] = field(default_factory=dict)
-    stopped: str | None = None                    # the look where a gated metric failed
-    cut: str | None = None                        # what a time budget cut
+    stopped: str | None = None                    # the look where a gated metric failed (the tasks left: not_run)
+    cut: str | None = None                        # where a time budget cut the looks (the tasks left: not_run)
     cannot_pass: str | None = None
     not_run: dict[str, str] = field(default_factory=dict)        # task -> why (NOT_RUN)
     arithmetic_check: dict[str, Any] = field(default_factory=dict)

@@ -144,7 +144,6 @@ def run_looks(session, specs: list[tasks.TaskSpec], ev: Eval, baseline: dict[str
                 break
     if done.stopped:
         left = [s.name for s in ordered if s.name not in done.record and (passable or s.name not in report_only)]
-        done.stopped += f"; not run: {', '.join(left)}" if left else ""
         done.not_run.update(dict.fromkeys(left, FAILED))
         if passable:
             return done

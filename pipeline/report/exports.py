@@ -36,7 +36,7 @@ def dvc_metrics(rows: list[Row]) -> dict:
 
 def row_json(r: Row, m: ModelReport, base: Row | None) -> dict:
     f, e, j = r.facts, r.evidence, r.judgement
-    return {"model": f.model, "tier": f.tier, "kv": f.kv, "status": f.status, "reason": f.reason,
+    return {"model": f.model, "tier": f.tier, "kv": f.kv, "status": f.status, "reason": f.reason, "stopped": f.stopped,
             "backend": f.backend, "compute_dtype": f.compute_dtype, "metrics": f.metrics,
             "higher_is_better": f.higher_is_better, "deltas": e.deltas,
             "intervals": {k: v.as_dict() for k, v in e.intervals.items()},

@@ -28,7 +28,7 @@ def summary_line(m: ModelReport) -> list[str]:
     read = [samples_read(r, m.num_samples) for r in rows]
     n, total = sum(a for a, _ in read), sum(b for _, b in read)
     settled = sum(1 for r in rows if r.judgement.overall in SETTLED)
-    stopped = sum(1 for r in rows if "stopped at look" in (r.facts.reason or ""))
+    stopped = sum(1 for r in rows if r.facts.stopped)
     unpassable = sum(1 for r in rows if CANNOT_PASS in r.facts.not_run.values())
     skipped = (f"; {unpassable} could no longer pass (a gated metric open at its cap) and did not run the report-only "
                "tasks" if unpassable else "")
@@ -127,7 +127,7 @@ def looks_lines(m: ModelReport) -> list[str]:
             lk = r.facts.looks.get(t)
             cells.append("-" if lk is None else f"{lk['looks']}/{lk.get('of', 1)}: {lk['n']:,} of {lk['cap']:,}")
         n, total = samples_read(r, m.num_samples)
-        stop = r.facts.reason if "stopped at look" in (r.facts.reason or "") else r.facts.budget_cut() or ""
+        stop = r.facts.stopped or r.facts.budget_cut() or ""
         if unpassable := [t for t, why in r.facts.not_run.items() if why == CANNOT_PASS]:
             stop = f"not run: {', '.join(unpassable)} (cannot pass: a gated metric open at its cap or unstable)"
         lines.append(md_row([r.variant, *cells, f"{n:,} of {total:,}", stop]))

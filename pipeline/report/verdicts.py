@@ -31,10 +31,10 @@ def unmeasured(v: Verdict) -> bool:
 
 
 def stopped(r: Row) -> str | None:
-    """Why a variant has metrics it did not measure (it stopped at a failed look), said once in its row:
-    where it stopped; the tasks it then left are its cells' "not run: ...", not repeated here."""
-    notes = {v.note for v in r.judgement.verdicts.values() if unmeasured(v)}
-    return next(iter(notes))[len(NOT_MEASURED) + 2:].split("; not run: ")[0] if len(notes) == 1 else None
+    """Where a variant that left metrics unmeasured stopped (result.json `stopped`: the look where a gated
+    metric failed), said once in its row; the tasks it then left are its cells' "not run: ..."."""
+    left = any(unmeasured(v) for v in r.judgement.verdicts.values())
+    return r.facts.stopped if left else None
 
 
 def verdict_cell(r: Row, mid: str, shared_limit: bool, why_stopped: str | None = None) -> str:

@@ -154,7 +154,8 @@ def judgement(r: Measured, ev: Evidence, base_rows: dict[Pairing, Measured], rul
     verdicts: dict[str, Verdict] = {}
     for metric in unmeasured(r, base):
         if gate(rule, tasks, metric).tolerance is not None:
-            verdicts[metric] = Verdict(INCONCLUSIVE, f"{NOT_MEASURED}: {r.reason or 'no score in its result'}")
+            why = r.stopped or r.reason or "no score in its result"
+            verdicts[metric] = Verdict(INCONCLUSIVE, f"{NOT_MEASURED}: {why}")
     for metric in r.metrics:
         g = gate(rule, tasks, metric)
         tol, floor = g.tolerance, g.min_baseline

@@ -26,6 +26,7 @@ class Measured:
     kv: str
     status: str                                       # ok | failed | unsupported
     reason: str | None = None
+    stopped: str | None = None                        # the look where a gated metric failed (result.json)
     backend: str | None = None
     compute_dtype: str | None = None                  # activation dtype the backend ran at
     scheme: str = ""                                  # the tier's label, or its method

@@ -39,7 +39,7 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
     nbytes = memory.kv_dtype_bytes(params.kv_modes[kv].cache_dtype, sources.storage_dtype(params, model))
     # metrics are `<task>/<metric>` in result.json, with each one's direction from its task's YAML
     return Measured(
-        model, tier, kv, res.status, reason=res.reason or res.stopped or res.cut or refused(res.refused),
+        model, tier, kv, res.status, reason=res.reason or res.cut or refused(res.refused), stopped=res.stopped,
         backend=res.backend, compute_dtype=compute_dtype_of(res), scheme=scheme, hardware=kind,
         metrics=dict(res.metrics), higher_is_better=dict(res.higher_is_better),
         weight_bytes=record.get("weight_bytes") or res.serving.get("weight_bytes_serving"),

@@ -184,7 +184,17 @@ def run_stage(st: runner.Stage, model: str, tier: str, kv: str, out_dir: Path, w
     # a copied baseline keeps the seconds of the stage that measured it
     result.setdefault("seconds", round(time.perf_counter() - t0, 1))
     io.atomic_write_json(out_dir / paths.RESULT_FILE, result_json.stamp(result, "variant"))
-    st.done(result["status"], result.get("reason") or result.get("stopped") or result.get("cut") or cannot_pass(result))
+    st.done(result["status"], result.get("reason") or left_after(result.get("stopped") or result.get("cut"), result)
+            or cannot_pass(result))
+
+
+def left_after(where: str | None, result: dict) -> str | None:
+    """The console's word on where a variant's looks stopped (a failed metric, a time budget), with the
+    tasks it then did not run."""
+    if not where:
+        return None
+    left = [t for t, why in (result.get("not_run") or {}).items() if why != result_json.CANNOT_PASS]
+    return where + (f"; not run: {', '.join(left)}" if left else "")
 
 
 def cannot_pass(result: dict) -> str | None:
