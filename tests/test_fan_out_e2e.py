@@ -73,6 +73,7 @@ def test_two_workers_and_an_aggregator_make_the_sequential_decision(origin):
     assert set(a + b) - set(evaluated) <= {"check"}
     agg = clone(origin, "aggregator")
     out = fan_out(agg, "aggregate")
+    print("aggregator:", *[x for x in out.splitlines() if x.startswith(("Running stage", "Stage "))], sep="\n  ")
     assert set(ran(out)) <= {"check", "decide"} and "decide" in ran(out), out[-3000:]
     # the sequential run, in the upstream's clone: its own cache holds none of the workers' stages
     r = run(["dvc", "repro"], up)
@@ -85,4 +86,5 @@ def test_two_workers_and_an_aggregator_make_the_sequential_decision(origin):
     # bit-identical int8 GEMMs a session's own timing picked, pipeline/engines/w8a8_gemm.fastest_impl)
     j1, j2 = (json.loads((p / "results/decision.json").read_text()) for p in (up, agg))
     timed = {"generated", "gen_tokens_per_s", "seconds", "phases", "w8a8_gemm", "w8a8_gemm_ms", "throughput"}
+    print("decision.json, sequential vs aggregated, differing leaves:", differing(j1, j2))
     assert [p for p in differing(j1, j2) if not timed & set(re.split(r"[.\[\]]", p))] == []
