@@ -66,5 +66,11 @@ def test_the_lock_digest_reads_the_sources_and_not_the_timed_outputs(tmp_path, m
         monkeypatch.setattr(decide.paths, "DVC_LOCK", lock(tmp_path, outs, source))
         digest[outs, source] = decide.lock_digest()
     assert digest["a1", "s1"] == digest["b2", "s1"] != digest["a1", "s2"]
+    # decide's own entry, written after decide ran (absent on a first run), changes nothing
+    path = lock(tmp_path, "a1", "s1")
+    data = yaml.safe_load(path.read_text())
+    data["stages"]["decide"] = {"cmd": "python -m d", "deps": [{"path": "pipeline/d.py", "md5": "d1"}]}
+    path.write_text(yaml.safe_dump(data))
+    assert decide.lock_digest() == digest["a1", "s1"]
     monkeypatch.setattr(decide.paths, "DVC_LOCK", tmp_path / "none.lock")
     assert decide.lock_digest() == "no dvc.lock"

@@ -183,7 +183,9 @@ def commit() -> str:
 def lock_digest() -> str:
     """sha256 (12 hex digits) of what dvc.lock says the run was made from: each stage's command, params
     and the deps no stage writes (code, params, data). Outputs are left out: they hold timings, so the
-    digest is the same for two runs of one commit and data, and decision.md with it."""
+    digest is the same for two runs of one commit and data, and decision.md with it. decide's own entry
+    is left out too: under `dvc repro` it is written after decide runs (absent on a first run, the last
+    run's otherwise), so it would make the digest depend on what ran before, not on the sources."""
     import hashlib
     import json
 
@@ -193,6 +195,7 @@ def lock_digest() -> str:
     if not lock.is_file():
         return "no dvc.lock"
     stages = (yaml.safe_load(lock.read_text()) or {}).get("stages") or {}
+    stages.pop("decide", None)
     written = {o["path"] for st in stages.values() for o in st.get("outs") or []}
     sources = {name: {"cmd": st.get("cmd"), "params": st.get("params"),
                       "deps": [d for d in st.get("deps") or [] if d["path"] not in written]}
