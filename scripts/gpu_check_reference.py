@@ -77,7 +77,7 @@ def read(path: Path) -> dict | None:
 def checks(work: Path, p: dict, device: str, ran: list[tuple[str, int]], seconds: float,
            dry_run: bool) -> list[tuple[str, str]]:
     """(PASS | FAIL, what) per check, from the stages' records under `work`."""
-    out = [("PASS" if rc == 0 else "FAIL", f"{cmd} exited {rc}") for cmd, rc in ran if rc != 0]
+    out = [("FAIL", f"{cmd} exited {rc}") for cmd, rc in ran if rc != 0]
     for t in p["tiers"]:
         q = read(work / "results" / "quantize" / f"{MODEL}-{t}.json") or {}
         where = (q.get("compute") or {}).get("device")

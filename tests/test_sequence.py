@@ -30,7 +30,8 @@ def test_a_class_is_measured_from_its_largest_member_so_a_chain_of_small_steps_d
 def test_within_a_weight_class_the_larger_kv_cache_comes_first():
     rows = [row("int8", 1000, "fp8", 5), row("fp8", 1001, "auto", 10), row("int8", 1000, "auto", 10)]
     assert names(in_sequence(rows)) == ["fp8-auto", "int8-auto", "int8-fp8"]
-    assert same_memory(rows[1], rows[2], rows) and not same_memory(rows[0], rows[2], rows)
+    cls = weight_classes(rows)
+    assert same_memory(rows[1], rows[2], cls) and not same_memory(rows[0], rows[2], cls)
 
 
 def test_unknown_memory_goes_first_and_the_pick_is_the_last_of_the_first_run_of_passes():

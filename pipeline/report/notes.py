@@ -30,7 +30,8 @@ def notes(header: Header) -> list[str]:
         "interval. `python -m pipeline.config` prints the same figures for the next run's sample sizes.",
         "Recommendation: the candidates are taken in order of decreasing memory (weights, then KV bytes per "
         "token; weights within 1% as equal, in params.yaml's order) and the pick is the last of the unbroken "
-        "run of passes from the first (a fixed-sequence test): the chance that it is worse than a margin is at most one verdict's error, however many candidates; when "
+        "run of passes from the first (a fixed-sequence test): the chance that it is worse than a margin is at "
+        "most one verdict's error, however many candidates; when "
         "the first does not pass, the baseline itself. Per GPU, the same among the variants that GPU can run and "
         "that fit its memory. An *unchecked* verdict (settled in the run's arithmetic, not read in the second) "
         "counts as inconclusive.",

@@ -28,7 +28,7 @@ from pipeline.domain.metrics import split_id
 from pipeline.schema import Decision, TargetGpu, Task, Tolerance, gate
 from pipeline.scoring.planner import Plan
 from pipeline.scoring.rows import Evidence, Judgement, Key, Measured, Row, Settle, Verdict
-from pipeline.scoring.sequence import in_sequence, memory_key, same_memory, sequence_pick
+from pipeline.scoring.sequence import in_sequence, memory_key, same_memory, sequence_pick, weight_classes
 from pipeline.scoring.stats import Interval
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
@@ -223,7 +223,8 @@ def recommend(rows: list[Row], model: str, allowed: set[tuple[str, str]] | None 
     if at is not None:
         run = at + 1
         # equal memory: the first in params.yaml's order (all passed in the run: no cost in error control)
-        while at > 0 and same_memory(chain[at - 1], chain[at], chain):
+        classes = weight_classes(chain)
+        while at > 0 and same_memory(chain[at - 1], chain[at], classes):
             at -= 1
         best = chain[at]
         conclusive = [m for m, v in best.judgement.verdicts.items() if v.verdict == PASS]

@@ -42,10 +42,10 @@ def in_sequence(rows: list[Row], tie: float = MEMORY_TIE) -> list[Row]:
     return sorted(rows, key=lambda r: (cls[id(r)], -memory_key(r)[1], order[id(r)]))
 
 
-def same_memory(a: Row, b: Row, rows: list[Row], tie: float = MEMORY_TIE) -> bool:
-    """Whether two of `rows` share a weight class and KV bytes per token."""
-    cls = weight_classes(rows, tie)
-    return cls[id(a)] == cls[id(b)] and memory_key(a)[1] == memory_key(b)[1]
+def same_memory(a: Row, b: Row, classes: dict[int, int]) -> bool:
+    """Whether two rows share a weight class (`classes`: weight_classes of rows holding both) and KV bytes
+    per token."""
+    return classes[id(a)] == classes[id(b)] and memory_key(a)[1] == memory_key(b)[1]
 
 
 def sequence_pick(passed: list[bool]) -> int | None:
