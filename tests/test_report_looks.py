@@ -62,8 +62,8 @@ def test_no_seconds_claim_without_every_stage_time():
 
 def test_the_table_names_each_variant_s_stopping_look():
     lines = looks.looks_lines(report())
-    assert "| int4-auto | 1/4: 160 of 640 | 160 of 640 | stopped at look 1 of 4 of classification |" in lines
-    assert "| int8-auto | 2/4: 320 of 640 | 320 of 640 |  |" in lines
+    assert "| int4-auto | 1/4: 160 of 640 | 160 of 640 | 160 | stopped at look 1 of 4 of classification |" in lines
+    assert "| int8-auto | 2/4: 320 of 640 | 320 of 640 | 320 |  |" in lines
 
 
 def test_the_phases_line_sums_where_the_evaluate_seconds_went():
@@ -84,7 +84,7 @@ def test_a_variant_that_could_no_longer_pass_is_counted_and_its_row_says_what_it
     r.rows[1] = replace(r.rows[1], facts=replace(r.rows[1].facts, not_run=why))
     assert ("1 stopped at the look where a gated metric failed; 1 could no longer pass (a gated metric open at "
             "its cap) and did not run the report-only tasks (*Looks*).") in looks.summary_line(r)[0]
-    assert ("| int8-auto | 2/4: 320 of 640 | 320 of 640 | not run: retrieval_1024 (cannot pass: a gated metric "
+    assert ("| int8-auto | 2/4: 320 of 640 | 320 of 640 | 320 | not run: retrieval_1024 (cannot pass: a gated metric "
             "open at its cap or unstable) |") in looks.looks_lines(r)
     assert "could no longer pass" not in looks.summary_line(report())[0]
 
@@ -100,8 +100,28 @@ def test_a_variant_the_time_budget_ended_says_at_which_look_and_what_it_did_not_
     r.rows[1] = replace(r.rows[1], facts=replace(f, looks=cut, not_run={"retrieval_1024": "time budget"}))
     want = "stopped by the time budget at look 2 of 4 of classification; not run: retrieval_1024"
     assert r.rows[1].facts.budget_cut() == want and r.rows[2].facts.budget_cut() is None
-    assert f"| int8-auto | 2/4: 320 of 640 | 320 of 640 | {want} |" in looks.looks_lines(r)
+    assert f"| int8-auto | 2/4: 320 of 640 | 320 of 640 | 320 | {want} |" in looks.looks_lines(r)
     assert "; 1 read at the last look completed when the time budget ran out" in looks.summary_line(r)[0]
     assert "could no longer pass" not in looks.summary_line(r)[0]
     assert task_cell(r.rows[1], "retrieval_1024", False) == "not run: time budget"
     assert task_cell(r.rows[1], "summarization", False) == "not measured"
+
+
+def test_a_stratified_task_is_counted_against_the_same_looks_unstratified_and_fixed_n():
+    """int8 read 200 of 640 at look 2 in strata, where the same looks unstratified read 320: the
+    summary, the table and the seconds say both (its 0.625 s a sample: 120 more unstratified)."""
+    r = report()
+    f = r.rows[1].facts
+    strat = {"classification": {**f.looks["classification"], "n": 200, "sizes": [100, 200, 300, 400],
+                                "strata": {"below": 0.5, "share": 0.25, "pool": [320, 320],
+                                           "reads": [[80, 20], [160, 40], [240, 60], [320, 80]],
+                                           "plain": [160, 320, 480, 640]}}}
+    r.rows[1] = replace(r.rows[1], facts=replace(f, looks=strat, task_seconds={"classification": (200, 125.0)}))
+    assert looks.plain_reads(r.rows[1]) == {"classification": 320}
+    line = looks.summary_line(r)[0]
+    assert ("together they read 360 of the 1,280 samples a fixed-n run at the same caps reads (28%), and 480 the "
+            "same looks unstratified would have (75%; eval.sequential.strata)") in line
+    assert "| int8-auto | 2/4: 200 of 640 | 200 of 640 | 320 |  |" in looks.looks_lines(r)
+    # int8: 250 s + 440 x 0.625 s at fixed n (525), + 120 x 0.625 unstratified (325); int4: 180 and 60
+    cost = looks.cost_line(r)[0]
+    assert "took 5.2 min against about 11.8 min at fixed n (44%, about 6.4 min in the same looks unstratified;" in cost

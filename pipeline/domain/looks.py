@@ -56,5 +56,18 @@ def scores_from_rows(spec: TaskSpec, rows: list[dict]) -> dict[str, float]:
             out[m] = metrics.macro_f1([r["gold"] for r in rows], [r["pred"] for r in rows],
                                               len(rows[0]["choices"]))
         elif rows and all(m in r["scores"] for r in rows):
-            out[m] = metrics.mean([r["scores"][m] for r in rows])
+            out[m] = _weighted_mean(rows, m)
     return out
+
+
+def _weighted_mean(rows: list[dict], m: str) -> float:
+    """The mean of a per-sample score; over rows read in strata (tagged `stratum`, `strata`), each
+    stratum's mean weighted by its share of the pool, as the stratified estimate is."""
+    if not all("stratum" in r for r in rows):
+        return metrics.mean([r["scores"][m] for r in rows])
+    pool = rows[0]["strata"]
+    total = 0.0
+    for h, size in enumerate(pool):
+        mine = [r["scores"][m] for r in rows if r["stratum"] == h]
+        total += size / sum(pool) * metrics.mean(mine) if mine else 0.0
+    return total

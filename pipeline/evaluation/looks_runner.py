@@ -2,10 +2,10 @@
 compute goes where a verdict is still open:
 
 - log-likelihood tasks first (cheap), then generation;
-- a look evaluates the next share of the task's cap in the task's seeded order (pipeline/domain/looks.py)
+- a look evaluates the next share of the task's cap in the task's seeded order (pipeline/domain/looks.py;
+  a choice task with eval.sequential.strata: the same share of each stratum, evaluation/stratified.py)
   and reads every gated metric's paired interval at that look's group-sequential confidence
-  (pipeline/scoring/sequential.py): pass when its lower bound clears -allowed drop, fail when its
-  upper bound is below it;
+  (pipeline/scoring/sequential.py): pass when its lower bound clears -allowed drop, fail when below;
 - a settled metric stays settled; a task whose gated metrics are all settled stops; a failed gated
   metric stops the variant's gated tasks (those after it are not run: the row says where it stopped);
 - a metric settles when the engine's second arithmetic (evaluate's: evaluation/second_arithmetic.py)
@@ -23,6 +23,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Protocol
 
+from pipeline.evaluation import stratified
 from pipeline.evaluation.lm_eval_runner import WallBudgetExceeded, run_tasks
 from pipeline.domain import looks, task_rows, tasks
 from pipeline.domain.result_json import CANNOT_PASS, FAILED, TIME_BUDGET
@@ -101,8 +102,7 @@ def gates_from(base_metrics: dict[str, float], higher_is_better: dict[str, bool]
 
 
 class Second(Protocol):
-    """The engine's second arithmetic for the check of each settled verdict (evaluate's:
-    evaluation/second_arithmetic.py)."""
+    """The engine's second arithmetic (evaluation/second_arithmetic.py) for each settled verdict's check."""
     baseline: dict[str, list[dict]]       # task -> the baseline's samples under it (stage noise)
 
     def rows(self, spec: tasks.TaskSpec, start: int, stop: int | None) -> list[dict] | None:
@@ -120,13 +120,12 @@ def run_looks(session, specs: list[tasks.TaskSpec], ev: Eval, baseline: dict[str
     `done` fills as tasks finish, so what a time limit interrupts is kept. `chunk_run` runs one look's
     documents (default `run`; evaluate's reads what the sample cache has, evaluation/sample_cache.py).
     `report_only`: tasks with no tolerance on any metric, run to their cap in one look (the user asked
-    for their numbers, and nothing settles them early); a task whose gated metrics the baseline cannot
-    do has nothing to show and stops at the first look. `second`: each verdict settles only once the
-    second arithmetic gives it at the same look too (scoring/arith_check.py); without it, on the run's
-    arithmetic alone, and not once the variant cannot pass (`Looked.cannot_pass`): it would change no
-    recommendation. Report-only tasks run on a variant that failed or cannot pass unless
-    eval.sequential.probes is `passable` (docs/decision-rule.md "Looks"). `interleave` (a session with a
-    time budget): the gated tasks take their looks in turn (_round_robin), else one task after another."""
+    for their numbers); a task whose gated metrics the baseline cannot do stops at the first look.
+    `second`: each verdict settles only once the second arithmetic gives it at the same look too
+    (scoring/arith_check.py); without it, on the run's arithmetic alone, and not once the variant cannot
+    pass (`Looked.cannot_pass`). Report-only tasks run on a variant that failed or cannot pass unless
+    eval.sequential.probes is `passable`. `interleave` (a time budget): the gated tasks take their looks
+    in turn (_round_robin), else one task after another."""
     chunk_run = chunk_run or run
     done = done if done is not None else Looked()
     # log-likelihood tasks first; stable: YAML order otherwise
@@ -207,8 +206,10 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
         if checking and spec.name in baseline:
             _check_whole(spec, mine, baseline, rows[spec.name], boot, second, done)
         return
-    sizes = [spec.num_docs] if whole else look_sizes(ev.sequential.looks, spec.num_docs)
-    design = Design.of([n / spec.num_docs for n in sizes], boot.confidence)
+    plan, cap = None if whole else stratified.plan(spec, baseline.get(spec.name), ev), spec.num_docs
+    sizes = plan.sizes if plan else [cap] if whole else look_sizes(ev.sequential.looks, cap)
+    spec, tag = (plan.spec, plan.tag) if plan else (spec, list)
+    design = Design.of(plan.fractions if plan else [n / cap for n in sizes], boot.confidence)
     rows: list[dict] = []
     rows2: list[dict] = []
     first: dict[str, dict] = {}       # settled in the run's arithmetic (a settled metric stays settled)
@@ -222,7 +223,7 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
             if look and (yield) is False:      # halted: the variant failed on another task
                 halted = True
                 break
-            rows += chunk_run(session, [looks.chunk(spec, len(rows), n)], ev)[1][spec.name]
+            rows += tag(chunk_run(session, [looks.chunk(spec, len(rows), n)], ev)[1][spec.name])
             conf = design.confidence_at(look)
             first.update(_settled({m: g for m, g in mine.items() if m not in first}, baseline[spec.name], rows,
                                   boot, conf, look, n))
@@ -230,7 +231,7 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
                 more = second.rows(spec, len(rows2), n)
                 checking = more is not None        # None: it could not start here (its record says why)
             if checking and any(m not in other for m in first):
-                rows2 += more
+                rows2 += tag(more)
                 other.update(_settled({m: g for m, g in mine.items() if m in first and m not in other},
                                       second.baseline[spec.name], rows2, boot, conf, look, n))
         except WallBudgetExceeded as e:
@@ -251,8 +252,10 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
     done.metrics[spec.name] = task_rows.TaskResult(looks.scores_from_rows(spec, rows), rows,
                                                dict(spec.higher_is_better))
     done.samples[spec.name] = rows
-    done.record[spec.name] = {"cap": spec.num_docs, "sizes": sizes, "looks": k + 1, "of": len(sizes),
+    done.record[spec.name] = {"cap": cap, "sizes": sizes, "looks": k + 1, "of": len(sizes),
                               "n": len(rows), "confidence": design.confidence_at(k), "settled": state.settled}
+    if plan:
+        done.record[spec.name]["strata"] = plan.record(ev.sequential.strata, cap)
     if checking:
         done.record[spec.name].update(first=first, second=other, unstable=state.unstable)
         done.second_rows[spec.name] = sorted(rows2, key=lambda r: r["doc_id"])
@@ -260,7 +263,7 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
     open_ = [metric_id(spec.name, m) for m in mine if m not in state.settled and m not in state.unstable]
     if cut is not None:
         done.record[spec.name]["budget"] = True
-        where = (f"look {k + 1} of {len(sizes)} of {spec.name} ({len(rows)} of {spec.num_docs} samples; "
+        where = (f"look {k + 1} of {len(sizes)} of {spec.name} ({len(rows)} of {cap} samples; "
                  "serving.vllm.budget.max_wall_s)")
         done.budget = f"{done.budget}; {where}" if done.budget else f"stopped by the time budget at {where}"
         raise cut
@@ -271,7 +274,7 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
     failed = [m for m, s in state.settled.items() if s["verdict"] == "fail"]
     if failed:
         done.stopped = (f"stopped at look {k + 1} of {len(sizes)} of {spec.name} ({len(rows)} of "
-                        f"{spec.num_docs} samples): {', '.join(metric_id(spec.name, m) for m in failed)} failed")
+                        f"{cap} samples): {', '.join(metric_id(spec.name, m) for m in failed)} failed")
 
 
 def _check_whole(spec: tasks.TaskSpec, mine: dict[str, Gate], baseline: dict[str, list[dict]], rows: list[dict],

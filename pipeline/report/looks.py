@@ -21,6 +21,13 @@ def samples_read(r: Row, caps: dict[str, int]) -> tuple[int, int]:
     return sum(lk["n"] for lk in r.facts.looks.values()), sum(caps.values())
 
 
+def plain_reads(r: Row) -> dict[str, int]:
+    """task -> the samples the same looks would have read unstratified (a stratified task: its record's
+    `plain` at the look it stopped; any other: what it read)."""
+    return {t: (lk["strata"]["plain"][lk["looks"] - 1] if lk.get("strata") else lk["n"])
+            for t, lk in r.facts.looks.items()}
+
+
 def summary_line(m: ModelReport) -> list[str]:
     rows = looked(m)
     if not rows:
@@ -35,8 +42,11 @@ def summary_line(m: ModelReport) -> list[str]:
     cut = sum(1 for r in rows if r.facts.budget_cut())
     skipped += (f"; {cut} read at the last look completed when the time budget ran out (serving.vllm.budget."
                 "max_wall_s)" if cut else "")
+    plain = sum(sum(plain_reads(r).values()) for r in rows)
+    strat = (f", and {plain:,} the same looks unstratified would have ({n / plain:.0%}; eval.sequential.strata)"
+             if plain != n else "")
     return [f"Looks: {settled} of {len(rows)} variants settled (pass or fail); together they read {n:,} of the "
-            f"{total:,} samples a fixed-n run at the same caps reads ({n / total:.0%}); {stopped} stopped at the "
+            f"{total:,} samples a fixed-n run at the same caps reads ({n / total:.0%}){strat}; {stopped} stopped at the "
             f"look where a gated metric failed{skipped} (*Looks*).", ""]
 
 
@@ -50,7 +60,8 @@ def cost_line(m: ModelReport) -> list[str]:
 
 
 def fixed_n_seconds(r: Row, base: Row, caps: dict[str, int]) -> float | None:
-    """What the variant's evaluate would have taken reading every cap: its stage seconds plus, per task,
+    """What the variant's evaluate would have taken reading `caps` samples per task (every cap; or the
+    unstratified looks' reads, plain_reads): its stage seconds plus, per task,
     the samples it did not read at what a sample of that task costs this variant (its own seconds per
     computed sample; for a task it never computed, the baseline's rate times the variant's speed ratio
     to the baseline on the tasks both computed). None where a needed rate was not measured (samples
@@ -83,12 +94,15 @@ def seconds_text(m: ModelReport, rows: list[Row]) -> str:
         return ""
     used = [r.facts.seconds for r in rows]
     fixed = [fixed_n_seconds(r, base, m.num_samples) for r in rows]
-    if any(s is None for s in used) or any(f is None for f in fixed):
+    plain = [fixed_n_seconds(r, base, plain_reads(r)) for r in rows]
+    if any(s is None for s in used + fixed + plain):
         return (" Their evaluate seconds against a fixed-n run: not estimable here (a task's cost per sample was "
                 "not measured: its samples were read from the sample cache).")
+    strat = (f", about {sum(plain) / 60:.1f} min in the same looks unstratified"
+             if abs(sum(plain) - sum(used)) > 0.5 else "")
     return (f" Their evaluate stages took {sum(used) / 60:.1f} min against about {sum(fixed) / 60:.1f} min at "
-            f"fixed n ({sum(used) / sum(fixed):.0%}; each variant's unread samples at its own measured cost per "
-            "sample of the task).")
+            f"fixed n ({sum(used) / sum(fixed):.0%}{strat}; each variant's unread samples at its own measured cost "
+            "per sample of the task).")
 
 
 PHASES = {"load": "loading", "tasks": "the tasks", "second_arithmetic": "their check in the second arithmetic",
@@ -117,10 +131,12 @@ def looks_lines(m: ModelReport) -> list[str]:
     lines = ["### Looks", "",
              "Each variant read its tasks in looks, the same documents as the baseline in one seeded order, each "
              "verdict read at its look's group-sequential confidence (docs/decision-rule.md \"Looks\"). A cell: "
-             "the look it stopped at, samples read of the cap; `-`: not run (a gated task: the variant had already "
+             "the look it stopped at, samples read of the cap (fixed n); *unstratified, same looks*: what the same "
+             "looks read without eval.sequential.strata (a choice task then reads every item alike); `-`: not run (a gated task: the variant had already "
              "failed; a task no tolerance gates, with eval.sequential.probes `passable`: the variant could no "
              "longer pass).", "",
-             md_row(["variant", *tasks, "samples read", "stopped"]), md_row(["---"] * (len(tasks) + 3))]
+             md_row(["variant", *tasks, "samples read", "unstratified, same looks", "stopped"]),
+             md_row(["---"] * (len(tasks) + 4))]
     for r in rows:
         cells = []
         for t in tasks:
@@ -130,5 +146,5 @@ def looks_lines(m: ModelReport) -> list[str]:
         stop = r.facts.stopped or r.facts.budget_cut() or ""
         if unpassable := [t for t, why in r.facts.not_run.items() if why == CANNOT_PASS]:
             stop = f"not run: {', '.join(unpassable)} (cannot pass: a gated metric open at its cap or unstable)"
-        lines.append(md_row([r.variant, *cells, f"{n:,} of {total:,}", stop]))
+        lines.append(md_row([r.variant, *cells, f"{n:,} of {total:,}", f"{sum(plain_reads(r).values()):,}", stop]))
     return lines + [""]

@@ -99,7 +99,7 @@ def cell(m: ModelReport, r: Row, base: Row, task: str) -> str:
     text += f" {rec:.0f}%" if rec is not None else ""
     flips = m.flips.get(r.variant, {}).get(task)
     if flips is not None and flips.n:
-        text += f" {100.0 * (flips.right_to_wrong + flips.wrong_to_right) / flips.n:.1f}%"
+        text += f" {100.0 * flips.rate:.1f}%"
     return text
 
 

@@ -13,7 +13,8 @@ from pipeline.schema.builder import PARAMS_FILE, load, parse
 from pipeline.schema.cli import load_or_exit
 from pipeline.schema.decision import Baseline, Bootstrap, Decision, Tolerance
 from pipeline.schema.errors import ConfigError, FieldError, near
-from pipeline.schema.eval import LOCAL_ONLY, TASK_KINDS, Eval, Fidelity, Languages, LongContext, Sequential, Task, Throughput
+from pipeline.schema.eval import (LOCAL_ONLY, TASK_KINDS, Eval, Fidelity, Languages, LongContext, Sequential, Strata, Task,
+                                  Throughput)
 from pipeline.schema.memory import Memory, TargetGpu
 from pipeline.schema.models import (BNB_METHODS, CALIBRATED_METHODS, KV_DTYPES, METHODS, RECIPE_METHODS,
                                     Calibration, KvMode, Model, Repair, Tier)
@@ -25,7 +26,7 @@ from pipeline.schema.serving import Reference, Serving, Slo, Vllm, VllmBench, Vl
 __all__ = [
     "BNB_METHODS", "CALIBRATED_METHODS", "KV_DTYPES", "LOCAL_ONLY", "METHODS", "NAME_RE", "PARAMS_FILE",
     "RECIPE_METHODS", "TASK_KINDS", "Baseline", "Bootstrap", "Calibration", "ConfigError", "Decision", "Eval",
-    "FieldError", "Fidelity", "Gate", "LongContext", "Sequential", "KvMode", "Languages", "Memory", "Model", "Params", "Reference", "Report", "Serving", "Slo",
+    "FieldError", "Fidelity", "Gate", "LongContext", "Sequential", "Strata", "KvMode", "Languages", "Memory", "Model", "Params", "Reference", "Report", "Serving", "Slo",
     "TargetGpu", "Task", "Throughput", "Tier", "Tolerance", "Vllm", "VllmBench", "VllmBudget", "gate", "load", "tolerance_of",
     "load_or_exit", "near", "parse", "replaced",
 ]

@@ -125,6 +125,22 @@ PROBES = ("all", "passable")
 
 
 @dataclass(frozen=True)
+class Strata:
+    """A choice task's looks stratified by the baseline's label margin (pipeline/scoring/strata.py,
+    docs/decisions/stratified-looks.md): the items whose margin is below `below` nats read in full by
+    the cap, the others at `share`, each look the same share of both; the accuracy delta judged with
+    the stratified estimate and its score interval."""
+    below: float = 0.5
+    share: float = 0.25
+
+    def __post_init__(self) -> None:
+        if not self.below > 0:
+            raise FieldError("below", f"a margin in nats, > 0, got {self.below}")
+        if not 0 < self.share <= 1:
+            raise FieldError("share", f"a share of the high-margin items within (0, 1], got {self.share}")
+
+
+@dataclass(frozen=True)
 class Sequential:
     """Each variant's tasks evaluated in looks, each look a larger share of the task's `limit` (its cap),
     its verdicts read at the group-sequential confidence of that look (pipeline/scoring/sequential.py);
@@ -134,6 +150,8 @@ class Sequential:
     # its gated metrics failed or left open at its cap): a variant recommended nowhere has no KV cache or
     # long prompt to vouch for (issue 38); all: on every variant, a failed one included
     probes: str = "passable"
+    # unset: every item of a choice task read alike, in one seeded order
+    strata: Strata | None = None
 
     def __post_init__(self) -> None:
         f = self.looks

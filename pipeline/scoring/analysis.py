@@ -5,6 +5,7 @@ Sample rows are the JSONL records written by pipeline/stages/evaluate.py (see ta
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -62,8 +63,16 @@ def intervals(task_metrics: list[str], pairs: list[tuple[dict, dict]], boot: Boo
             out[m] = stats.paired_corpus(m, refs, bh, th, boot.confidence)
         elif pairs and all(m in b["scores"] and m in t["scores"] for b, t in pairs):
             out[m] = stats.paired_mean([b["scores"][m] for b, _ in pairs], [t["scores"][m] for _, t in pairs],
-                                       boot.resamples, boot.seed, boot.confidence)
+                                       boot.resamples, boot.seed, boot.confidence, strata_of(pairs))
     return out
+
+
+def strata_of(pairs: list[tuple[dict, dict]]) -> tuple[list[int], list[int]] | None:
+    """(stratum per pair, the strata's sizes) when the variant's rows were read in strata
+    (evaluation/stratified.py tags them), else None."""
+    if not pairs or any("stratum" not in t for _, t in pairs):
+        return None
+    return [t["stratum"] for _, t in pairs], list(pairs[0][1]["strata"])
 
 
 def sample_diffs(metric: str, pairs: list[tuple[dict, dict]], higher_is_better: bool = True
@@ -100,7 +109,18 @@ def powers(task_metrics: list[str], pairs: list[tuple[dict, dict]], limits: dict
 
 
 def flips(pairs: list[tuple[dict, dict]]) -> stats.Flips:
-    return stats.flips([b["gold"] for b, _ in pairs], [b["pred"] for b, _ in pairs], [t["pred"] for _, t in pairs])
+    """Predictions changed against gold; over a stratified read, with the pool's share flipped estimated
+    (each stratum's share weighted by its size), as the stratified delta is."""
+    found = stats.flips([b["gold"] for b, _ in pairs], [b["pred"] for b, _ in pairs], [t["pred"] for _, t in pairs])
+    design = strata_of(pairs)
+    if design is None:
+        return found
+    labels, pool = design
+    share = 0.0
+    for h, size in enumerate(pool):
+        mine = [(b["pred"] == b["gold"]) != (t["pred"] == b["gold"]) for (b, t), lab in zip(pairs, labels) if lab == h]
+        share += size / sum(pool) * (sum(mine) / len(mine)) if mine else 0.0
+    return dataclasses.replace(found, share=share)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@ pipeline/scoring/replay.py. One line per rate with its Monte-Carlo SE, e.g. `fal
 `--method wald` replays the procedure before 2026-12 (delta -/+ z x bootstrap SE), for comparison.
 `--candidates K` replays a repair search's pick among K candidates, then its verdict
 (pipeline/scoring/selection.py): picked apart from the verdicts, and picked by them.
+`--strata` replays a choice task's stratified looks (eval.sequential.strata; replay_strata.py) beside
+the same looks unstratified, the extra losses at the margin put three ways.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from pathlib import Path
 from pipeline.domain import metrics
 from pipeline.io import read_jsonl
 from pipeline.schema import builder
-from pipeline.scoring import analysis, selection, stats
+from pipeline.scoring import analysis, replay_strata, selection, stats, strata
 from pipeline.scoring.replay import Population, rates
 
 
@@ -68,6 +70,23 @@ def load(baseline: Path, variant: Path, metric_id: str, params_path: Path) -> Se
                  gate.tolerance.allowed_drop(base_value))
 
 
+def strata_items(baseline: Path, variant: Path, metric_id: str, params_path: Path
+                 ) -> tuple[replay_strata.Items, float, float]:
+    """The pairs with the baseline's strata (its label margins against eval.sequential.strata.below)."""
+    design = builder.load(params_path).eval.sequential
+    if design is None or design.strata is None:
+        raise ValueError(f"eval.sequential.strata is not set in {params_path}")
+    pairs = analysis.align(read_jsonl(baseline), read_jsonl(variant), subset=True)
+    if any("logliks" not in b for b, _ in pairs):
+        raise ValueError(f"{baseline}: the rows carry no label log-likelihoods (not a choice task)")
+    _, metric = metrics.split_id(metric_id)
+    labels = strata.assign([strata.label_margin(b["logliks"]) for b, _ in pairs], design.strata.below)
+    tagged = analysis.strata_of(pairs)
+    items = replay_strata.Items.of(labels, [b["scores"][metric] for b, _ in pairs],
+                                   [t["scores"][metric] for _, t in pairs], tagged[1] if tagged else None)
+    return items, design.strata.below, design.strata.share
+
+
 def _corpus_value(rows: list[dict], metric: str) -> float:
     m = stats._sacrebleu_metric(metric)
     refs = [str(r["target"]) for r in rows]
@@ -85,6 +104,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--method", choices=("score", "wald"), default="score",
                     help="wald: the procedure before 2026-12 (delta -/+ z x bootstrap SE), for comparison")
+    ap.add_argument("--strata", action="store_true",
+                    help="a choice task's stratified looks (eval.sequential.strata) beside the plain ones")
     ap.add_argument("--candidates", type=int, default=0,
                     help="K >= 2: a repair search's pick among K candidates, then its verdict")
     a = ap.parse_args(argv)
@@ -97,6 +118,18 @@ def main(argv: list[str] | None = None) -> None:
     print(f"# {a.metric}: {pop.kind}, {pop.diff.size} pairs ({int(pop.changed.sum())} changed), observed delta "
           f"{pop.diff.mean():+.3f}, margin {setup.margin:.3f}, cap {setup.cap}, looks {setup.looks or 'none'}, "
           f"confidence {setup.confidence}, method {a.method}, {a.sims} runs per rate")
+    if a.strata:
+        try:
+            items, below, share = strata_items(a.baseline, a.variant, a.metric, a.params)
+        except (OSError, ValueError, KeyError) as e:
+            print(f"qtier simulate: {e}", file=sys.stderr)
+            raise SystemExit(2) from None
+        print(f"# strata: margin below {below} nats read whole ({int((items.stratum == 0).sum())} of "
+              f"{items.stratum.size} items here), the rest at {share}")
+        for name, found in replay_strata.rates(items, setup.looks, setup.cap, setup.confidence, setup.margin,
+                                               share, sims=a.sims, seed=a.seed).items():
+            print(f"{name}: " + "; ".join(r.line() for r in found))
+        return
     if a.candidates:
         found = selection.rates(pop, setup.looks, setup.cap, setup.confidence, setup.margin, a.candidates,
                                 sims=a.sims, seed=a.seed)

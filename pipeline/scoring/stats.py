@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.scoring import paired_binary, paired_graded
+from pipeline.scoring import paired_binary, paired_graded, strata
 
 
 @dataclass(frozen=True)
@@ -36,22 +36,44 @@ class Interval:
     discordant: tuple[int, int] | None = None
     # a graded or corpus metric's summary: its interval at any confidence (paired_graded)
     graded: paired_graded.Summary | None = None
+    # stratified looks: the design's effective sample size, `discordant` then its effective counts
+    # (scoring/strata.py); n stays the items read
+    effective_n: float | None = None
 
     def as_dict(self) -> dict:
         out = {"delta": self.delta, "lo": self.lo, "hi": self.hi, "n": self.n, "se": self.se}
         if self.graded is not None:
             out["changed"] = self.graded.changed
+        if self.effective_n is not None:
+            out["effective_n"] = self.effective_n
         return out if self.discordant is None else {**out, "discordant": list(self.discordant)}
 
 
 BINARY = (0.0, 100.0)       # the two values of a per-sample accuracy or exact match (metrics.py: 0-100)
 
 
-def binary(lost: int, gained: int, n: int, confidence: float, se: float | None) -> Interval:
+def binary(lost: float, gained: float, n: int, confidence: float, se: float | None,
+           effective_n: float | None = None) -> Interval:
     """The paired score interval of a 0/100 metric, in points: `lost` samples the baseline got right
-    and the tier wrong, `gained` the other way, of `n`."""
-    lo, hi = paired_binary.interval(lost, gained, n, confidence)
-    return Interval(100.0 * (gained - lost) / n, 100.0 * float(lo), 100.0 * float(hi), n, se, (lost, gained))
+    and the tier wrong, `gained` the other way, of `n` (a stratified read: effective counts of
+    `effective_n`, strata.effective)."""
+    m = n if effective_n is None else effective_n
+    lo, hi = paired_binary.interval(lost, gained, m, confidence)
+    return Interval(100.0 * (gained - lost) / m, 100.0 * float(lo), 100.0 * float(hi), n, se, (lost, gained),
+                    effective_n=effective_n)
+
+
+def stratified_binary(diff: np.ndarray, labels: np.ndarray, pool: Sequence[int], confidence: float) -> Interval:
+    """A 0/100 metric read in strata (`labels` per sample, `pool` the strata's sizes): the stratified
+    estimate and its score interval (scoring/strata.py); the plain one when every stratum was read whole."""
+    lost = [int(((diff < 0) & (labels == h)).sum()) for h in range(len(pool))]
+    gained = [int(((diff > 0) & (labels == h)).sum()) for h in range(len(pool))]
+    read = [int((labels == h).sum()) for h in range(len(pool))]
+    b, c, m = (float(x) for x in strata.effective(lost, gained, read, pool))
+    se = 100.0 * math.sqrt(max((b + c) / m - ((c - b) / m) ** 2, 0.0) / m)
+    if read == list(pool):
+        return binary(sum(lost), sum(gained), int(diff.size), confidence, se)
+    return binary(b, c, int(diff.size), confidence, se, effective_n=m)
 
 
 def graded(s: paired_graded.Summary, confidence: float, se: float | None) -> Interval:
@@ -64,7 +86,7 @@ def repeated(iv: Interval, confidence: float) -> Interval:
     """The look's repeated confidence interval (Jennison & Turnbull ch. 9): the interval's own test
     inverted at `confidence` (the look's nominal level), from the counts or summary it keeps."""
     if iv.discordant is not None:
-        return binary(*iv.discordant, iv.n, confidence, iv.se)
+        return binary(*iv.discordant, iv.n, confidence, iv.se, iv.effective_n)
     if iv.graded is not None:
         return graded(iv.graded, confidence, iv.se)
     raise ValueError("an interval without its discordant counts or graded summary cannot be re-read")
@@ -75,11 +97,15 @@ def _indices(n: int, resamples: int, seed: int) -> np.ndarray:
 
 
 def paired_mean(base: Sequence[float], tier: Sequence[float], resamples: int, seed: int,
-                confidence: float = 0.95) -> Interval:
+                confidence: float = 0.95, strata_of: tuple[Sequence[int], Sequence[int]] | None = None
+                ) -> Interval:
+    """`strata_of`: (stratum per sample, the strata's sizes) of a stratified read (0/100 metrics)."""
     b, t = np.asarray(base, dtype=float), np.asarray(tier, dtype=float)
     if b.shape != t.shape or b.size == 0:
         raise ValueError(f"paired samples must be non-empty and equal in length ({b.size} vs {t.size})")
     diff = t - b
+    if strata_of is not None and np.isin(b, BINARY).all() and np.isin(t, BINARY).all():
+        return stratified_binary(diff, np.asarray(strata_of[0]), list(strata_of[1]), confidence)
     boot = diff[_indices(diff.size, resamples, seed)].mean(axis=1)
     se = float(boot.std(ddof=1))
     if np.isin(b, BINARY).all() and np.isin(t, BINARY).all():
@@ -143,9 +169,12 @@ class Flips:
     right_to_wrong: int
     wrong_to_right: int
     n: int
+    share: float | None = None      # a stratified read: the pool's share flipped, estimated (else the counts')
 
     @property
     def rate(self) -> float:
+        if self.share is not None:
+            return self.share
         return (self.right_to_wrong + self.wrong_to_right) / self.n if self.n else 0.0
 
 
