@@ -146,6 +146,22 @@ def test_a_variant_that_cannot_pass_runs_no_report_only_task_unless_probes_is_al
     assert calls[-1][0] == "r" and done.cannot_pass() is None and done.not_run == {}
 
 
+def test_a_variant_that_can_no_longer_pass_stops_its_gated_tasks_unless_unpassable_is_finish():
+    """c left open at its cap: with unpassable stop the gated generation task g is not run (its verdict
+    could change neither the variant's nor the pick) and the row says why; with finish it runs."""
+    c, g = spec("c"), spec("g", kind="generate", hib={"rougeL": True})
+    rng = random.Random(0)
+    same = {d: rng.random() < 0.9 for d in range(400)}
+    worse = {d: same[d] and d % 33 != 0 for d in range(400)}
+    base = {"c": baseline_rows(c, same), "g": baseline_rows(g, same)}
+    for unpassable, ran in (("stop", ["c"] * 4), ("finish", ["c"] * 4 + ["g"])):
+        calls: list = []
+        ev = Eval(tasks={}, sequential=Sequential(unpassable=unpassable))
+        done = run_looks(None, [g, c], ev, base, {"c/acc": Gate(3.0)}, BOOT, run=fake_run(worse, calls))
+        assert [name for name, _ in calls][:len(ran)] == ran and ("g" in done.record) == (unpassable == "finish")
+        assert done.not_run == ({"g": "cannot pass"} if unpassable == "stop" else {}) and done.stopped is None
+
+
 def test_a_failed_variant_still_runs_its_report_only_tasks_unless_probes_is_passable():
     """A failed gated metric stops the gated tasks after it; the report-only ones (the long-context
     suite) still run with probes: all, and the row's "not run" names only what did not."""
@@ -166,7 +182,8 @@ def test_a_failed_variant_still_runs_its_report_only_tasks_unless_probes_is_pass
 
 def test_no_verdict_is_checked_in_the_second_arithmetic_once_the_variant_cannot_pass():
     """c1 left open at its cap: the variant cannot pass, so c2's verdicts are read in the run's arithmetic
-    alone whatever eval.sequential.probes says (a check would change no recommendation)."""
+    alone whatever eval.sequential.probes says (a check would change no recommendation; c2 runs at all
+    with eval.sequential.unpassable finish)."""
     c1, c2 = spec("c1"), spec("c2")
     rng = random.Random(0)
     same = {d: rng.random() < 0.9 for d in range(400)}
@@ -177,7 +194,7 @@ def test_no_verdict_is_checked_in_the_second_arithmetic_once_the_variant_cannot_
         return fake_run(worse if specs[0].name == "c1" else same, [])(session, specs, ev)
     for probes in ("all", "passable"):
         second_calls: list = []
-        done = run_looks(None, [c1, c2], Eval(tasks={}, sequential=Sequential(probes=probes)), base,
+        done = run_looks(None, [c1, c2], Eval(tasks={}, sequential=Sequential(probes=probes, unpassable="finish")), base,
                          {"c1/acc": Gate(3.0), "c2/acc": Gate(3.0)}, BOOT, run=run,
                          second=Second(worse, base, second_calls))
         assert done.cannot_pass() == "c1/acc inconclusive at the cap", probes

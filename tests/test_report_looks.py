@@ -83,7 +83,7 @@ def test_a_variant_that_could_no_longer_pass_is_counted_and_its_row_says_what_it
     why = {"retrieval_1024": "cannot pass"}
     r.rows[1] = replace(r.rows[1], facts=replace(r.rows[1].facts, not_run=why))
     assert ("1 stopped at the look where a gated metric failed; 1 could no longer pass (a gated metric open at "
-            "its cap) and did not run the report-only tasks (*Looks*).") in looks.summary_line(r)[0]
+            "its cap) and did not run their remaining tasks (*Looks*).") in looks.summary_line(r)[0]
     assert ("| int8-auto | 2/4: 320 of 640 | 320 of 640 | 320 | not run: retrieval_1024 (cannot pass: a gated metric "
             "open at its cap or unstable) |") in looks.looks_lines(r)
     assert "could no longer pass" not in looks.summary_line(report())[0]

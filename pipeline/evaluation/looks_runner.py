@@ -19,11 +19,10 @@ The baseline's own samples come from stage baseline@<model>, run to every cap in
 """
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Protocol
 
-from pipeline.evaluation import stratified
+from pipeline.evaluation import interleave_looks, stratified
 from pipeline.evaluation.lm_eval_runner import WallBudgetExceeded, run_tasks
 from pipeline.domain import looks, task_rows, tasks
 from pipeline.domain.result_json import CANNOT_PASS, FAILED, TIME_BUDGET
@@ -125,22 +124,28 @@ def run_looks(session, specs: list[tasks.TaskSpec], ev: Eval, baseline: dict[str
     (scoring/arith_check.py); without it, on the run's arithmetic alone, and not once the variant cannot
     pass (`Looked.cannot_pass`). Report-only tasks run on a variant that failed or cannot pass unless
     eval.sequential.probes is `passable`. `interleave` (a time budget): the gated tasks take their looks
-    in turn (_round_robin), else one task after another."""
+    in turn (interleave_looks.py), else one task after another."""
     chunk_run = chunk_run or run
     done = done if done is not None else Looked()
     # log-likelihood tasks first; stable: YAML order otherwise
     ordered = sorted(specs, key=lambda s: not tasks.is_loglik(s))
     passable = ev.sequential.probes == "passable"
+    # a variant that can no longer pass (a gated metric open at its cap or unstable) stops too: no verdict
+    # of its remaining tasks could change its verdict or the pick (eval.sequential.unpassable)
+    halts = (lambda: done.cannot_pass() is not None) if ev.sequential.unpassable == "stop" else (lambda: False)
     gated = [_task(session, s, ev, baseline, gates, boot, run, chunk_run, done, second)
              for s in ordered if s.name not in report_only]
     if interleave:
-        _round_robin(gated, done)
+        interleave_looks.round_robin(gated, done, halts)
     else:
         for task in gated:
             for _ in task:          # every look of this task, then the next task's
                 pass
-            if done.stopped:
+            if done.stopped or halts():
                 break
+    if not done.stopped and halts():
+        done.not_run.update(dict.fromkeys([s.name for s in ordered if s.name not in done.record
+                                           and s.name not in report_only], CANNOT_PASS))
     if done.stopped:
         left = [s.name for s in ordered if s.name not in done.record and (passable or s.name not in report_only)]
         done.not_run.update(dict.fromkeys(left, FAILED))
@@ -153,41 +158,6 @@ def run_looks(session, specs: list[tasks.TaskSpec], ev: Eval, baseline: dict[str
         for _ in _task(session, spec, ev, baseline, gates, boot, run, chunk_run, done, None, whole=True):
             pass
     return done
-
-
-def _round_robin(gated: list, done: Looked) -> None:
-    """Look 1 of every gated task, then look 2 of each still open, ...: under a time budget every task
-    gets its first look before any gets a second, so the budget ends each at a completed look rather
-    than leaving the later tasks unmeasured. A failed task halts the others at their last completed
-    look; the budget running out in one ends the others there too (and goes on to stop the variant)."""
-    active = list(gated)
-    try:
-        while active:
-            for task in list(active):
-                try:
-                    next(task)
-                except StopIteration:
-                    active.remove(task)
-                    if done.stopped:
-                        for other in active:
-                            _halt(other, False)
-                        return
-    except WallBudgetExceeded as cut:
-        for other in active:
-            _halt(other, cut)
-        raise
-
-
-def _halt(task, how) -> None:
-    """End a task at its last completed look: `how` False (the variant failed elsewhere) or the
-    budget's exception (recorded as the budget's cut). One not started yet stays not run."""
-    if inspect.getgeneratorstate(task) != inspect.GEN_SUSPENDED:
-        task.close()
-        return
-    try:
-        task.send(False) if how is False else task.throw(how)
-    except (StopIteration, WallBudgetExceeded):
-        pass
 
 
 def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict]], gates: dict[str, Gate],

@@ -37,8 +37,8 @@ def summary_line(m: ModelReport) -> list[str]:
     settled = sum(1 for r in rows if r.judgement.overall in SETTLED)
     stopped = sum(1 for r in rows if r.facts.stopped)
     unpassable = sum(1 for r in rows if CANNOT_PASS in r.facts.not_run.values())
-    skipped = (f"; {unpassable} could no longer pass (a gated metric open at its cap) and did not run the report-only "
-               "tasks" if unpassable else "")
+    skipped = (f"; {unpassable} could no longer pass (a gated metric open at its cap) and did not run their "
+               "remaining tasks" if unpassable else "")
     cut = sum(1 for r in rows if r.facts.budget_cut())
     skipped += (f"; {cut} read at the last look completed when the time budget ran out (serving.vllm.budget."
                 "max_wall_s)" if cut else "")

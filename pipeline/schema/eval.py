@@ -122,6 +122,7 @@ class LongContext:
 
 
 PROBES = ("all", "passable")
+UNPASSABLE = ("stop", "finish")
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,9 @@ class Sequential:
     # its gated metrics failed or left open at its cap): a variant recommended nowhere has no KV cache or
     # long prompt to vouch for (issue 38); all: on every variant, a failed one included
     probes: str = "passable"
+    # stop: a variant that can no longer pass (a gated metric open at its cap or unstable) runs none of its
+    # remaining gated tasks, as one that failed; finish: they run to their caps, their verdicts unchecked
+    unpassable: str = "stop"
     # unset: every item of a choice task read alike, in one seeded order
     strata: Strata | None = None
 
@@ -159,6 +163,8 @@ class Sequential:
             raise FieldError("looks", f"shares of the cap, increasing within (0, 1] and ending at 1, got {f}")
         if self.probes not in PROBES:
             raise FieldError("probes", f"one of {', '.join(PROBES)}, got {self.probes!r}")
+        if self.unpassable not in UNPASSABLE:
+            raise FieldError("unpassable", f"one of {', '.join(UNPASSABLE)}, got {self.unpassable!r}")
 
 
 @dataclass(frozen=True)
