@@ -47,7 +47,8 @@ def row_json(r: Row, m: ModelReport, base: Row | None) -> dict:
             "kv_bytes_per_token": f.kv_bytes_per_token, "gen_tokens_per_s": f.tokens_per_s, "scheme": f.scheme,
             "hardware": f.hardware, "serving": f.serving, "load": f.throughput,
             "load_note": load_note(r, base, m.min_speed_vs_baseline),
-            "flips": {t: dataclasses.asdict(x) for t, x in m.flips.get(r.variant, {}).items()},
+            "flips": {t: {k: v for k, v in dataclasses.asdict(x).items() if v is not None}
+                      for t, x in m.flips.get(r.variant, {}).items()},
             "ties": {t: {"tied": a, "n": b} for t, (a, b) in m.ties.get(r.variant, {}).items()},
             "plans": {g: dataclasses.asdict(p) for g, p in m.plans.get(r.variant, {}).items()},
             "power": {k: p.as_dict() for k, p in e.power.items()}, "fidelity": f.fidelity,
