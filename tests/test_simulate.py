@@ -4,6 +4,7 @@ per-sample graded, corpus), and the same cases failing the procedure it replaced
 import math
 
 import numpy as np
+import yaml
 import pytest
 
 from pipeline.io import atomic_write_jsonl as write_jsonl
@@ -119,6 +120,32 @@ def test_the_command_reads_results_files_and_params(tmp_path, capsys):
     names = [line.split()[0] for line in out[1:]]
     assert names == ["false_pass", "false_fail", "power", "fail_power", "samples_at_margin"]
     assert all(" ± " in line for line in out[1:])
+
+
+def test_the_command_replays_stratified_looks_beside_the_plain_ones(tmp_path, capsys):
+    """--strata: the strata from the baseline's label margins (params.yaml's eval.sequential.strata), four
+    procedures printed; without strata in the params, one line naming the key and exit 2."""
+    rng = np.random.default_rng(3)
+    margins = rng.exponential(0.6, 400)
+    lost = (margins < 0.3) & (rng.random(400) < 0.1)
+    base = [{"doc_id": i, "gold": 1, "pred": 1, "logliks": [-1.0 - float(m), -1.0], "scores": {"acc": 100.0}}
+            for i, m in enumerate(margins)]
+    tier = [{**b, "pred": 0 if lost[i] else 1, "scores": {"acc": 0.0 if lost[i] else 100.0}} for i, b in enumerate(base)]
+    write_jsonl(tmp_path / "b.jsonl", base)
+    write_jsonl(tmp_path / "t.jsonl", tier)
+    simulate.main([str(tmp_path / "b.jsonl"), str(tmp_path / "t.jsonl"), "--metric", "classification/acc",
+                   "--strata", "--sims", "200"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].startswith("# strata: margin below 0.5 nats read whole")
+    assert [line.split(":")[0] for line in out[2:]] == ["stratified, losses shape", "stratified, losses low",
+                                                       "stratified, losses high", "unstratified"]
+    params = yaml.safe_load(open("params.yaml"))
+    del params["eval"]["sequential"]["strata"]
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    with pytest.raises(SystemExit) as e:
+        simulate.main([str(tmp_path / "b.jsonl"), str(tmp_path / "t.jsonl"), "--metric", "classification/acc",
+                       "--strata", "--params", str(tmp_path / "params.yaml")])
+    assert e.value.code == 2 and "eval.sequential.strata is not set" in capsys.readouterr().err
 
 
 def test_the_command_names_a_bad_metric(tmp_path, capsys):
