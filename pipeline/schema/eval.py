@@ -132,7 +132,7 @@ class Strata:
     the cap, the others at `share`, each look the same share of both; the accuracy delta judged with
     the stratified estimate and its score interval."""
     below: float = 0.5
-    share: float = 0.25
+    share: float = 0.5
 
     def __post_init__(self) -> None:
         if not self.below > 0:
