@@ -317,6 +317,13 @@ def test_why_each_verdict_says_once_why_a_stopped_variant_did_not_measure_a_metr
     assert stopped(measured_all) is None            # nothing left unmeasured: nothing to say
     assert verdict_cell(r, "s/rougeL", True, where) == "not run: the variant failed"
     assert verdict_cell(r, "t/bleu", True, where) == "not measured"     # evaluate recorded no why
-    assert where in verdict_cell(r, "s/rougeL", True)                  # no reason in its row: the cell keeps it
+    assert where in verdict_cell(r, "t/bleu", True)                    # no reason in its row: the cell keeps it
     assert verdict_cell(r, "x/acc", True, where) == "–"
+    # a variant that could not pass stopped at no failed look: its row names no stop, its cells say why
+    not_run["s"] = "cannot pass"
+    assert verdict_cell(r, "s/rougeL", True) == "not run: cannot pass"
+    # a verdict the second arithmetic does not give reads as page 1's: unstable, with its interval
+    shaky = NS(judgement=NS(verdicts={"c/acc": NS(verdict="inconclusive", note=None, lo=-1.6, hi=1.44, unstable="pass",
+                                                  unchecked=None, settle=None, limit=3.0, n=964)}), facts=r.facts)
+    assert verdict_cell(shaky, "c/acc", True) == "unstable [-1.60, +1.44]"
 

@@ -69,8 +69,14 @@ def metric_cell(r: Row, metric: str, is_base: bool) -> str:
     verdict = r.judgement.verdicts.get(metric)
     if verdict is None:
         return f"{value} ({d})"
-    shown = f"unchecked {verdict.unchecked}" if verdict.unchecked else MARK[verdict.verdict]
-    return f"{value} ({d}, {shown})"
+    return f"{value} ({d}, {word(verdict)})"
+
+
+def word(v) -> str:
+    """A verdict as a cell names it: 'unchecked pass', 'unstable' (both inconclusive), else its mark."""
+    if v.unchecked:
+        return f"unchecked {v.unchecked}"
+    return "unstable" if v.unstable else MARK[v.verdict]
 
 
 def status_cell(r: Row) -> str:

@@ -3,7 +3,7 @@ variant, a column per gated metric. What is the same for every variant (a metric
 do, the allowed drop, n) is said once, in the column head or above the table. Pure."""
 from __future__ import annotations
 
-from pipeline.report.cells import MARK, is_baseline, label, md_row, task_of, unread
+from pipeline.report.cells import MARK, is_baseline, label, md_row, task_of, unread, word
 from pipeline.report.document import ModelReport
 from pipeline.schema import Baseline
 from pipeline.scoring.decision import NOT_MEASURED, not_capable
@@ -43,11 +43,11 @@ def verdict_cell(r: Row, mid: str, shared_limit: bool, why_stopped: str | None =
     v = r.judgement.verdicts.get(mid)
     if v is None:
         return "–"
-    if why_stopped is not None and unmeasured(v):
+    if unmeasured(v) and (why_stopped is not None or r.facts.not_run_text(task_of(mid))):
         return unread(r, task_of(mid))
     if v.note is not None:
         return f"{MARK[v.verdict]}: {v.note}"
-    cell = f"{MARK[v.verdict]} [{v.lo:+.2f}, {v.hi:+.2f}]"
+    cell = f"{word(v)} [{v.lo:+.2f}, {v.hi:+.2f}]"
     if not shared_limit:
         cell += f" vs -{v.limit:.2f} (n={v.n})"
     if v.settle is not None:

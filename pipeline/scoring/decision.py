@@ -154,7 +154,7 @@ def judgement(r: Measured, ev: Evidence, base_rows: dict[Pairing, Measured], rul
     verdicts: dict[str, Verdict] = {}
     for metric in unmeasured(r, base):
         if gate(rule, tasks, metric).tolerance is not None:
-            why = r.stopped or r.reason or "no score in its result"
+            why = r.stopped or r.reason or r.not_run_text(split_id(metric)[0]) or "no score in its result"
             verdicts[metric] = Verdict(INCONCLUSIVE, f"{NOT_MEASURED}: {why}")
     for metric in r.metrics:
         g = gate(rule, tasks, metric)
