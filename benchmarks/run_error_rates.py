@@ -6,7 +6,9 @@ procedure before 2026-12 (delta -/+ z x bootstrap SE) beside it.
 
 Reads results/decision.json (which variants reached a verdict, which metrics are gated) and the samples
 under results/baseline/<model>/ and results/evals/<model>/<variant>/; params.yaml for the looks, caps
-and margins. One row per (variant, metric); a false-pass rate above 0.025 + 2 MC SE is marked.
+and margins. One row per (variant, metric); a false-pass rate above 0.025 + 2 MC SE is marked. A choice
+task read in strata (eval.sequential.strata) is replayed as one (`simulate --strata`): *now* is the worst
+placement of the extra losses, *before* the same looks reading every item alike.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from pipeline import paths
 from pipeline.domain.metrics import split_id
-from pipeline.scoring import simulate
+from pipeline.scoring import replay_strata, simulate
 from pipeline.scoring.replay import rates
 
 ALPHA = 0.025
@@ -46,11 +48,22 @@ def main() -> None:
             mine = paths.eval_dir(row["model"], row["tier"], row["kv"]) / paths.SAMPLES / f"{task}.jsonl"
             if not (base.is_file() and mine.is_file()):
                 continue
-            setup = simulate.load(base, mine, mid, a.params)
-            now = {r.name: r for r in rates(setup.pop, setup.looks, setup.cap, setup.confidence, setup.margin,
-                                            a.sims, 0, "score")}
-            old = {r.name: r for r in rates(setup.pop, setup.looks, setup.cap, setup.confidence, setup.margin,
-                                            a.sims, 0, "wald")}
+            setup = simulate.load(base, mine, mid, a.params, strata_ok=True)
+            if "strata" in (row.get("looks", {}).get(task) or {}):
+                # a stratified read: its own replay, the worst placement of the extra losses; "before" is
+                # the same looks reading every item alike
+                items, _, share = simulate.strata_items(base, mine, mid, a.params)
+                found = replay_strata.rates(items, setup.looks, setup.cap, setup.confidence, setup.margin, share,
+                                            sims=a.sims)
+                worst = max((found[f"stratified, losses {put}"] for put in replay_strata.PUTS),
+                            key=lambda rs: rs[0].value)
+                now = {r.name: r for r in worst}
+                old = {r.name: r for r in found["unstratified"]}
+            else:
+                now = {r.name: r for r in rates(setup.pop, setup.looks, setup.cap, setup.confidence, setup.margin,
+                                                a.sims, 0, "score")}
+                old = {r.name: r for r in rates(setup.pop, setup.looks, setup.cap, setup.confidence, setup.margin,
+                                                a.sims, 0, "wald")}
             fp = now["false_pass"]
             flag = " **over**" if fp.value > ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / a.sims) else ""
             print(f"| {row['tier']}-{row['kv']} | {mid} | {setup.pop.diff.size} | {int(setup.pop.changed.sum())} | "

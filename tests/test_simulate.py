@@ -165,3 +165,19 @@ def test_reading_the_fixed_interval_at_every_look_would_not_keep_alpha():
     peek = replay.replay(pop, sizes, [0.95] * 4, 3.0, sims, 1, -3.0)["verdict"] == "pass"
     spent = rates(pop, LOOKS, 200, 0.95, 3.0, sims, seed=1)
     assert peek.mean() > _bound(sims) and _rate(spent, "false_pass").value <= _bound(sims)
+
+def test_a_stratified_read_is_replayed_only_as_one(tmp_path, capsys):
+    """A variant's rows read in strata hold the close calls at more than their share of the pool: the
+    plain replay would simulate another population, so it says so in one line and exits 2."""
+    base = [{"doc_id": i, "gold": 1, "pred": 1, "logliks": [-1.0 - 0.1 * i, -1.0], "scores": {"acc": 100.0}}
+            for i in range(40)]
+    tier = [{**b, "stratum": int(i >= 10), "strata": [10, 30], "scores": {"acc": 0.0 if i < 3 else 100.0}}
+            for i, b in enumerate(base[:25])]
+    write_jsonl(tmp_path / "b.jsonl", base)
+    write_jsonl(tmp_path / "t.jsonl", tier)
+    with pytest.raises(SystemExit) as e:
+        simulate.main([str(tmp_path / "b.jsonl"), str(tmp_path / "t.jsonl"), "--metric", "classification/acc"])
+    assert e.value.code == 2 and "a stratified read (25 of 40 items" in capsys.readouterr().err
+    simulate.main([str(tmp_path / "b.jsonl"), str(tmp_path / "t.jsonl"), "--metric", "classification/acc",
+                   "--strata", "--sims", "100"])
+    assert "stratified, losses shape" in capsys.readouterr().out

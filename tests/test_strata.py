@@ -65,6 +65,22 @@ def test_moving_to_the_margin_puts_the_losses_where_asked():
     assert lost[1] == 0 and float((w * lost).sum()) == pytest.approx(0.03)
 
 
+def test_a_stratified_read_is_moved_from_its_weighted_delta():
+    # 640 close calls read whole (60 lost), 320 of 640 sure ones read (20 lost): the population's delta is
+    # (60 + 2 x 20) / 1280 = -7.8 points, the read items' plain mean -8.3
+    s = np.r_[np.zeros(640, int), np.ones(320, int)]
+    base, tier = np.full(960, 100.0), np.full(960, 100.0)
+    tier[:60], tier[640:660] = 0, 0
+    it = replay_strata.Items.of(s, base, tier, pool=(640, 640))
+    w, lost, gained = it.rates(-7.8125, "shape")
+    assert w.tolist() == [0.5, 0.5] and lost == pytest.approx([60 / 640, 20 / 320])    # already there
+    w, lost, gained = it.rates(-3.0, "shape")
+    assert float((w * (gained - lost)).sum()) == pytest.approx(-0.03)
+    found = replay_strata.rates(it, [0.25, 0.5, 0.75, 1.0], 1280, 0.95, 3.0, 0.5, sims=2000)
+    for name, rates in found.items():
+        assert rates[0].value <= 0.025 + 2 * rates[0].mc_se, (name, rates[0].line())
+
+
 @pytest.mark.parametrize("case", [(20, 0, 0, 0), (60, 40, 5, 4), (3, 0, 0, 0, 200)])
 def test_the_floored_design_keeps_its_false_pass_rate_where_the_unfloored_one_may_not(case):
     it = items(*case)

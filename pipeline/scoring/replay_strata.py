@@ -52,7 +52,9 @@ class Items:
                          for h in (0, 1)])
         gained = np.array([((self.stratum == h) & (self.diff > 0)).sum() / max(1, (self.stratum == h).sum())
                            for h in (0, 1)])
-        extra = float(self.diff.mean()) - target / SCALE          # share of the pool to lose more
+        # share of the pool to lose more: from the population's delta, each stratum at its share of the
+        # pool (a stratified read holds the close calls at more than theirs: its plain mean is not it)
+        extra = float((w * (gained - lost)).sum()) - target / SCALE
         if extra < 0:               # fewer losses: taken off where the losses are
             alloc = w * lost / (w * lost).sum()
         elif put == "shape":

@@ -11,7 +11,8 @@ pipeline/scoring/replay.py. One line per rate with its Monte-Carlo SE, e.g. `fal
 `--candidates K` replays a repair search's pick among K candidates, then its verdict
 (pipeline/scoring/selection.py): picked apart from the verdicts, and picked by them.
 `--strata` replays a choice task's stratified looks (eval.sequential.strata; replay_strata.py) beside
-the same looks unstratified, the extra losses at the margin put three ways.
+the same looks unstratified, the extra losses at the margin put three ways; a variant's rows read in
+strata (the default for a choice task) are replayed only that way.
 """
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ def population(base_rows: list[dict], tier_rows: list[dict], metric: str) -> Pop
     return Population.of([b["scores"][metric] for b, _ in pairs], [t["scores"][metric] for _, t in pairs])
 
 
-def load(baseline: Path, variant: Path, metric_id: str, params_path: Path) -> Setup:
+def load(baseline: Path, variant: Path, metric_id: str, params_path: Path, strata_ok: bool = False) -> Setup:
     params = builder.load(params_path)
     task, metric = metrics.split_id(metric_id)
     if task not in params.eval.tasks:
@@ -63,6 +64,11 @@ def load(baseline: Path, variant: Path, metric_id: str, params_path: Path) -> Se
         raise ValueError(f"{metric_id} has no tolerance in {params_path}: it is reported, not judged")
     base_rows, tier_rows = read_jsonl(baseline), read_jsonl(variant)
     pop = population(base_rows, tier_rows, metric)
+    tagged = analysis.strata_of(analysis.align(base_rows, tier_rows, subset=True))
+    if tagged is not None and not strata_ok and sum(tagged[1]) > pop.diff.size:
+        # its items hold the close calls at more than their share: replayed plainly they are another population
+        raise ValueError(f"{variant}: a stratified read ({pop.diff.size} of {sum(tagged[1])} items, "
+                         "eval.sequential.strata): replay it with --strata")
     base_value = float(pop.base.mean()) if pop.kind != "corpus" else _corpus_value(base_rows, metric)
     seq = params.eval.sequential
     cap = params.eval.tasks[task].limit or len(base_rows)
@@ -110,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
                     help="K >= 2: a repair search's pick among K candidates, then its verdict")
     a = ap.parse_args(argv)
     try:
-        setup = load(a.baseline, a.variant, a.metric, a.params)
+        setup = load(a.baseline, a.variant, a.metric, a.params, strata_ok=a.strata)
     except (OSError, ValueError, KeyError) as e:
         print(f"qtier simulate: {e}", file=sys.stderr)
         raise SystemExit(2) from None
