@@ -1,5 +1,5 @@
 """Quantize's float32 choice on a CPU, weighed: one tier made twice in one process, with the model loaded
-in float32 (what stage quantize does without a GPU, docs/decisions/float32-choices.md) and in bfloat16,
+in float32 (what stage quantize does without a GPU, docs/tiers-and-recipes.md "Where it runs") and in bfloat16,
 timed side by side, and the two checkpoints compared tensor by tensor.
 
     python -m benchmarks.quantize_dtype [--model smollm2-135m] [--tier int4-gptq] [--tier int4-awq]
@@ -24,6 +24,7 @@ from pipeline.schema import builder
 
 def made(params, model: str, tier: str, dtype: str, out: Path) -> float:
     """Seconds to make `tier` with the model loaded in `dtype` on the CPU."""
+    # quantize() takes its placement from the machine, with no parameter for it: swapped for the call
     keep = oneshot.load_placement
     oneshot.load_placement = lambda cfg: compute.Placement("cpu", dtype)
     try:
@@ -36,7 +37,6 @@ def made(params, model: str, tier: str, dtype: str, out: Path) -> float:
 
 def compared(a: Path, b: Path) -> tuple[float, float, int]:
     """(share of integer elements equal, largest relative difference of a float tensor, tensors)."""
-    import torch
     from safetensors.torch import load_file
 
     ta = {k: v for f in sorted(a.glob("*.safetensors")) for k, v in load_file(f).items()}

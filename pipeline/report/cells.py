@@ -11,6 +11,7 @@ METRIC_LABELS = {"bleu": "BLEU", "chrf": "chrF", "rouge1": "ROUGE-1", "rouge2": 
                  "rougeL": "ROUGE-L", "acc": "Accuracy", "macro_f1": "Macro-F1",
                  "exact_match": "Exact match"}
 MARK = {"pass": "pass", "fail": "**FAIL**", "inconclusive": "inconclusive"}
+PLAIN = {**MARK, "fail": "FAIL"}      # page 1's table: no bold inside its cells
 
 
 def label(mid: str, with_task: bool = True) -> str:
@@ -72,11 +73,11 @@ def metric_cell(r: Row, metric: str, is_base: bool) -> str:
     return f"{value} ({d}, {word(verdict)})"
 
 
-def word(v) -> str:
+def word(v, mark: dict[str, str] = MARK) -> str:
     """A verdict as a cell names it: 'unchecked pass', 'unstable' (both inconclusive), else its mark."""
     if v.unchecked:
         return f"unchecked {v.unchecked}"
-    return "unstable" if v.unstable else MARK[v.verdict]
+    return "unstable" if v.unstable else mark[v.verdict]
 
 
 def status_cell(r: Row) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import textwrap
 
 from pipeline.domain.memory import mib
-from pipeline.report.cells import is_baseline, label, md_row, task_of, unread
+from pipeline.report.cells import PLAIN, is_baseline, label, md_row, task_of, unread, word
 from pipeline.report.document import Header, ModelReport
 from pipeline.schema import Baseline
 from pipeline.scoring.decision import not_capable
@@ -90,7 +90,7 @@ def cell(m: ModelReport, r: Row, base: Row, task: str) -> str:
         return unread(r, task) if not any(task_of(mid) == task for mid in r.facts.metrics) else "–"
     order = {"fail": 0, "inconclusive": 1, "pass": 2}
     mid, v = min(mine.items(), key=lambda kv: order.get(kv[1].verdict, 1))
-    shown = f"unchecked {v.unchecked}" if v.unchecked else ("unstable" if v.unstable else v.verdict.replace("fail", "FAIL"))
+    shown = word(v, PLAIN)
     if v.lo is None:
         return r.facts.not_run_text(task) or (f"{shown} (not measured)" if "not measured" in (v.note or "") else shown)
     delta = r.evidence.deltas.get(mid)
