@@ -15,6 +15,15 @@ PROMPTS = ["The cat sat on", "Translate: hello world", "A", "Summarize the follo
            "x y z", "Numbers 1 2 3"]
 
 
+@pytest.fixture(autouse=True)
+def no_drafts():
+    """Each comparison decodes from its prompt: what an earlier test generated is no draft here
+    (tests/test_drafts.py reads drafts)."""
+    generate.drafts.STORE.clear()
+    yield
+    generate.drafts.STORE.clear()
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     return tiny_model.build(tmp_path_factory.mktemp("tiny"), ROOT)
