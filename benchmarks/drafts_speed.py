@@ -49,19 +49,19 @@ def main() -> None:
         return backend.session(Variant.of(params, args.model, tier, kv, paths.tier_dir(args.model, tier), record))
 
     b = params.decision.baseline
-    drafts.STORE.clear()
+    store = drafts.start()
     with session_of(b.tier, b.kv) as session:
         generate_all(session, specs, params.eval)
-    from_baseline = dict(drafts.STORE.by_prompt)
+    from_baseline = dict(store.by_prompt)
     runs = {}
     with session_of(args.tier, args.kv) as session:
         for name, start in (("no draft", {}), ("baseline's outputs", from_baseline), ("its own outputs", None)):
             if start is not None:
-                drafts.STORE.clear()
-                drafts.STORE.by_prompt.update(start)
-            drafts.STORE.tokens = drafts.STORE.confirmed = 0
+                store.clear()
+                store.by_prompt.update(start)
+            store.tokens = store.confirmed = 0
             seconds, outputs = generate_all(session, specs, params.eval)
-            runs[name] = (seconds, outputs, drafts.STORE.confirmed / max(drafts.STORE.tokens, 1))
+            runs[name] = (seconds, outputs, store.confirmed / max(store.tokens, 1))
     hw = machine.describe(machine.cpu_info(), False)
     print(f"drafts benchmark: {args.model} {args.tier} kv {args.kv}, tasks {', '.join(names)}; {hw}, "
           f"torch threads {torch.get_num_threads()}")

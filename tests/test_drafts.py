@@ -92,3 +92,29 @@ def test_a_right_draft_saves_the_decoding_steps(tmp_path, monkeypatch):
     plain_calls, calls[:] = len(calls), []
     generate.greedy(model, tok, ids, mask, ids.shape[1] + 10, ["zzzz"], tok.pad_token_id, store=store)
     assert plain_calls == 10 and len(calls) == 1 and calls[0][1] == ids.shape[1] + 9
+
+
+@pytest.mark.model
+def test_the_reference_backend_reads_drafts_once_a_stage_starts_them(tmp_path, monkeypatch):
+    """Outside a stage greedy decodes plainly; after drafts.start() lm-eval's requests record and read
+    drafts, with the same continuations."""
+    from lm_eval.api.instance import Instance
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from pipeline.engines.reference import reference_lm_class
+    from tests import tiny_model
+    from tests.conftest import ROOT
+
+    monkeypatch.setattr(drafts, "STORE", None)
+    path = tiny_model.build(tmp_path, ROOT)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    lm = reference_lm_class(add_bos=False)(pretrained=model, tokenizer=AutoTokenizer.from_pretrained(path),
+                                           batch_size=4, max_length=128)
+    kw = {"until": ["zzzz"], "do_sample": False, "max_gen_toks": 12}
+    reqs = [Instance("generate_until", {}, (p, dict(kw)), i) for i, p in enumerate(["The cat", "x y z", "A b"])]
+    plain = lm.generate_until(reqs, disable_tqdm=True)
+    assert drafts.STORE is None
+    store = drafts.start()
+    assert drafts.start() is store
+    assert lm.generate_until(reqs, disable_tqdm=True) == plain and store.confirmed == 0 and store.tokens > 0
+    assert lm.generate_until(reqs, disable_tqdm=True) == plain and store.confirmed > 0

@@ -16,12 +16,10 @@ PROMPTS = ["The cat sat on", "Translate: hello world", "A", "Summarize the follo
 
 
 @pytest.fixture(autouse=True)
-def no_drafts():
-    """Each comparison decodes from its prompt: what an earlier test generated is no draft here
-    (tests/test_drafts.py reads drafts)."""
-    generate.drafts.STORE.clear()
-    yield
-    generate.drafts.STORE.clear()
+def no_drafts(monkeypatch):
+    """Each comparison decodes from its prompt, as outside a stage: what an earlier test generated is
+    no draft here (tests/test_drafts.py reads drafts)."""
+    monkeypatch.setattr(generate.drafts, "STORE", None)
 
 
 @pytest.fixture(scope="module")

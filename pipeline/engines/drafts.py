@@ -9,8 +9,8 @@ Every returned token is the model's own greedy choice given the tokens before it
 one greedy decoding gives, float rounding of other kernel shapes aside (as for any batch shape;
 tests/test_drafts.py compares the two on a tiny model). A draft changes only how long it takes.
 
-Where drafts come from (one process-wide STORE, keyed by the prompt's token ids): every greedy
-generation records its output, so the second arithmetic's check reads the variant's own first
+Where drafts come from (one process-wide STORE, keyed by the prompt's token ids, once a stage calls
+`start`): every greedy generation records its output, so the second arithmetic's check reads the variant's own first
 outputs; stage baseline writes what it generated (results/baseline/<model>/drafts.jsonl) and
 stage evaluate loads it before a variant's tasks. A task read from the sample cache records nothing:
 its variants then decode in full, with the same text.
@@ -64,7 +64,17 @@ class Drafts:
         self.tokens = self.confirmed = 0
 
 
-STORE = Drafts()
+# the process's drafts once a stage starts them (baseline, evaluate); None: plain decoding, so a benchmark
+# timing two paths in one process does not time the second against the first's outputs
+STORE: Drafts | None = None
+
+
+def start() -> Drafts:
+    """The process's drafts from now on: every greedy generation of the reference backend reads and
+    records them."""
+    global STORE
+    STORE = STORE or Drafts()
+    return STORE
 
 
 def confirmed(draft: list[int], argmax: list[int], budget: int, ends: Callable[[list[int]], bool]) -> tuple[list[int], bool]:

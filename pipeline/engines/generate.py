@@ -143,7 +143,7 @@ def _stack(rows: list[tuple[list, int]], width: int, capacity: int):
 
 
 def greedy(model, tokenizer, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_length: int,
-           stop: list[str], pad_id: int, store: drafts.Drafts | None = drafts.STORE) -> torch.Tensor:
+           stop: list[str], pad_id: int, store: drafts.Drafts | None = None) -> torch.Tensor:
     """[batch, max_length] token ids like `generate` returns: prompt, then each row's greedy tokens,
     then pad_id after the row stopped. `store`: drafts to check first (drafts.py), and where each row's
     output is recorded; None: neither."""

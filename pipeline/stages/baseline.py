@@ -28,11 +28,12 @@ def main(st: runner.Stage) -> None:
 
     def work() -> dict:
         record = io.read_json(paths.serving_record(model, tier, kv, calibrated))
+        store = drafts.start()
         result = evaluate(params, model, tier, kv, out_dir, paths.serving_checkpoint(model, tier, kv, calibrated),
                           record)
         # what it generated: each variant's decoding starts from it (pipeline/engines/drafts.py)
-        result["drafts"] = drafts.STORE.counts()
-        drafts.STORE.dump(out_dir / drafts.FILE)
+        result["drafts"] = store.counts()
+        store.dump(out_dir / drafts.FILE)
         return result
     run_stage(st, model, tier, kv, out_dir, work)
 

@@ -135,9 +135,10 @@ def main(st: runner.Stage) -> None:
         long = None if params.eval.long_context is None else (
             lambda served, result: long_context(served, params, model, result))
         # the baseline's outputs: the variant's decoding starts where it parts from them (engines/drafts.py)
-        loaded = drafts.STORE.load(paths.baseline_dir(model) / drafts.FILE)
+        store = drafts.start()
+        loaded = store.load(paths.baseline_dir(model) / drafts.FILE)
         result = evaluate(params, model, tier, kv, out_dir, checkpoint, record, quality, long)
-        result["drafts"] = {**drafts.STORE.counts(), "from_baseline": loaded}
+        result["drafts"] = {**store.counts(), "from_baseline": loaded}
         return result
     run_stage(st, model, tier, kv, out_dir, work)
 
