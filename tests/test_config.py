@@ -138,7 +138,7 @@ def test_main_prints_variants_then_planned_power(project, monkeypatch, capsys):
     monkeypatch.chdir(project)
     config.main()
     out = capsys.readouterr().out
-    assert out.index("smollm2-135m-fp16-auto") < out.index("planned power") < out.index("classification: limit 2560")
+    assert out.index("smollm2-135m-fp16-auto") < out.index("planned power") < out.index("classification: limit 1280")
 
 
 def test_config_imports_no_torch(root):

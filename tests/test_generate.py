@@ -15,13 +15,6 @@ PROMPTS = ["The cat sat on", "Translate: hello world", "A", "Summarize the follo
            "x y z", "Numbers 1 2 3"]
 
 
-@pytest.fixture(autouse=True)
-def no_drafts(monkeypatch):
-    """Each comparison decodes from its prompt, as outside a stage: what an earlier test generated is
-    no draft here (tests/test_drafts.py reads drafts)."""
-    monkeypatch.setattr(generate.drafts, "STORE", None)
-
-
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     return tiny_model.build(tmp_path_factory.mktemp("tiny"), ROOT)

@@ -1,5 +1,6 @@
 """The baseline's sanity check (pipeline/scoring/sanity.py): loops, empty generations and choice tasks
 at chance, and the error rates of its binomial test, simulated."""
+import math
 import random
 
 import pytest
@@ -48,6 +49,9 @@ def test_the_binomial_tail_is_exact():
     assert sanity.above_chance_p(3, 3, 0.5) == pytest.approx(1 / 8)
     assert sanity.above_chance_p(0, 5, 0.3) == pytest.approx(1.0)
     assert sanity.above_chance_p(2, 4, 0.5) == pytest.approx(11 / 16)
+    # past ~1,030 items comb(n, k) is too large for a float: a 2,560-item set stopped decide
+    assert sanity.above_chance_p(1280, 2560, 0.5) == pytest.approx(0.5 + math.comb(2560, 1280) / 2 ** 2561)
+    assert sanity.above_chance_p(2200, 2560, 0.5) < 1e-200 and sanity.above_chance_p(0, 5000, 0.5) == pytest.approx(1.0)
 
 
 def simulate(accuracy, n, k, runs, rng):

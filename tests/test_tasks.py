@@ -20,7 +20,7 @@ def test_shipped_tasks_build(in_repo):
     assert callable(spec.config["process_results"])
     assert spec.config["dataset_kwargs"]["data_files"]["test"] == "eval_sets/translation_en_de.jsonl"
     cls = tasks.build("classification", CL)
-    assert cls.num_docs == 2560 and set(cls.higher_is_better) == {"acc", "macro_f1"}
+    assert cls.num_docs == 1280 and set(cls.higher_is_better) == {"acc", "macro_f1"}
 
 
 def test_template_fields():

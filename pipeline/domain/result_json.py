@@ -58,7 +58,6 @@ class Result:
     versions: dict[str, str] = field(default_factory=dict)
     throughput: dict[str, Any] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)
-    drafts: dict[str, int] = field(default_factory=dict)     # generation drafts (engines/drafts.py) counts
     sample_cache: dict[str, Any] = field(default_factory=dict)
     fidelity: dict[str, Any] | None = None
     long_context: dict[str, Any] | None = None

@@ -10,9 +10,6 @@
 3. Cache growth. transformers' DynamicCache appends each step's K/V with torch.cat, copying the whole
    cache at every layer of every step (40% of a decode step on a CPU, torch.profiler); here the cache
    is reserved once for prompt + max_gen_toks and written in place.
-4. Tokens another run already found. A row whose prompt has a draft (drafts.py: the baseline's output,
-   or the variant's own in the second arithmetic) prefills prompt + draft, keeps what the model's own
-   argmax confirms and decodes only from the first token that differs.
 Each row sees the same tokens, mask and positions as with `generate` (only the float rounding of other
 batch shapes differs), and lm-eval cuts the text at the first stop string either way, so the returned
 continuation is the same. tests/test_generate.py compares the two on a tiny model.
@@ -21,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from pipeline.engines import drafts, kvcache
+from pipeline.engines import kvcache
 
 PREFILL_PADDING = 0.05     # a prefill micro-batch grows while its padding stays under 5% of its tokens
 # Beyond this many tokens a micro-batch takes only prompts of its own length: any padding needs an
@@ -70,8 +67,8 @@ def prefill_groups(lengths: list[int], max_padding: float = PREFILL_PADDING,
     return groups
 
 
-def _prefill(model, rows: list[torch.Tensor], keep: int = 1):
-    """Left-padded forward of a few similar-length prompts: the last `keep` positions' logits and the cache."""
+def _prefill(model, rows: list[torch.Tensor]):
+    """Left-padded forward of a few similar-length prompts: last logits and the cache."""
     from transformers import (
         DynamicCache,  # lazy: transformers is imported only where a model runs
     )
@@ -85,7 +82,7 @@ def _prefill(model, rows: list[torch.Tensor], keep: int = 1):
     positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)
     cache = DynamicCache()
     logits = model(input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
-                   use_cache=True, logits_to_keep=keep).logits
+                   use_cache=True, logits_to_keep=1).logits[:, -1]
     return logits, cache
 
 
@@ -122,20 +119,18 @@ def reserved_layer_class(capacity: int):
     return ReservedLayer
 
 
-def _stack(rows: list[tuple[list, int]], width: int, capacity: int):
-    """One left-padded cache from rows of prefill caches: (a micro-batch's cache layers, the row's index
-    in it) keeping the row's last positions up to `kept` (its prompt and confirmed draft), each padded on
-    the left to `width`, room for `capacity` positions in all."""
+def _stack(caches: list, widths: list[int], width: int, capacity: int):
+    """One left-padded cache from several: each part's keys/values padded on the left to `width`,
+    room for `capacity` positions in all."""
     from transformers import DynamicCache  # lazy, as above
 
     stacked = DynamicCache()
     stacked.layer_class_to_replicate = reserved_layer_class(capacity)   # layers are made on first update
-    for layer in range(len(rows[0][0].layers)):
+    for layer in range(len(caches[0].layers)):
         keys, values = [], []
-        for cache, i, start, kept in rows:
-            k = cache.layers[layer].keys[i:i + 1, :, start:start + kept]
-            v = cache.layers[layer].values[i:i + 1, :, start:start + kept]
-            pad = (0, 0, width - kept, 0)
+        for c, w in zip(caches, widths):
+            k, v = c.layers[layer].keys, c.layers[layer].values
+            pad = (0, 0, width - w, 0)
             keys.append(torch.nn.functional.pad(k, pad))
             values.append(torch.nn.functional.pad(v, pad))
         stacked.update(torch.cat(keys), torch.cat(values), layer)
@@ -143,73 +138,48 @@ def _stack(rows: list[tuple[list, int]], width: int, capacity: int):
 
 
 def greedy(model, tokenizer, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_length: int,
-           stop: list[str], pad_id: int, store: drafts.Drafts | None = None) -> torch.Tensor:
+           stop: list[str], pad_id: int) -> torch.Tensor:
     """[batch, max_length] token ids like `generate` returns: prompt, then each row's greedy tokens,
-    then pad_id after the row stopped. `store`: drafts to check first (drafts.py), and where each row's
-    output is recorded; None: neither."""
+    then pad_id after the row stopped."""
     batch, width = input_ids.shape
-    budget = max_length - width
     out = torch.full((batch, max_length), pad_id, dtype=input_ids.dtype)
     out[:, :width] = input_ids
-    if budget <= 0:
-        return out
     eos = eos_ids(model)
     prompts = [input_ids[i][attention_mask[i].bool()] for i in range(batch)]
-    guesses = [(store.get(p.tolist()) if store is not None else [])[:max(budget - 1, 0)] for p in prompts]
-    seqs = [torch.cat([p, p.new_tensor(d)]) for p, d in zip(prompts, guesses)]
-    new: list[list[int]] = [[] for _ in range(batch)]
-
-    def ends(tokens: list[int]) -> bool:
-        if tokens[-1] in eos:
-            return True
-        text = tokenizer.decode(tokens, skip_special_tokens=True)
-        return any(s and s in text for s in stop)
-
+    lengths = [len(p) for p in prompts]
     with torch.inference_mode():
-        parts, active = [], []
-        for group in prefill_groups([len(s) for s in seqs]):
-            keep = max(len(guesses[i]) for i in group) + 1
-            logits, cache = _prefill(model, [seqs[i] for i in group], keep)
-            choices = logits.argmax(-1)
-            group_width = max(len(seqs[i]) for i in group)
-            for j, row in enumerate(group):
-                d = guesses[row]
-                new[row], done = drafts.confirmed(d, choices[j, keep - len(d) - 1:].tolist(), budget, ends)
-                if store is not None:
-                    store.confirmed += len(new[row]) - 1
-                if not done:
-                    # the cache holds the prompt and the confirmed draft; the last token is fed next
-                    kept = len(prompts[row]) + len(new[row]) - 1
-                    parts.append((cache, j, group_width - len(seqs[row]), kept))
-                    active.append(row)
-        if active:
-            kv_width = max(p[3] for p in parts)
-            cache = _stack(parts, kv_width, kv_width + budget)
-            mask = torch.zeros(len(active), kv_width, dtype=attention_mask.dtype)
-            for j, p in enumerate(parts):
-                mask[j, kv_width - p[3]:] = 1
-            positions = torch.tensor([[p[3]] for p in parts])
-            nxt = torch.tensor([new[row][-1] for row in active])
-        while active:
-            mask = torch.cat([mask, mask.new_ones(len(active), 1)], dim=1)
-            nxt = model(input_ids=nxt[:, None], attention_mask=mask, position_ids=positions, past_key_values=cache,
-                        use_cache=True, logits_to_keep=1).logits[:, -1].argmax(-1)
+        parts, widths, active, first = [], [], [], []
+        for group in prefill_groups(lengths):
+            logits, cache = _prefill(model, [prompts[i] for i in group])
+            parts.append(cache)
+            widths.append(max(lengths[i] for i in group))
+            active += group
+            first.append(logits.argmax(-1))
+        cache = _stack(parts, widths, width, max_length)
+        nxt = torch.cat(first)
+        mask = torch.zeros(batch, width, dtype=attention_mask.dtype)
+        for j, row in enumerate(active):
+            mask[j, width - lengths[row]:] = 1
+        positions = torch.tensor([[lengths[row] - 1] for row in active])
+        for step in range(max_length - width):
             keep = []
             for j, row in enumerate(active):
-                new[row].append(int(nxt[j]))
-                if not ends(new[row]) and len(new[row]) < budget:
+                token = int(nxt[j])
+                out[row, width + step] = token
+                if token in eos:
+                    continue
+                text = tokenizer.decode(out[row, width:width + step + 1], skip_special_tokens=True)
+                if not any(s and s in text for s in stop):
                     keep.append(j)
+            if not keep or step == max_length - width - 1:
+                break
             if len(keep) < len(active):
-                if not keep:
-                    break
                 idx = torch.tensor(keep)
                 cache.batch_select_indices(idx)
                 nxt, mask, positions = nxt[idx], mask[idx], positions[idx]
                 active = [active[j] for j in keep]
+            mask = torch.cat([mask, mask.new_ones(len(active), 1)], dim=1)
             positions = positions + 1
-    for row, tokens in enumerate(new):
-        out[row, width:width + len(tokens)] = torch.tensor(tokens, dtype=out.dtype)
-        if store is not None:
-            store.tokens += len(tokens)
-            store.remember(prompts[row].tolist(), tokens)
+            nxt = model(input_ids=nxt[:, None], attention_mask=mask, position_ids=positions, past_key_values=cache,
+                        use_cache=True, logits_to_keep=1).logits[:, -1].argmax(-1)
     return out

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from pipeline.engines import arch, arithmetic, dists, drafts, generate, kvcache, loglik, w8a8, w8a8_gemm
+from pipeline.engines import arch, arithmetic, dists, generate, kvcache, loglik, w8a8, w8a8_gemm
 from pipeline.engines.base import TokenDists, Unsupported, Variant
 from pipeline.domain import bos, compute
 from pipeline.domain.machine import accelerator_available, cpu_info, native_bf16
@@ -124,7 +124,7 @@ def reference_lm_class(add_bos: bool):
             if mask is None:
                 mask = torch.ones_like(context)
             return generate.greedy(self.model, self.tokenizer, context, mask, max_length, stop,
-                                   self.tokenizer.pad_token_id, store=drafts.STORE)
+                                   self.tokenizer.pad_token_id)
 
         def _loglikelihood_tokens(self, requests, disable_tqdm=False, override_bs=None):
             if self.backend != "causal" or not on_cpu(self.model) or not loglik.supported(self.model):

@@ -4,14 +4,12 @@ these samples; evaluate@<model>-<baseline> copies them, so nothing is evaluated 
 
     python -m pipeline.stages.baseline <model>
 
-Writes results/baseline/<model>/{result.json, samples/<task>.jsonl, ...} as evaluate writes a variant's, and
-drafts.jsonl: the tokens it generated per prompt, each variant's drafts (pipeline/engines/drafts.py). No
+Writes results/baseline/<model>/{result.json, samples/<task>.jsonl, ...} as evaluate writes a variant's. No
 per-variant time budget applies (serving.vllm.budget): the baseline runs to every cap.
 """
 from __future__ import annotations
 
 from pipeline import io, paths
-from pipeline.engines import drafts
 from pipeline.schema.params import without_wall_budget
 from pipeline.stages import runner
 from pipeline.stages.evaluation import evaluate, run_stage
@@ -28,13 +26,8 @@ def main(st: runner.Stage) -> None:
 
     def work() -> dict:
         record = io.read_json(paths.serving_record(model, tier, kv, calibrated))
-        store = drafts.start()
-        result = evaluate(params, model, tier, kv, out_dir, paths.serving_checkpoint(model, tier, kv, calibrated),
-                          record)
-        # what it generated: each variant's decoding starts from it (pipeline/engines/drafts.py)
-        result["drafts"] = store.counts()
-        store.dump(out_dir / drafts.FILE)
-        return result
+        return evaluate(params, model, tier, kv, out_dir, paths.serving_checkpoint(model, tier, kv, calibrated),
+                        record)
     run_stage(st, model, tier, kv, out_dir, work)
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import errors, io, paths, schema
-from pipeline.engines import Unsupported, drafts
+from pipeline.engines import Unsupported
 from pipeline.evaluation import longctx, sample_cache, second_arithmetic
 from pipeline.evaluation.lm_eval_runner import WallBudgetExceeded, wall_limit
 from pipeline.evaluation.looks_runner import Looked, gates_from, run_looks
@@ -134,12 +134,7 @@ def main(st: runner.Stage) -> None:
             lambda served, specs, result: in_looks(served, specs, params, against, result, out_dir))
         long = None if params.eval.long_context is None else (
             lambda served, result: long_context(served, params, model, result))
-        # the baseline's outputs: the variant's decoding starts where it parts from them (engines/drafts.py)
-        store = drafts.start()
-        loaded = store.load(paths.baseline_dir(model) / drafts.FILE)
-        result = evaluate(params, model, tier, kv, out_dir, checkpoint, record, quality, long)
-        result["drafts"] = {**store.counts(), "from_baseline": loaded}
-        return result
+        return evaluate(params, model, tier, kv, out_dir, checkpoint, record, quality, long)
     run_stage(st, model, tier, kv, out_dir, work)
 
 
