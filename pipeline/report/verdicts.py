@@ -93,8 +93,8 @@ def why_lines(m: ModelReport, base: Baseline | None, confidence: float) -> list[
               "drop is negative; a look's repeated interval, one-sided "
               f"{(1 - confidence) / 2:.1%} over all looks), against minus the allowed drop; an inconclusive one "
               "says how many samples would settle it if the effect held (it may not hold: a tier whose "
-              "effect sits at the margin settles at no sample size; docs/performance.md).", "", md_row(head + ["Largest regressions"]),
-              "|" + "---|" * (len(head) + 1)]
+              "effect sits at the margin settles at no sample size; docs/performance.md).", "",
+              md_row(head + ["Largest regressions"]), "|" + "---|" * (len(head) + 1)]
     for r in rows:
         link, why_stopped = m.regression_links.get(r.variant), stopped(r)
         why = why_stopped or r.facts.budget_cut()
