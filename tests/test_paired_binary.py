@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from pipeline.scoring import paired_binary, stats
-from pipeline.scoring.sequential import Design, look_sizes, verdict
+from pipeline.scoring.margin import OPEN, verdict
+from pipeline.scoring.sequential import Design, look_sizes
 
 LOOKS = (0.25, 0.5, 0.75, 1.0)
 REPS = 6000
@@ -43,7 +44,7 @@ def test_no_discordant_pair_is_not_evidence_of_no_difference():
     """Five identical answers: the bootstrap's interval is [0, 0]; the score interval is wide."""
     iv = stats.paired_mean([100.0] * 5, [100.0] * 5, 1000, 1)
     assert iv.discordant == (0, 0) and iv.lo < -30 and iv.hi > 30
-    assert verdict(iv.lo, iv.hi, 5.0) is None
+    assert verdict(iv.lo, iv.hi, 5.0) == OPEN
 
 
 def test_a_graded_metric_keeps_the_bootstrap():

@@ -4,14 +4,14 @@ import numpy as np
 import pytest
 
 from pipeline.scoring import paired_graded, stats
-from pipeline.scoring.sequential import verdict
+from pipeline.scoring.margin import OPEN, verdict
 
 
 def test_identical_outputs_get_an_interval_as_wide_as_the_worst_tier_at_that_reach():
     base = [40.0, 12.5, 70.0, 77.0, 20.0] * 4          # 20 summaries, identical outputs
     iv = stats.paired_mean(base, base, 200, 1)
     assert iv.delta == 0.0 and iv.lo < -3.0 and iv.hi > 3.0
-    assert verdict(iv.lo, iv.hi, 3.0) is None
+    assert verdict(iv.lo, iv.hi, 3.0) == OPEN
     # with enough samples identical outputs are evidence: a tier at -3 must move >= 3/77 of them
     many = stats.paired_mean(base * 30, base * 30, 200, 1)
     assert -3.0 < many.lo < 0.0

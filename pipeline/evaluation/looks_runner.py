@@ -30,7 +30,8 @@ from pipeline.domain.metrics import metric_id
 from pipeline import schema
 from pipeline.schema import Bootstrap, Eval
 from pipeline.scoring import analysis, arith_check
-from pipeline.scoring.sequential import Design, look_sizes, verdict
+from pipeline.scoring import margin as rule
+from pipeline.scoring.sequential import Design, look_sizes
 from pipeline.scoring.stats import repeated
 
 
@@ -81,8 +82,8 @@ def settle(ivs: dict, gates: dict[str, Gate]) -> dict[str, str]:
             continue
         sign = 1.0 if g.higher_is_better else -1.0
         lo, hi = sorted((sign * iv.lo, sign * iv.hi))
-        found = verdict(lo, hi, g.margin)
-        if found:
+        found = rule.verdict(lo, hi, g.margin)
+        if found != rule.OPEN:
             out[m] = found
     return out
 

@@ -26,12 +26,13 @@ from dataclasses import dataclass
 from pipeline.domain import hardware
 from pipeline.domain.metrics import split_id
 from pipeline.schema import Decision, TargetGpu, Task, Tolerance, gate
+from pipeline.scoring import margin
 from pipeline.scoring.planner import Plan
 from pipeline.scoring.rows import Evidence, Judgement, Key, Measured, Row, Settle, Verdict
 from pipeline.scoring.sequence import in_sequence, memory_key, same_memory, sequence_pick, weight_classes
 from pipeline.scoring.stats import Interval
 
-PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+PASS, FAIL, INCONCLUSIVE = margin.PASS, margin.FAIL, margin.OPEN
 NOT_CAPABLE = "the baseline cannot do this task"
 NO_BASELINE = "no comparable baseline"
 NOT_MEASURED = "not measured on this variant"
@@ -75,12 +76,8 @@ def judge_metric(metric: str, base: float | None, interval: Interval | None, tol
 
 
 def settled(lo: float, hi: float, limit: float) -> str:
-    """pass, fail or inconclusive for an oriented interval against the allowed drop."""
-    if lo >= -limit - 1e-9:
-        return PASS
-    if hi < -limit:
-        return FAIL
-    return INCONCLUSIVE
+    """pass, fail or inconclusive for an oriented interval against the allowed drop (scoring/margin.py)."""
+    return margin.verdict(lo, hi, limit)
 
 
 def samples_to_settle(delta: float, lo: float, hi: float, limit: float, n: int) -> Settle:

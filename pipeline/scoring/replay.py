@@ -27,7 +27,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from pipeline.scoring import paired_binary, paired_graded
+from pipeline.scoring import margin as rule, paired_binary, paired_graded
 from pipeline.scoring.sequential import Design, look_sizes
 
 SCALE = paired_graded.SCALE
@@ -104,7 +104,6 @@ def replay(pop: Population, sizes: list[int], confidences: list[float], margin: 
     else:
         idx = rng.integers(0, pop.diff.size, size=(sims, cap))
     for n, conf in zip(sizes, confidences):
-        open_ = verdict == "open"
         if pop.kind == "binary":
             b = (draws[:, :n] == 0).sum(1)
             c = (draws[:, :n] == 1).sum(1)
@@ -124,8 +123,7 @@ def replay(pop: Population, sizes: list[int], confidences: list[float], margin: 
                 lo, hi = paired_graded.intervals(np.full(sims, n), d.mean(1), d.var(1, ddof=1), ch.sum(1),
                                                  np.maximum(down, 1e-9), np.maximum(up, 1e-9),
                                                  paired_graded.tail_stats(d), conf)
-        passed, failed = open_ & (lo >= -margin), open_ & (hi < -margin)
-        verdict[passed], verdict[failed] = "pass", "fail"
+        passed, failed = rule.settle_open(verdict, lo, hi, margin)
         read[passed | failed] = n
     return {"verdict": verdict, "read": read}
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.scoring import paired_binary, strata
+from pipeline.scoring import margin as rule, paired_binary, strata
 from pipeline.scoring.replay import SCALE, Rate
 from pipeline.scoring.sequential import Design, look_sizes
 
@@ -113,9 +113,7 @@ def replay(items: Items, looks: list[float], cap: int, confidence: float, margin
 
 
 def _settle(verdict: np.ndarray, read: np.ndarray, lo, hi, margin: float, n) -> None:
-    open_ = verdict == "open"
-    passed, failed = open_ & (lo >= -margin), open_ & (hi < -margin)
-    verdict[passed], verdict[failed] = "pass", "fail"
+    passed, failed = rule.settle_open(verdict, lo, hi, margin)
     read[passed | failed] = np.broadcast_to(n, read.shape)[passed | failed]
 
 

@@ -176,15 +176,6 @@ def expected_samples(sizes: Sequence[int], critical: Sequence[float], theta: flo
     return float(n.mean()), float(passed.mean())
 
 
-def verdict(lo: float, hi: float, margin: float) -> str | None:
-    """pass / fail when the look's repeated interval settles the metric against -margin, else None."""
-    if lo >= -margin:
-        return "pass"
-    if hi < -margin:
-        return "fail"
-    return None
-
-
 def main() -> None:
     fractions = [float(a) for a in sys.argv[1:]] or [0.25, 0.5, 0.75, 1.0]
     d = Design.of(fractions, 0.95)
