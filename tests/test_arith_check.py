@@ -126,9 +126,9 @@ def test_a_task_the_check_read_no_row_of_writes_no_empty_samples_file(tmp_path):
 
     done = Looked()
     done.second_rows = {"classification": [{"doc_id": 0, "pred": 1}], "summarization": []}
-    checker = NS(record={"status": "ok"}, session=object(), seconds=1.0)
+    checker = NS(record={"status": "checked"}, session=object(), seconds=1.0)
     result = {}
     second_arithmetic.finish(checker, done, result, tmp_path)
     folder = tmp_path / second_arithmetic.DIR / paths.SAMPLES
     assert sorted(f.name for f in folder.iterdir()) == ["classification.jsonl"]
-    assert result["arithmetic_check"]["status"] == "ok"
+    assert result["arithmetic_check"]["status"] == "checked"

@@ -352,7 +352,7 @@ def test_the_engine_noise_floor_is_shown_and_a_verdict_the_second_arithmetic_doe
     result = paths.eval_dir("m", "int8", "auto") / "result.json"
     res = json.loads(result.read_text())
     # evaluate's record: the second arithmetic did not settle what the first did
-    res["arithmetic_check"] = {"status": "ok", "arithmetic": "bf16-operands: test", "metrics": {
+    res["arithmetic_check"] = {"status": "checked", "arithmetic": "bf16-operands: test", "metrics": {
         "classification/acc": {"first": "pass", "second": "inconclusive", "status": "unstable"}}}
     io.atomic_write_json(result, res)
     decide.main()

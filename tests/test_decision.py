@@ -227,7 +227,7 @@ def test_a_verdict_the_second_arithmetic_did_not_read_is_unchecked_and_never_a_p
     base = row("fp16", acc=90.0)
     skipped = dataclasses.replace(row("int8", acc=90.0), arithmetic_check={"status": "not needed",
                                                                           "why": "the variant cannot pass"})
-    no_second = dataclasses.replace(row("int4", w=50, acc=90.0), arithmetic_check={"status": "unsupported"})
+    no_second = dataclasses.replace(row("int4", w=50, acc=90.0), arithmetic_check={"status": "impossible", "why": "this backend has no second arithmetic"})
     rows = judged([base, skipped, no_second], {"int8-auto": {"acc": iv(0.0)}, "int4-auto": {"acc": iv(0.0)}})
     v = rows[1].judgement.verdicts["acc"]
     assert (v.verdict, v.unchecked) == (INCONCLUSIVE, PASS) and v.why.startswith("unchecked pass")

@@ -14,7 +14,8 @@ from typing import Any
 
 from pipeline import io
 
-VERSION = 3             # 2: not_run is task -> why (NOT_RUN); 3: stopped and cut say where, not_run what was left
+VERSION = 4             # 2: not_run is task -> why (NOT_RUN); 3: stopped and cut say where, not_run what was left;
+                        # 4: arithmetic_check.status is one of CHECK_STATES
 KINDS = ("variant", "noise")          # evaluate's and baseline's; the noise floor's (the second arithmetic)
 STATUSES = {"variant": ("ok", "unsupported", "failed"), "noise": ("ok", "unsupported", "failed", "off")}
 # keys every result has; keys an "ok" one has (a value may be null where its producer says so); a
@@ -31,6 +32,15 @@ NOT_OK = ("reason",)
 # (eval.sequential.probes: passable), or the time budget ran out before it started
 FAILED, CANNOT_PASS, TIME_BUDGET = "the variant failed", "cannot pass", "time budget"
 NOT_RUN = (FAILED, CANNOT_PASS, TIME_BUDGET)
+# arithmetic_check.status, the one state of a variant's second arithmetic (docs/decision-rule.md "Engine
+# noise"): checked (each settled verdict read again in it; one it contradicts is unstable); not needed
+# (nothing settled, or the variant could no longer pass); skipped (the user's eval.noise_floor: false, or
+# eval.sequential: null, whose fixed-n read has no looks to check); impossible (the engine has none: an
+# endpoint, a backend without one, stage noise unsupported or failed). Skipped and impossible verdicts
+# rest on the run's arithmetic alone, and page 1 says so.
+CHECKED, NOT_NEEDED, SKIPPED, IMPOSSIBLE = "checked", "not needed", "skipped", "impossible"
+CHECK_STATES = (CHECKED, NOT_NEEDED, SKIPPED, IMPOSSIBLE)
+ONE_ARITHMETIC = (SKIPPED, IMPOSSIBLE)
 
 
 @dataclass(frozen=True)
@@ -92,6 +102,9 @@ def problems(data: dict[str, Any]) -> list[str]:
         return [f"status {status!r} is not one of {', '.join(STATUSES[kind])}"]
     need = ALWAYS[kind] + (OK[kind] if status == "ok" else NOT_OK if status != "off" else ())
     found = [f"missing field {k!r} (status {status})" for k in need if k not in data]
+    check = data.get("arithmetic_check") or {}
+    if check and check.get("status") not in CHECK_STATES:
+        found.append(f"arithmetic_check.status {check.get('status')!r} is not one of {', '.join(CHECK_STATES)}")
     found += [f"not_run[{t!r}] is {why!r}, not one of {', '.join(NOT_RUN)}"
               for t, why in (data.get("not_run") or {}).items() if why not in NOT_RUN]
     return found + [f"unknown field {k!r}" for k in data if k not in KNOWN]

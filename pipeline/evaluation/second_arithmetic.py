@@ -5,14 +5,15 @@ requests in another batch composition), through the sample cache, opened the fir
 needs checking and kept open until the looks are done; judged against the baseline's samples in that
 arithmetic (stage noise's).
 
-result.json "arithmetic_check": {status: ok | not needed | not checked | unsupported, why, arithmetic,
-metrics: {metric id: {first, second, status}}, sample_cache, seconds}; the samples go to
-<variant dir>/second_arithmetic/samples/.
+result.json "arithmetic_check": {status (result_json.CHECK_STATES: checked | not needed | skipped |
+impossible), why, arithmetic, metrics: {metric id: {first, second, status}}, sample_cache, seconds}; the
+samples go to <variant dir>/second_arithmetic/samples/.
 """
 from __future__ import annotations
 
 import time
 from contextlib import ExitStack
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,18 +35,18 @@ class Checker:
                  baseline: dict[str, list[dict]], stack: ExitStack):
         self.served, self.params, self.specs, self.baseline, self.stack = served, params, specs, baseline, stack
         self.session = None
-        self.record: dict[str, Any] = {"status": "ok"}
+        self.record: dict[str, Any] = {"status": result_json.CHECKED}
         self.seconds = 0.0
 
     def rows(self, spec: tasks.TaskSpec, start: int, stop: int | None) -> list[dict] | None:
-        if self.record["status"] != "ok":
+        if self.record["status"] != result_json.CHECKED:
             return None
         t0 = time.perf_counter()
         if self.session is None:
             try:
                 self.session = self.stack.enter_context(self.served.session.second_arithmetic(self.served.variant))
             except Unsupported as e:
-                self.record.update(status="unsupported", why=str(e))
+                self.record.update(status=result_json.IMPOSSIBLE, why=f"the engine refused it: {e}")
                 return None
             info = self.session.info
             self.record["arithmetic"] = (info.get("arithmetic")
@@ -63,15 +64,22 @@ class Checker:
         return rows
 
 
-def second(served, params: schema.Params, specs: list[tasks.TaskSpec], baseline: dict[str, list[dict]] | str,
+@dataclass(frozen=True)
+class NoCheck:
+    """Why a variant's verdicts cannot be read in the second arithmetic: its result.json record."""
+    status: str                      # result_json.SKIPPED or IMPOSSIBLE
+    why: str
+
+
+def second(served, params: schema.Params, specs: list[tasks.TaskSpec], baseline: dict[str, list[dict]] | NoCheck,
            stack: ExitStack, result: dict) -> Checker | None:
-    """The looks' second arithmetic, or None (result["arithmetic_check"] says why: no baseline samples
-    under it, or a backend without one)."""
-    if isinstance(baseline, str):
-        result["arithmetic_check"] = {"status": "not checked", "why": baseline}
+    """The looks' second arithmetic, or None (result["arithmetic_check"] says why: skipped or impossible,
+    from `baseline_second`, or a backend without one)."""
+    if isinstance(baseline, NoCheck):
+        result["arithmetic_check"] = asdict(baseline)
         return None
     if not hasattr(served.session, "second_arithmetic") or served.variant is None:
-        result["arithmetic_check"] = {"status": "unsupported", "why": "this backend has no second arithmetic"}
+        result["arithmetic_check"] = {"status": result_json.IMPOSSIBLE, "why": "this backend has no second arithmetic"}
         return None
     return Checker(served, params, specs, baseline, stack)
 
@@ -81,12 +89,12 @@ def finish(checker: Checker | None, done: Looked, result: dict, out_dir: Path | 
     if checker is None:
         return
     found = arith_check.metrics_record(done.record)
-    if checker.record["status"] != "ok":
+    if checker.record["status"] != result_json.CHECKED:
         result["arithmetic_check"] = checker.record
         return
     if checker.session is None:
         why = "the variant cannot pass" if done.cannot_pass() else "no verdict settled"
-        result["arithmetic_check"] = {"status": "not needed", "why": why}
+        result["arithmetic_check"] = {"status": result_json.NOT_NEEDED, "why": why}
         return
     result["arithmetic_check"] = {**checker.record, "metrics": found, "seconds": round(checker.seconds, 1)}
     for name, rows in done.second_rows.items():
@@ -96,9 +104,13 @@ def finish(checker: Checker | None, done: Looked, result: dict, out_dir: Path | 
             io.atomic_write_jsonl(out_dir / DIR / paths.SAMPLES / f"{name}.jsonl", rows)
 
 
-def baseline_second(params: schema.Params, model: str) -> dict[str, list[dict]] | str:
-    """task -> the baseline's samples under the second arithmetic (stage noise), or why there are none."""
+def baseline_second(params: schema.Params, model: str) -> dict[str, list[dict]] | NoCheck:
+    """task -> the baseline's samples under the second arithmetic (stage noise), or, where there are none,
+    a NoCheck saying why: skipped (the user's eval.noise_floor: false) or impossible
+    (stage noise unsupported or failed)."""
     res = result_json.load(paths.noise_dir(model) / paths.RESULT_FILE)
+    if res.status == "off":
+        return NoCheck(result_json.SKIPPED, "eval.noise_floor is false")
     if res.status != "ok":
-        return f"no second arithmetic: stage noise {res.status}" + (f" ({res.reason})" if res.reason else "")
+        return NoCheck(result_json.IMPOSSIBLE, f"stage noise {res.status}" + (f" ({res.reason})" if res.reason else ""))
     return task_rows.read_samples(paths.noise_dir(model))

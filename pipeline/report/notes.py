@@ -33,8 +33,9 @@ def notes(header: Header) -> list[str]:
         "run of passes from the first (a fixed-sequence test): the chance that it is worse than a margin is at "
         "most one verdict's error, however many candidates; when "
         "the first does not pass, the baseline itself. Per GPU, the same among the variants that GPU can run and "
-        "that fit its memory. An *unchecked* verdict (settled in the run's arithmetic, not read in the second) "
-        "counts as inconclusive.",
+        "that fit its memory. An *unchecked* verdict (settled in the run's arithmetic, not read in the second "
+        "although the check ran for its variant) counts as inconclusive; where the check was skipped or is "
+        "impossible, the verdicts rest on the run's arithmetic and the caveats on page 1 say so.",
         "Quality comes from the engine in the Backend column of *How each variant ran*, computing at the "
         "activation dtype in its Compute column: every variant of a model on one backend runs at one dtype, "
         "baseline included (vLLM on CPU: bfloat16; on a GPU: the model's dtype), and a row is compared only "

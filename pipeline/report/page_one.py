@@ -147,6 +147,10 @@ def caveats(m: ModelReport, header: Header, provenance_line: str) -> list[str]:
         found.append("measured on a CPU: no GPU kernel, speed or memory was measured (per-GPU lines are planned)")
     if any(r.facts.backend == "reference" and r.facts.kv != header.baseline.kv for r in m.rows):
         found.append("the quantized KV cache is simulated (values rounded as vLLM stores them), not vLLM's")
+    single = sorted({why for r in m.rows if r.judgement.verdicts and (why := r.facts.one_arithmetic())})
+    if single:
+        found.append("the verdicts rest on the run's arithmetic alone, not checked in a second ("
+                     + "; ".join(single) + ")")
     unchecked = sorted({r.variant for r in m.rows for v in r.judgement.verdicts.values() if v.unchecked})
     if unchecked:
         found.append(f"unchecked verdicts (inconclusive) on {', '.join(unchecked)}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.domain.result_json import TIME_BUDGET
+from pipeline.domain.result_json import CHECKED, NOT_NEEDED, ONE_ARITHMETIC, TIME_BUDGET
 from pipeline.scoring.power import Power
 from pipeline.scoring.stats import Interval
 
@@ -70,10 +70,16 @@ class Measured:
         return c["second"], self.arithmetic_check.get("arithmetic") or "the second arithmetic"
 
     def check_expected(self) -> bool:
-        """Whether this variant's settled verdicts needed the second arithmetic's check: the engine has
-        one and the baseline was measured in it (result.json arithmetic_check status ok, not needed or
-        not checked; not for a backend without one, nor for a row read at fixed n)."""
-        return self.arithmetic_check.get("status") in ("ok", "not needed", "not checked")
+        """Whether this variant's settled verdicts needed the second arithmetic's check: it was run or
+        not needed (result.json arithmetic_check status checked or not needed), so a settled verdict it
+        did not read is unchecked. Skipped or impossible: the verdicts rest on one arithmetic."""
+        return self.arithmetic_check.get("status") in (CHECKED, NOT_NEEDED)
+
+    def one_arithmetic(self) -> str | None:
+        """Why this variant's verdicts rest on the run's arithmetic alone (the check skipped by the user
+        or impossible here), None where the check ran or was not needed."""
+        c = self.arithmetic_check
+        return f"{c['status']}: {c.get('why')}" if c.get("status") in ONE_ARITHMETIC else None
 
     def look_confidence(self, task: str) -> float | None:
         """The confidence of the task's last look (its repeated interval's), None for a fixed-n task."""
