@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import errors, io, paths, schema
-from pipeline.engines import Unsupported
 from pipeline.evaluation import longctx, sample_cache, second_arithmetic
-from pipeline.evaluation.lm_eval_runner import WallBudgetExceeded, wall_limit
+from pipeline.evaluation.lm_eval_runner import WallBudgetExceeded, before_first_look, wall_limit
 from pipeline.evaluation.looks_runner import Looked, gates_from, run_looks
 from pipeline.domain import fidelity_set, result_json, task_rows, tasks
 from pipeline.stages import runner
@@ -102,9 +101,9 @@ def in_looks(served: Served, specs: list[tasks.TaskSpec], params: schema.Params,
                           interleave=session.remaining_s() is not None)
         except WallBudgetExceeded as e:
             if not done.metrics:
-                raise Unsupported(f"too slow here: lm-eval {e}") from None
+                raise before_first_look(e) from None
             done.out_of_time(specs)
-            cut = done.budget or f"too slow here: lm-eval {e}"
+            cut = done.budget or f"the time budget ended: lm-eval {e}"
     second_arithmetic.finish(check, done, result, out_dir)
     result["looks"] = done.record
     if done.stopped:
