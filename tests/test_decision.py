@@ -101,13 +101,34 @@ def test_weights_a_kilobyte_apart_are_taken_in_params_order_not_stopped_at_the_l
 
 def test_a_variant_cut_short_cannot_pass_on_the_tasks_it_finished():
     rows = [row("fp16", acc=90.0, rougeL=30.0),
-            row("fp8", acc=90.0, reason="too slow here: lm-eval stopped after 240 s; not measured: summarization")]
+            row("fp8", acc=90.0, reason="the time budget ended: lm-eval stopped after 240 s; not measured: summarization")]
     rows = judged(rows, {"fp8-auto": {"acc": iv(0.0)}})
     assert verdicts(rows[1])["acc"] == PASS
     v = rows[1].judgement.verdicts["rougeL"]
-    assert v.verdict == INCONCLUSIVE and v.why.startswith(decision.NOT_MEASURED) and "too slow here" in v.why
+    assert v.verdict == INCONCLUSIVE and v.why.startswith(decision.NOT_MEASURED) and "time budget" in v.why
     assert rows[1].judgement.overall == INCONCLUSIVE
     assert decision.recommend(rows, "m").row is rows[0]
+
+
+def test_a_variant_cut_before_its_first_look_is_not_measured_and_stops_the_sequence():
+    """Issue 56: the budget ended before look 1. The row is "not measured (time budget)", not an engine's
+    refusal: it keeps its place in the fixed sequence and stops it as an unjudged variant, where an
+    unsupported one in the same place is skipped."""
+    from pipeline.report.cells import status_cell
+
+    why = "the time budget ended before its first look: lm-eval did not finish in the 174 s left"
+    def rows_with(status):
+        facts = [row("fp16", w=1000, acc=90.0), row("fp8", w=500, acc=90.0),
+                 dataclasses.replace(row("int4", w=250), status=status, reason=why), row("int2", w=100, acc=90.0)]
+        return judged(facts, {"fp8-auto": {"acc": iv(0.0)}, "int2-auto": {"acc": iv(0.0)}})
+    cut = rows_with("not measured")
+    assert cut[2].judgement.overall == "not measured" and not cut[2].judgement.verdicts
+    assert status_cell(cut[2]) == f"not measured (time budget): {why}"
+    rec = decision.recommend(cut, "m")
+    assert rec.row is cut[1] and "the sequence stops at `int4-auto` (not measured)" in rec.why
+    assert "`int2-auto` (passing beyond it) cannot be claimed" in rec.why
+    refused = rows_with("unsupported")
+    assert status_cell(refused[2]).startswith("unsupported here") and decision.recommend(refused, "m").row is refused[3]
 
 
 def test_wide_interval_blocks_a_pass():

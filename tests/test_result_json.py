@@ -43,6 +43,17 @@ def test_a_result_that_did_not_run_needs_only_its_reason(tmp_path):
         result_json.load(write(tmp_path, {k: v for k, v in result_files.variant("failed").items() if k != "reason"}))
 
 
+def test_a_variant_the_time_budget_cut_before_look_1_is_not_measured_with_its_reason(tmp_path):
+    why = "the time budget ended before its first look: lm-eval did not finish in the 174 s left"
+    res = result_json.load(write(tmp_path, result_files.variant(result_json.NOT_MEASURED, reason=why)))
+    assert (res.status, res.reason) == ("not measured", why)
+    with pytest.raises(result_json.ResultError, match="missing field 'reason' \\(status not measured\\)"):
+        result_json.load(write(tmp_path, {k: v for k, v in result_files.variant("not measured").items()
+                                          if k != "reason"}))
+    with pytest.raises(result_json.ResultError, match="status 'not measured' is not one of"):
+        result_json.load(write(tmp_path, {**result_files.variant("not measured", reason=why), "kind": "noise"}))
+
+
 def test_the_writer_cannot_write_what_the_reader_refuses():
     with pytest.raises(ValueError, match="missing field 'metrics'"):
         result_json.stamp({k: v for k, v in result_files.variant().items() if k != "metrics"}, "variant")

@@ -17,7 +17,11 @@ from pipeline import io
 VERSION = 4             # 2: not_run is task -> why (NOT_RUN); 3: stopped and cut say where, not_run what was left;
                         # 4: arithmetic_check.status is one of CHECK_STATES
 KINDS = ("variant", "noise")          # evaluate's and baseline's; the noise floor's (the second arithmetic)
-STATUSES = {"variant": ("ok", "unsupported", "failed"), "noise": ("ok", "unsupported", "failed", "off")}
+# "not measured": the time budget (serving.vllm.budget) ended before the variant's first look completed;
+# the engine serves it, so it is not "unsupported" (what the engine refuses)
+NOT_MEASURED = "not measured"
+STATUSES = {"variant": ("ok", "unsupported", "failed", NOT_MEASURED),
+            "noise": ("ok", "unsupported", "failed", "off")}
 # keys every result has; keys an "ok" one has (a value may be null where its producer says so); a
 # result that is not ok says why (`reason`)
 ALWAYS = {"variant": ("schema_version", "kind", "model", "tier", "kv", "status", "seconds"),

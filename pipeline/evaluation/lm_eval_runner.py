@@ -62,6 +62,16 @@ class WallBudgetExceeded(Exception):
     pass
 
 
+class NotMeasured(Exception):
+    """The time budget ended before any task (or a variant's first look) finished: the variant was not
+    measured. Not Unsupported: the engine serves it, this run gave it too little time. The message
+    is the reason result.json and the page give (status "not measured")."""
+
+
+def before_first_look(e: WallBudgetExceeded) -> NotMeasured:
+    return NotMeasured(f"the time budget ended before its first look: lm-eval {e}")
+
+
 @contextmanager
 def wall_limit(seconds: float | None) -> Iterator[None]:
     """Raise WallBudgetExceeded in this (main) thread after `seconds`; None or off the main thread: no limit."""
@@ -84,7 +94,7 @@ def wall_limit(seconds: float | None) -> Iterator[None]:
 def run_within(session, specs: list[tasks.TaskSpec], ev: Eval, seconds: float | None, run=run_tasks
                ) -> tuple[dict[str, task_rows.TaskResult], dict[str, list[dict]], str | None]:
     """run_tasks one task at a time within `seconds` (None: no limit): past it, the tasks finished are
-    kept and the cut says which were not measured. No task finished: Unsupported (too slow here)."""
+    kept and the cut says which were not measured. No task finished: NotMeasured."""
     if seconds is None:     # one call: lm-eval batches every task's requests of a kind together
         return (*run(session, specs, ev), None)
     metrics: dict[str, task_rows.TaskResult] = {}
@@ -98,9 +108,9 @@ def run_within(session, specs: list[tasks.TaskSpec], ev: Eval, seconds: float | 
                 samples.update(rows)
     except WallBudgetExceeded as e:
         if not metrics:
-            raise Unsupported(f"too slow here: lm-eval {e}") from None
+            raise before_first_look(e) from None
         missed = [s.name for s in specs if s.name not in metrics]
-        return metrics, samples, (f"too slow here: lm-eval stopped after {time.monotonic() - t0:.0f} s "
+        return metrics, samples, (f"the time budget ended: lm-eval stopped after {time.monotonic() - t0:.0f} s "
                                   f"(serving.vllm.budget.max_wall_s); not measured: {', '.join(missed)}")
     return metrics, samples, None
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pipeline.domain.metrics import split_id
+from pipeline.domain.result_json import NOT_MEASURED
 from pipeline.schema import Baseline
 from pipeline.scoring.decision import task_verdicts
 from pipeline.scoring.rows import Row
@@ -12,6 +13,9 @@ METRIC_LABELS = {"bleu": "BLEU", "chrf": "chrF", "rouge1": "ROUGE-1", "rouge2": 
                  "exact_match": "Exact match"}
 MARK = {"pass": "pass", "fail": "**FAIL**", "inconclusive": "inconclusive"}
 PLAIN = {**MARK, "fail": "FAIL"}      # page 1's table: no bold inside its cells
+# a row that has no result to read: "unsupported" is what the engine refuses here, "not measured" a
+# variant the time budget ended before its first look (served, never judged: not an engine limitation)
+STATUS_WORDS = {"unsupported": "unsupported here", NOT_MEASURED: "not measured (time budget)"}
 
 
 def label(mid: str, with_task: bool = True) -> str:
@@ -84,8 +88,13 @@ def status_cell(r: Row) -> str:
     f = r.facts
     if f.status == "ok":
         return MARK.get(r.judgement.overall, r.judgement.overall)
-    name = "unsupported here" if f.status == "unsupported" else f.status
+    name = status_word(f.status)
     return f"{name}: {f.reason}" if f.reason else name
+
+
+def status_word(status: str) -> str:
+    """The words a row without a result is shown with (STATUS_WORDS), else its status."""
+    return STATUS_WORDS.get(status, status)
 
 
 def md_row(cells: list[str]) -> str:

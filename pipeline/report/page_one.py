@@ -9,7 +9,7 @@ from __future__ import annotations
 import textwrap
 
 from pipeline.domain.memory import mib
-from pipeline.report.cells import PLAIN, is_baseline, label, md_row, task_of, unread, word
+from pipeline.report.cells import PLAIN, is_baseline, label, md_row, status_word, task_of, unread, word
 from pipeline.report.document import Header, ModelReport
 from pipeline.schema import Baseline
 from pipeline.scoring.decision import not_capable
@@ -119,7 +119,7 @@ def table(m: ModelReport, base: Row, tasks: list[str]) -> list[str]:
             cells = [", ".join(f"{label(x, with_task=False)} {f.metrics[x]:.1f}" for x in gated(m, t) if x in f.metrics)
                      for t in tasks]
         elif f.status != "ok":
-            verdict, cells = f.status, ["–"] * len(tasks)
+            verdict, cells = status_word(f.status), ["–"] * len(tasks)
         else:
             verdict, cells = r.judgement.overall.replace("fail", "FAIL"), [cell(m, r, base, t) for t in tasks]
         lines.append(md_row([f.tier, f.kv, verdict] + cells + [f"{mib(f.weight_bytes):.1f}" if f.weight_bytes else "–"]))

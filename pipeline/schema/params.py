@@ -102,6 +102,11 @@ def without_wall_budget(params: Params) -> Params:
     """`params` with no per-variant time budget (serving.vllm.budget.max_wall_s and gpu_max_wall_s
     null): the baseline and the noise floor run to every cap, since every variant is judged against
     them (issue 43)."""
-    budget = replaced(params.serving.vllm.budget, max_wall_s=None, gpu_max_wall_s=None)
+    return with_wall_budget(params, None, None)
+
+
+def with_wall_budget(params: Params, max_wall_s: float | None, gpu_max_wall_s: float | None) -> Params:
+    """`params` with these per-variant budgets (a variant's as sized from the baseline: stages/look_budget.py)."""
+    budget = replaced(params.serving.vllm.budget, max_wall_s=max_wall_s, gpu_max_wall_s=gpu_max_wall_s)
     vllm = replaced(params.serving.vllm, budget=budget)
     return replaced(params, serving=replaced(params.serving, vllm=vllm))

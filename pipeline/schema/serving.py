@@ -35,22 +35,26 @@ class VllmBudget:
     reads "not run: time budget"; a variant whose decode probe is below min_decode_tok_s skips its load test here. (The ratio
     to the baseline's speed is decide's rule: report.min_speed_vs_baseline.)
 
-    The CPU default, 210 s, bounds a vLLM run of the default model's 10 servable variants on 2 cores at
-    35 min of evaluation whatever the kernels do, under 45 min with the other stages (a row here takes
-    2-3.5 min at full speed; docs/backends.md "Time budget")."""
+    max_wall_s is a floor: a variant gets at least the time its first look of every gated task needs
+    at the baseline's measured speed (times first_look_margin), and at most its share of max_total_s
+    (pipeline/scoring/look_fit.py; docs/backends.md "Time budget")."""
     min_decode_tok_s: float | None = None       # absolute floor applied at evaluate time; null = none
     max_wall_s: int | None = 210                # null = unbounded
     gpu_max_wall_s: int | None = 1200           # replaces max_wall_s when serving on a GPU
     probe_tokens: int = 16                      # the decode probe: one request of this many tokens
+    max_total_s: int | None = None              # all of a model's variants together; null = no total
+    first_look_margin: float = 2.0              # a variant this much slower than the baseline still finishes look 1
 
     RETIRED = {"min_speed_vs_baseline": "moved to report.min_speed_vs_baseline (decide applies it)"}
 
     def __post_init__(self) -> None:
         if self.min_decode_tok_s is not None and self.min_decode_tok_s < 0:
             raise FieldError("min_decode_tok_s", f"must be >= 0 or null, got {self.min_decode_tok_s}")
-        for name in ("max_wall_s", "gpu_max_wall_s"):
+        for name in ("max_wall_s", "gpu_max_wall_s", "max_total_s"):
             if getattr(self, name) is not None and getattr(self, name) <= 0:
                 raise FieldError(name, f"must be positive or null, got {getattr(self, name)}")
+        if self.first_look_margin < 1:
+            raise FieldError("first_look_margin", f"must be >= 1, got {self.first_look_margin}")
         if self.probe_tokens < 2:
             raise FieldError("probe_tokens", f"must be >= 2, got {self.probe_tokens}")
 

@@ -24,6 +24,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from pipeline.domain import hardware
+from pipeline.domain.result_json import NOT_MEASURED as NOT_MEASURED_STATUS
 from pipeline.domain.metrics import split_id
 from pipeline.schema import Decision, TargetGpu, Task, Tolerance, gate
 from pipeline.scoring import margin
@@ -36,6 +37,12 @@ PASS, FAIL, INCONCLUSIVE = margin.PASS, margin.FAIL, margin.OPEN
 NOT_CAPABLE = "the baseline cannot do this task"
 NO_BASELINE = "no comparable baseline"
 NOT_MEASURED = "not measured on this variant"
+# The rows the fixed sequence walks. A variant the time budget ended before its first look ("not
+# measured") keeps its place and stops the sequence there, as one the budget ended at look 2 already does
+# (inconclusive): both are servable here and unjudged, and skipping the earlier cut would let a slower
+# machine claim variants past one it never judged. "unsupported" (the engine cannot serve it here) and
+# "failed" (a broken run; decide exits non-zero) are not candidates. docs/decisions/fixed-sequence-pick.md
+CANDIDATES = ("ok", NOT_MEASURED_STATUS)
 
 
 def allowed_drop(tol: Tolerance, baseline: float) -> float:
@@ -144,7 +151,7 @@ def judge(rows: list[Measured], evidence: dict[Key, Evidence], rule: Decision,
 def judgement(r: Measured, ev: Evidence, base_rows: dict[Pairing, Measured], rule: Decision,
               tasks: dict[str, Task]) -> Judgement:
     if r.status != "ok":
-        return Judgement(r.status)
+        return Judgement(r.status)      # not measured: no verdict, so it passes nothing (recommend)
     base = baseline_for(r, base_rows)
     if base is r:
         return Judgement("baseline")
@@ -215,7 +222,7 @@ def recommend(rows: list[Row], model: str, allowed: set[tuple[str, str]] | None 
     allowed."""
     mine = [r for r in rows if r.facts.model == model and (allowed is None or (r.facts.tier, r.facts.kv) in allowed)]
     base = next((r for r in mine if r.judgement.overall == "baseline"), None)
-    chain = in_sequence([r for r in mine if r.facts.status == "ok" and r is not base])
+    chain = in_sequence([r for r in mine if r.facts.status in CANDIDATES and r is not base])
     at = sequence_pick([r.judgement.overall == PASS for r in chain])
     if at is not None:
         run = at + 1

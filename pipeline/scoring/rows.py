@@ -24,7 +24,7 @@ class Measured:
     model: str
     tier: str
     kv: str
-    status: str                                       # ok | failed | unsupported
+    status: str                                       # ok | failed | unsupported | not measured (result_json)
     reason: str | None = None
     stopped: str | None = None                        # the look where a gated metric failed (result.json)
     backend: str | None = None
@@ -183,7 +183,7 @@ def confidence_text(c: float) -> str:
 
 @dataclass(frozen=True)
 class Judgement:
-    overall: str                                      # pass | fail | inconclusive | baseline | failed | unsupported
+    overall: str              # pass | fail | inconclusive | baseline | failed | unsupported | not measured
     verdicts: dict[str, Verdict] = field(default_factory=dict)     # gated metric -> verdict
 
 

@@ -5,13 +5,15 @@ these samples; evaluate@<model>-<baseline> copies them, so nothing is evaluated 
     python -m pipeline.stages.baseline <model>
 
 Writes results/baseline/<model>/{result.json, samples/<task>.jsonl, ...} as evaluate writes a variant's. No
-per-variant time budget applies (serving.vllm.budget): the baseline runs to every cap.
+per-variant time budget applies (serving.vllm.budget): the baseline runs to every cap. On vLLM it then
+prints the variants' predicted wall time under the budget its measured speed sizes (stages/look_budget.py).
 """
 from __future__ import annotations
 
 from pipeline import io, paths
+from pipeline.domain import result_json
 from pipeline.schema.params import without_wall_budget
-from pipeline.stages import runner
+from pipeline.stages import look_budget, runner
 from pipeline.stages.evaluation import evaluate, run_stage
 
 
@@ -29,6 +31,11 @@ def main(st: runner.Stage) -> None:
         return evaluate(params, model, tier, kv, out_dir, paths.serving_checkpoint(model, tier, kv, calibrated),
                         record)
     run_stage(st, model, tier, kv, out_dir, work)
+    res = result_json.load(out_dir / paths.RESULT_FILE)
+    if res.status == "ok" and res.backend == "vllm":
+        device = (res.serving or {}).get("device", "cpu")
+        # after the stage's own line, before any variant starts (the variants depend on this stage)
+        st.report.append(f"predicted: {look_budget.prediction(st.params, model, res, device)}")
 
 
 if __name__ == "__main__":

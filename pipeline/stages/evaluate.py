@@ -18,12 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import errors, io, paths, schema
-from pipeline.engines import Unsupported
 from pipeline.evaluation import longctx, sample_cache, second_arithmetic
-from pipeline.evaluation.lm_eval_runner import WallBudgetExceeded, wall_limit
+from pipeline.evaluation.lm_eval_runner import WallBudgetExceeded, before_first_look, wall_limit
 from pipeline.evaluation.looks_runner import Looked, gates_from, run_looks
 from pipeline.domain import fidelity_set, result_json, task_rows, tasks
-from pipeline.stages import runner
+from pipeline.stages import look_budget, runner
 from pipeline.stages.evaluation import Served, evaluate, measured, reading_cache, run_stage
 
 
@@ -102,9 +101,9 @@ def in_looks(served: Served, specs: list[tasks.TaskSpec], params: schema.Params,
                           interleave=session.remaining_s() is not None)
         except WallBudgetExceeded as e:
             if not done.metrics:
-                raise Unsupported(f"too slow here: lm-eval {e}") from None
+                raise before_first_look(e) from None
             done.out_of_time(specs)
-            cut = done.budget or f"too slow here: lm-eval {e}"
+            cut = done.budget or f"the time budget ended: lm-eval {e}"
     second_arithmetic.finish(check, done, result, out_dir)
     result["looks"] = done.record
     if done.stopped:
@@ -126,6 +125,8 @@ def main(st: runner.Stage) -> None:
     calibrated = params.kv_modes[kv].calibrated
 
     def work() -> dict:
+        # the budget this machine's measured speed sizes; a total too small stops here, before serving
+        params = look_budget.fitted_params(st.params, model)
         record = io.read_json(paths.serving_record(model, tier, kv, calibrated))
         # a tier that has no checkpoint is a row at once: nothing to judge, so nothing else to read
         against = baseline_samples(params, model) if record.get("status") == "ok" else None

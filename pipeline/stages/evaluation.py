@@ -8,7 +8,8 @@ task's YAML or lm-eval task) and where it was measured (`measured_on`: CPU, acce
 the serving engine and its version; pipeline/domain/provenance.py) and whether its prompts were wrapped
 in the model's chat template (`chat_template`, prepare's record of models.<model>.apply_chat_template)
 and whether they start with BOS (`add_bos_token`). A variant that cannot run here is recorded as status
-"unsupported" (with the reason), one that breaks as "failed"; neither stops the pipeline.
+"unsupported" (with the reason), one the time budget ended before its first look as "not measured",
+one that breaks as "failed"; none stops the pipeline.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from pipeline.engines import Unsupported, Variant
 from pipeline.evaluation import sample_cache
 from pipeline.engines.base import baseline_variant
 from pipeline.evaluation.fidelity_compare import measure_fidelity
-from pipeline.evaluation.lm_eval_runner import flat, run_tasks, run_within, without_refused
+from pipeline.evaluation.lm_eval_runner import NotMeasured, flat, run_tasks, run_within, without_refused
 from pipeline.engines.selection import select
 from pipeline.domain import fidelity_set, looks, provenance, result_json, tasks
 from pipeline.domain.prompts import throughput_prompts
@@ -158,6 +159,9 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
         # a session that started recorded where; one that did not: "unsupported here" is this machine
         result.setdefault("measured_on", provenance.of_machine(backend.name))
         result.update(status="unsupported", reason=str(e))
+        return result
+    except NotMeasured as e:
+        result.update(status=result_json.NOT_MEASURED, reason=str(e))
         return result
     for name, rows in samples.items():
         io.atomic_write_jsonl(out_dir / paths.SAMPLES / f"{name}.jsonl", rows)

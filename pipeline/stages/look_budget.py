@@ -1,0 +1,104 @@
+"""A model's per-variant time budget on vLLM, sized from what stage baseline (and stage noise) measured
+on this machine (pipeline/scoring/look_fit.py has the rule). Not a stage of its own: stage baseline
+prints the prediction once it has measured; stage evaluate runs each variant with the fitted budget, and
+stops with one line before serving it when serving.vllm.budget.max_total_s cannot fit one look per
+variant (check cannot know: nothing is measured before the baseline).
+
+    python -m pipeline.stages.baseline <model>     # its line, then "predicted: N variants x at most ..."
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipeline import paths, schema
+from pipeline.domain import result_json
+from pipeline.domain.result_json import Result
+from pipeline.schema.params import with_wall_budget
+from pipeline.scoring import look_fit
+from pipeline.scoring.sequential import look_sizes
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """What the fit read and gave: `need_s` None where the baseline measured no seconds for a gated
+    task in this run (every sample read from the sample cache): the budgets are then the user's."""
+    need_s: float | None
+    variants: int
+    max_wall_s: float | None
+    gpu_max_wall_s: float | None
+    why_unsized: str | None = None
+
+
+def seconds_per_sample(res: Result | None) -> dict[str, float]:
+    """task -> seconds per sample computed in that stage (result.json sample_cache.tasks); a task it read
+    wholly from the cache has none."""
+    if res is None or res.status != "ok":
+        return {}
+    tasks = (res.sample_cache or {}).get("tasks") or {}
+    return {t: v["seconds"] / v["computed"] for t, v in tasks.items() if v.get("computed")}
+
+
+def first_look(params: schema.Params, base: Result) -> dict[str, int]:
+    """gated task -> samples at its first look, from the baseline's caps (its num_samples)."""
+    gated = {mid.split("/")[0] for mid in base.metrics if params.tolerance(mid) is not None}
+    seq = params.eval.sequential
+    return {t: n if seq is None else look_sizes(seq.looks, n)[0]
+            for t, n in base.num_samples.items() if t in gated and n}
+
+
+def variants_of(params: schema.Params, model: str) -> int:
+    b = params.decision.baseline
+    return sum(1 for m, t, k in params.variants() if m == model and (t, k) != (b.tier, b.kv))
+
+
+def fit(params: schema.Params, model: str, base: Result, noise: Result | None) -> Fitted:
+    """The model's per-variant budgets (CPU and GPU) from the baseline's and the noise floor's measured
+    speed. look_fit.CapTooSmall when the user's total cannot fit one look per variant."""
+    budget, n = params.serving.vllm.budget, variants_of(params, model)
+    base_s, noise_s = seconds_per_sample(base), seconds_per_sample(noise)
+    per = {t: s + noise_s.get(t, 0.0) for t, s in base_s.items()}
+    first = first_look(params, base) if base.status == "ok" else {}
+    try:
+        if not first:
+            raise KeyError("the baseline measured no gated task")
+        need = look_fit.first_look_s(per, first, base.phases.get("load", 0.0), budget.first_look_margin)
+    except KeyError as e:
+        # nothing to size from: the user's budgets, within the total's share where one is set
+        cap = None if budget.max_total_s is None else budget.max_total_s / max(n, 1)
+        low = [v if cap is None else cap if v is None else min(v, cap)
+               for v in (budget.max_wall_s, budget.gpu_max_wall_s)]
+        return Fitted(None, n, *low, why_unsized=e.args[0])
+    return Fitted(need, n, look_fit.per_variant_s(need, budget.max_wall_s, budget.max_total_s, n),
+                  look_fit.per_variant_s(need, budget.gpu_max_wall_s, budget.max_total_s, n))
+
+
+def load(model: str) -> tuple[Result, Result | None]:
+    """The baseline's result and the noise floor's (None where the stage has not run)."""
+    noise = paths.noise_dir(model) / paths.RESULT_FILE
+    return (result_json.load(paths.baseline_dir(model) / paths.RESULT_FILE),
+            result_json.load(noise) if noise.is_file() else None)
+
+
+def fitted_params(params: schema.Params, model: str) -> schema.Params:
+    """`params` with the variant's fitted budgets (stage evaluate, before the variant is served); a cap
+    that cannot fit one look per variant is a ConfigError: one line, exit 2 (stages/evaluation.run_stage)."""
+    try:
+        found = fit(params, model, *load(model))
+    except look_fit.CapTooSmall as e:
+        raise schema.ConfigError(str(e)) from None
+    return with_wall_budget(params, found.max_wall_s, found.gpu_max_wall_s)
+
+
+def prediction(params: schema.Params, model: str, base: Result, device: str) -> str:
+    """Stage baseline's line: the variants' predicted wall time on this device, or why evaluate will stop.
+    From the baseline alone: stage noise is not this stage's input (it may not have run yet), so the
+    check of a verdict settled at look 1 is not counted here; evaluate counts it."""
+    try:
+        found = fit(params, model, base, None)
+    except look_fit.CapTooSmall as e:
+        return f"evaluate will stop before the first variant: {e}"
+    per = found.gpu_max_wall_s if device == "gpu" else found.max_wall_s
+    if found.need_s is None:
+        return (f"not sized ({found.why_unsized}; a sample read from the cache is not timed): each of {found.variants} variants within "
+                + ("no time budget" if per is None else f"{per:,.0f} s"))
+    return look_fit.predicted_line(found.need_s, per, found.variants)
