@@ -122,7 +122,7 @@ def test_decide_renders_every_section(project, monkeypatch):
     # read top-down: the recommendation, then the verdict table, before any detail
     assert md.index("**Recommended: `nf4-bnb` with KV cache `fp8`**") < md.index("| Tier | KV cache | Verdict |") \
         < md.index("## The run") < md.index("## m: details")
-    assert "| int4-gptq | auto | **FAIL** | inconclusive BLEU +0.0, chrF +0.0 | **FAIL** Accuracy -25.0 | 0.0 | 256 |" in md
+    assert "| int4-gptq | auto | **FAIL** | inconclusive BLEU -18.9, chrF -19.1 | **FAIL** Accuracy -25.0 | 0.0 | 256 |" in md
     reg = (project / "results/regressions/m-int4-gptq-auto.md").read_text()
     assert "## classification" in reg and "doc 0" in reg
     assert (project / "results/plots/m-quality_vs_memory.png").stat().st_size > 1000

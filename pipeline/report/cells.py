@@ -63,7 +63,7 @@ def metric_cell(r: Row, metric: str, is_base: bool) -> str:
         return "–"
     if metric not in f.metrics:
         return unread(r, task_of(metric))
-    value = f"{f.metrics[metric]:.1f}"
+    value = f"{r.score(metric):.1f}"
     if is_base:
         return f"{value} (baseline)"
     iv = r.evidence.intervals.get(metric)

@@ -20,7 +20,7 @@ def dvc_metrics(rows: list[Row]) -> dict:
         f, overall = r.facts, r.judgement.overall
         if f.status != "ok":
             continue
-        entry: dict[str, Any] = {k: round(v, 3) for k, v in f.metrics.items()}
+        entry: dict[str, Any] = {k: round(r.score(k), 3) for k in f.metrics}
         entry.update({f"delta_{k}": round(v, 3) for k, v in r.evidence.deltas.items()})
         entry["weight_mib"] = round(mib(f.weight_bytes), 2) if f.weight_bytes else None
         entry["gen_tokens_per_s"] = f.tokens_per_s
@@ -37,7 +37,10 @@ def dvc_metrics(rows: list[Row]) -> dict:
 def row_json(r: Row, m: ModelReport, base: Row | None) -> dict:
     f, e, j = r.facts, r.evidence, r.judgement
     return {"model": f.model, "tier": f.tier, "kv": f.kv, "status": f.status, "reason": f.reason, "stopped": f.stopped,
-            "backend": f.backend, "compute_dtype": f.compute_dtype, "metrics": f.metrics,
+            "backend": f.backend, "compute_dtype": f.compute_dtype,
+            # scores: the estimate each delta comes from (baseline + delta); read_means: the plain mean
+            # of the items the variant read, which a stopped or stratified read does not estimate the pool by
+            "metrics": {k: r.score(k) for k in f.metrics}, "read_means": f.metrics,
             "higher_is_better": f.higher_is_better, "deltas": e.deltas,
             "intervals": {k: v.as_dict() for k, v in e.intervals.items()},
             "verdicts": {k: {"verdict": v.verdict, "why": v.why, "unstable": v.unstable, "unchecked": v.unchecked,

@@ -79,7 +79,7 @@ def memory_saved(m: ModelReport, base: Row | None) -> list[str]:
 
 def recovery(r: Row, base: Row, mid: str) -> float | None:
     """variant / baseline x 100 (llm-compressor's recovery), None where the baseline scores 0."""
-    b, v = base.facts.metrics.get(mid), r.facts.metrics.get(mid)
+    b, v = base.facts.metrics.get(mid), r.score(mid)
     return None if not b or v is None else 100.0 * v / b
 
 

@@ -65,9 +65,11 @@ def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision, r
             if "logliks" in mine[task][0]:
                 found.flips.setdefault(r.model, {}).setdefault(r.variant, {})[task] = analysis.flips(pairs)
             regress[task] = analysis.largest_regressions(pairs, report.regressions_per_task)
-        # a task stopped at a look: its delta over the documents both read (its prefix), as its interval's
-        looked = {m: iv.delta for m, iv in intervals.items() if split_id(m)[0] in r.looks}
-        found.evidence[r.key] = Evidence({**decision.deltas(r, base), **looked}, intervals, power)
+        # the delta is its interval's wherever there is one (a task stopped at a look: over the documents
+        # both read; stratified: the weighted estimate), so the page has one number for it
+        deltas = {**decision.deltas(r, base), **{m: iv.delta for m, iv in intervals.items()}}
+        scores = {m: base.metrics[m] + d for m, d in deltas.items() if m in base.metrics}
+        found.evidence[r.key] = Evidence(deltas, intervals, power, scores)
         found.regressions.setdefault(r.model, {})[r.variant] = regress
         ref = by_backend.get((r.model, r.tier, rule.baseline.kv, r.backend))
         if r.kv != rule.baseline.kv and ref is not None and ref.status == "ok" and ref.compute_dtype == r.compute_dtype:

@@ -122,6 +122,9 @@ class Evidence:
     deltas: dict[str, float] = field(default_factory=dict)         # metric -> tier - baseline
     intervals: dict[str, Interval] = field(default_factory=dict)   # metric -> paired bootstrap interval
     power: dict[str, Power] = field(default_factory=dict)          # gated metric -> power at this n
+    # metric -> the tier's score on the baseline's items: the baseline's score + the delta (the estimate
+    # that decided: a read stopped at a look, or stratified, is not the plain mean of what it read)
+    scores: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -200,3 +203,8 @@ class Row:
     @property
     def variant(self) -> str:
         return self.facts.variant
+
+    def score(self, metric: str) -> float | None:
+        """The score the page shows: the estimate the delta beside it comes from (Evidence.scores), else
+        the mean over what was read (the baseline; a metric with no baseline to pair with)."""
+        return self.evidence.scores.get(metric, self.facts.metrics.get(metric))

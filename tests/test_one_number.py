@@ -1,0 +1,67 @@
+"""One number per thing on the page: in decision.json every variant's score minus its baseline's is the
+delta beside it, and that delta is its interval's; a read stopped at a look shows the estimate that
+decided, not the plain mean of what it read. `inconsistencies` reads any decision.json."""
+import json
+
+import pytest
+
+from pipeline import io, paths
+from pipeline.stages import decide
+from tests.test_decide import project, samples  # noqa: F401 - the fixture
+
+
+def inconsistencies(data: dict) -> list[str]:
+    """Every place in a decision.json where two numbers for one thing disagree."""
+    found = []
+    rows = data["rows"]
+    bases = {(r["model"], r["backend"], r["compute_dtype"]): r for r in rows if r["overall"] == "baseline"}
+    for r in rows:
+        base = bases.get((r["model"], r["backend"], r["compute_dtype"]))
+        if r["status"] != "ok" or base is None or base is r:
+            continue
+        for m, d in r["deltas"].items():
+            if m in base["metrics"] and abs(r["metrics"][m] - base["metrics"][m] - d) > 1e-6:
+                found.append(f"{r['tier']}-{r['kv']} {m}: score {r['metrics'][m]:.3f} - baseline "
+                             f"{base['metrics'][m]:.3f} != delta {d:.3f}")
+            iv = r["intervals"].get(m)
+            if iv is not None and abs(iv["delta"] - d) > 1e-9:
+                found.append(f"{r['tier']}-{r['kv']} {m}: interval's delta {iv['delta']:.3f} != delta {d:.3f}")
+    return found
+
+
+def test_a_read_stopped_at_a_look_shows_the_estimate_that_decided(project):
+    # the baseline misses the last quarter; int8 stopped at look 1 having read the first half, all right
+    base_dir, int8_dir = paths.eval_dir("m", "fp16", "auto"), paths.eval_dir("m", "int8", "auto")
+    io.atomic_write_jsonl(base_dir / "samples/classification.jsonl", samples("classification", 200, lambda i: i < 150))
+    io.atomic_write_jsonl(int8_dir / "samples/classification.jsonl", samples("classification", 100, lambda i: True))
+    for folder, acc, looked in ((base_dir, 75.0, None), (int8_dir, 100.0, 100)):
+        res = json.loads((folder / "result.json").read_text())
+        res["metrics"]["classification/acc"] = acc
+        if looked:
+            res["looks"] = {"classification": {"cap": 200, "sizes": [100, 200], "looks": 1, "of": 2, "n": looked,
+                                               "confidence": 0.995, "settled": {}}}
+            res["num_samples"]["classification"] = looked
+        io.atomic_write_json(folder / "result.json", res)
+    decide.main()
+    data = json.loads(open("results/decision.json").read())
+    int8 = next(r for r in data["rows"] if (r["tier"], r["kv"]) == ("int8", "auto"))
+    assert int8["deltas"]["classification/acc"] == 0.0          # on the 100 documents both read
+    assert int8["metrics"]["classification/acc"] == 75.0 and int8["read_means"]["classification/acc"] == 100.0
+    assert inconsistencies(data) == []
+    md = open("results/decision.md").read()
+    quality = md.split("#### classification", 1)[1]
+    assert "| int8-auto | 75.0 (+0.0 [" in quality
+
+
+def test_the_checker_finds_a_score_that_is_not_baseline_plus_delta(project):
+    decide.main()
+    data = json.loads(open("results/decision.json").read())
+    assert inconsistencies(data) == []
+    int8 = next(r for r in data["rows"] if (r["tier"], r["kv"]) == ("int8", "auto"))
+    int8["metrics"]["classification/acc"] += 0.5
+    assert inconsistencies(data) == ["int8-auto classification/acc: score 100.500 - baseline 100.000 != delta 0.000"]
+
+
+def test_the_committed_run_speaks_with_one_voice(root):
+    """results/decision.json as committed (README command 1's run)."""
+    assert inconsistencies(json.loads((root / "results/decision.json").read_text())) == []
