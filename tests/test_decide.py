@@ -126,17 +126,19 @@ def test_decide_renders_every_section(project, monkeypatch):
     reg = (project / "results/regressions/m-int4-gptq-auto.md").read_text()
     assert "## classification" in reg and "doc 0" in reg
     assert (project / "results/plots/m-quality_vs_memory.png").stat().st_size > 1000
-    # power of each gated metric: int4-gptq drops 1 in 4 classification samples from 100 to 0 (SD 43.4)
+    # power of each gated metric, from the verdict's interval: int4-gptq drops 1 in 4 classification
+    # samples from 100 to 0 (sample SD 43.4; its score interval [-31.70, -19.28] implies 44.8)
     acc = rows[("int4-gptq", "auto")]["power"]["classification/acc"]
-    assert acc["n"] == 200 and acc["sd"] == pytest.approx(43.41, abs=0.01)
+    iv = rows[("int4-gptq", "auto")]["intervals"]["classification/acc"]
+    assert acc["n"] == 200 and acc["sd"] == pytest.approx((iv["hi"] - iv["lo"]) / 2 * 200 ** 0.5 / 1.959964, rel=1e-5)
     assert acc["mdd"] == pytest.approx(2.8016 * acc["sd"] / 200 ** 0.5, abs=1e-3)
-    assert acc["n_for_80pct_power"] == 1644
+    assert acc["n_for_80pct_power"] == 1750
     assert set(rows[("int8", "auto")]["power"]) == {"classification/acc", "translation/bleu", "translation/chrf"}       # gated metrics only
     assert rows[("fp16", "auto")]["power"] == {} and rows[("int8", "fp8")]["power"] == {}
     power = md.split("### Power", 1)[1]
     assert "| Variant | translation BLEU (n=40) | translation chrF (n=40) | classification Accuracy (n=200) |" in power
-    # BLEU and chrF each from their own jackknife pseudo-values: no longer one sentence-chrF SD for both
-    assert "| int4-gptq-auto | 35.3 / 15.6 / 11 | 34.8 / 15.4 / 11 | 43.4 / 8.6 / 1,644 |" in power
+    # BLEU and chrF each from their own interval: no longer one sentence-chrF SD for both
+    assert "| int4-gptq-auto | 42.6 / 18.9 / 16 | 42.5 / 18.8 / 16 | 44.8 / 8.9 / 1,750 |" in power
     metrics = json.loads((project / "results/metrics.json").read_text())
     assert metrics["m"]["int4-gptq-auto"]["delta_classification/acc"] == -25.0
     # where each result was measured comes from the results (the unsupported one did not record it)

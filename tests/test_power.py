@@ -28,15 +28,33 @@ def test_hand_computed_values():
     assert power.samples_for_power(0, 3) == 2
 
 
-def test_observed_from_paired_differences():
-    # one right->wrong flip in four: mean -25, sample SD sqrt((75^2 + 3 * 25^2) / 3) = 50
-    p = power.observed([-100.0, 0.0, 0.0, 0.0], margin=3.0)
-    assert p.sd == pytest.approx(50.0) and p.n == 4
-    assert p.mdd == pytest.approx(Z * 50 / 2, abs=1e-3)
-    assert p.n_for_80pct_power == math.ceil((Z * 50 / 3) ** 2) == 2181
-    assert p.compact() == "SD 50.0, n=4, MDD 70.0, n80 2,181"
-    assert p.as_dict() == {"sd": p.sd, "n": 4, "mdd": p.mdd, "n_for_80pct_power": 2181}
-    assert power.observed([1.0], margin=3.0) is None
+def test_from_the_interval_the_verdict_was_read_on():
+    # [-2, +2] at 95% over 100 samples: s = 2 x 10 / 1.96 = 10.2
+    p = power.from_interval(-2.0, 2.0, 100, 0.95, margin=3.0)
+    sd = 2.0 * 10 / 1.959964
+    assert p.sd == pytest.approx(sd, abs=1e-4) and p.n == 100
+    assert p.mdd == pytest.approx(Z * sd / 10, abs=1e-3)
+    assert p.n_for_80pct_power == math.ceil((Z * sd / 3) ** 2) == 91
+    assert p.compact() == "SD 10.2, n=100, MDD 2.9, n80 91"
+    assert p.as_dict() == {"sd": p.sd, "n": 100, "mdd": p.mdd, "n_for_80pct_power": 91}
+    # a look's repeated interval (wider, at its own level) implies the same spread
+    wide = 1.959964 * 10.2 / 10 * (2.807034 / 1.959964)
+    assert power.from_interval(-wide, wide, 100, 0.995, 3.0).sd == pytest.approx(10.2, abs=1e-3)
+    assert power.from_interval(-1.0, 1.0, 1, 0.95, 3.0) is None
+
+
+def test_identical_outputs_do_not_plan_a_sample_size_the_verdict_cannot_pass_at():
+    """24 identical 0/100 outputs: the sample SD is 0, which planned "n80 2"; the verdict's interval
+    keeps a floor, and the plan from it is a size at which identical outputs do pass."""
+    from pipeline.scoring import stats
+
+    same = [100.0] * 20 + [0.0] * 4
+    iv = stats.paired_mean(same, same, 200, 0)
+    assert float(np.std(np.subtract(same, same))) == 0.0 and iv.lo < -3.0     # cannot pass at 24
+    p = power.from_interval(iv.lo, iv.hi, iv.n, 0.95, 3.0)
+    assert p.n_for_80pct_power > 24
+    at = stats.binary(0, 0, p.n_for_80pct_power, 0.95, None)
+    assert at.lo >= -3.0                                   # identical outputs pass at the planned size
 
 
 def pass_rate(n: int, sd: float, margin: float, runs: int = 4000, seed: int = 7) -> float:
@@ -57,24 +75,16 @@ def pairs(base: list[float], tier: list[float], key: str) -> list[tuple[dict, di
     return [({"scores": {key: b}}, {"scores": {key: t}}) for b, t in zip(base, tier)]
 
 
-def test_sample_diffs_flip_lower_is_better_and_give_corpus_metrics_none():
-    p = pairs([50.0, 60.0], [40.0, 70.0], "chrf")
-    assert analysis.sample_diffs("bleu", p) is None and analysis.sample_diffs("chrf", p) is None
-    assert analysis.sample_diffs("acc", p) is None
-    # the direction is the task's (its YAML's higher_is_better), passed in
-    assert analysis.sample_diffs("loss", pairs([1.0, 1.0], [2.0, 1.0], "loss"), higher_is_better=False) == [-1.0, 0.0]
-
-
-def test_corpus_metrics_plan_from_their_own_bootstrap_standard_error():
-    """BLEU and chrF get their own SD (bootstrap SE x sqrt(n)); before, both took sentence chrF's."""
+def test_powers_plan_every_gated_metric_from_its_own_interval():
+    """BLEU and chrF each from their own interval; a metric without one, or without a tolerance, gets none."""
     from pipeline.scoring.stats import Interval
 
-    p = pairs([50.0, 60.0, 55.0, 52.0], [40.0, 70.0, 50.0, 58.0], "chrf")
-    ivs = {"bleu": Interval(-1.0, -3.0, 1.0, 4, se=1.5), "chrf": Interval(-0.5, -2.0, 1.0, 4, se=0.5)}
-    out = analysis.powers(["bleu", "chrf"], p, {"bleu": 1.0, "chrf": 2.0}, 0.95, None, ivs)
-    assert out["bleu"].sd == pytest.approx(3.0) and out["chrf"].sd == pytest.approx(1.0)
-    assert out["bleu"].n_for_80pct_power == power.samples_for_power(3.0, 1.0)
-    assert analysis.powers(["bleu"], p, {"bleu": 1.0}, 0.95) == {}      # no interval: no power line
+    ivs = {"bleu": Interval(-1.0, -3.0, 1.0, 4), "chrf": Interval(-0.5, -2.0, 1.0, 4)}
+    out = analysis.powers(["bleu", "chrf", "acc"], {"bleu": 1.0, "chrf": 2.0, "acc": 3.0}, 0.95, ivs, 0.95)
+    assert set(out) == {"bleu", "chrf"}
+    assert out["bleu"].sd == pytest.approx(2.0 * 2 / 1.959964, abs=1e-4)
+    assert out["chrf"].sd == pytest.approx(1.5 * 2 / 1.959964, abs=1e-4)
+    assert analysis.powers(["bleu"], {}, 0.95, ivs, 0.95) == {}
 
 
 def test_the_bootstrap_standard_error_is_the_spread_of_the_resampled_deltas():
@@ -84,16 +94,3 @@ def test_the_bootstrap_standard_error_is_the_spread_of_the_resampled_deltas():
     base, tier = rng.normal(0, 1, 400), rng.normal(0, 1, 400)
     iv = stats.paired_mean(base, tier, 2000, 1)
     assert iv.se == pytest.approx(np.std(tier - base, ddof=1) / np.sqrt(400), rel=0.08)
-
-
-def test_powers_take_the_direction_per_metric():
-    p = pairs([1.0, 1.0, 3.0], [2.0, 1.0, 1.0], "loss")
-    out = analysis.powers(["loss"], p, {"loss": 1.0}, 0.95, {"loss": False})
-    assert out["loss"].n == 3
-
-
-def test_powers_only_for_gated_metrics():
-    p = pairs([100.0, 100.0, 0.0, 100.0], [0.0, 100.0, 0.0, 100.0], "acc")
-    out = analysis.powers(["acc", "macro_f1"], p, {"acc": 3.0}, 0.95)
-    assert list(out) == ["acc"] and out["acc"].n == 4 and out["acc"].sd == pytest.approx(50.0)
-    assert analysis.powers(["acc"], p, {}, 0.95) == {}

@@ -21,9 +21,9 @@ def notes(header: Header) -> list[str]:
         "below `decision.min_baseline` (the model cannot do the task, so differences mean nothing). A variant "
         "passes when every metric the model can do passes. An inconclusive metric says how many samples would "
         "settle it if the observed effect held (the interval narrows as 1/sqrt(n)).",
-        "Power (its table): for each metric with a tolerance, SD is the standard deviation of "
-        "the paired per-sample differences (BLEU/chrF, corpus metrics with no per-sample form: of their jackknife "
-        "pseudo-values), n the samples compared, MDD = "
+        "Power (its table): for each metric with a tolerance, SD is the spread the verdict's own interval "
+        "implies (its half-width x sqrt(n) / z at the interval's confidence; the sample SD would plan from 0 "
+        "where most outputs equal the baseline's, a size the interval cannot pass at), n the samples compared, MDD = "
         "(z(1-a) + z(0.8)) x SD / sqrt(n) the smallest tolerance this n shows non-inferiority for with 80% power "
         "when the tier is truly unchanged, and n80 = ceil(((z(1-a) + z(0.8)) x SD / tolerance)^2) the samples "
         "that give 80% power at the configured tolerance; a = (1 - confidence) / 2, one side of the verdict's "

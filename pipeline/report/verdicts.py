@@ -113,9 +113,10 @@ def power_lines(m: ModelReport, base: Baseline | None) -> list[str]:
     metrics = in_report_order(m, list(dict.fromkeys(mid for r in rows for mid in r.evidence.power)))
     ns = {mid: one_value([p.n for r in rows if (p := r.evidence.power.get(mid)) is not None]) for mid in metrics}
     head = ["Variant"] + [f"{label(mid)} (n={ns[mid]})" if ns[mid] is not None else label(mid) for mid in metrics]
-    lines = ["### Power", "", "Each cell: SD of the paired differences (BLEU, chrF: of their jackknife "
-             "pseudo-values) / minimum detectable drop at this n / samples for 80% power at the "
-             "tolerance (n80).", "", md_row(head), "|" + "---|" * len(head)]
+    lines = ["### Power", "", "Each cell: the spread the verdict's own interval implies (half-width x sqrt(n) / z; "
+             "not the sample SD, which is near 0 where most outputs equal the baseline's) / minimum detectable "
+             "drop at this n / samples for 80% power at the tolerance (n80), in items read by this design.", "",
+             md_row(head), "|" + "---|" * len(head)]
     for r in rows:
         cells = [r.variant]
         for mid in metrics:

@@ -75,36 +75,18 @@ def strata_of(pairs: list[tuple[dict, dict]]) -> tuple[list[int], list[int]] | N
     return [t["stratum"] for _, t in pairs], list(pairs[0][1]["strata"])
 
 
-def sample_diffs(metric: str, pairs: list[tuple[dict, dict]], higher_is_better: bool = True
-                 ) -> list[float] | None:
-    """Per-sample tier - baseline differences of a metric, signed so that a drop is negative. None for a
-    corpus metric (BLEU, chrF: no per-sample form; see `powers`) and when the samples carry no such score."""
-    if is_corpus(metric, pairs) or not pairs or not all(metric in b["scores"] and metric in t["scores"]
-                                                           for b, t in pairs):
-        return None
-    sign = 1.0 if higher_is_better else -1.0
-    return [sign * (t["scores"][metric] - b["scores"][metric]) for b, t in pairs]
-
-
-def powers(task_metrics: list[str], pairs: list[tuple[dict, dict]], limits: dict[str, float],
-           confidence: float, higher_is_better: dict[str, bool] | None = None,
-           intervals: dict[str, stats.Interval] | None = None) -> dict[str, power.Power]:
-    """Power figures for each gated metric a task reports; `limits`: metric -> allowed drop (the
-    task's own metric names, as `higher_is_better`). A corpus metric plans from its own paired
-    bootstrap's standard error (`intervals`), never from another metric's per-sample scores."""
-    hib, ivs = higher_is_better or {}, intervals or {}
+def powers(task_metrics: list[str], limits: dict[str, float], confidence: float,
+           intervals: dict[str, stats.Interval], interval_confidence: float) -> dict[str, power.Power]:
+    """Power figures for each gated metric a task reports, planned from the interval its verdict was
+    read on (`intervals`, at `interval_confidence`; power.from_interval); `limits`: metric -> allowed
+    drop (the task's own metric names)."""
     out = {}
     for m in task_metrics:
-        if m not in limits:
-            continue
-        if is_corpus(m, pairs):
-            iv = ivs.get(m)
-            found = power.from_standard_error(iv.se, iv.n, limits[m], confidence) if iv is not None else None
-        else:
-            diffs = sample_diffs(m, pairs, hib.get(m, True))
-            found = power.observed(diffs, limits[m], confidence) if diffs else None
-        if found is not None:
-            out[m] = found
+        iv = intervals.get(m)
+        if m in limits and iv is not None:
+            found = power.from_interval(iv.lo, iv.hi, iv.n, interval_confidence, limits[m], confidence)
+            if found is not None:
+                out[m] = found
     return out
 
 

@@ -55,12 +55,12 @@ def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision, r
             reported = task_metrics(r, task)
             limits = {m: decision.allowed_drop(tol, base.metrics[mid]) for m, mid in reported.items()
                       if (tol := tolerance(mid)) is not None and mid in base.metrics}
-            hib = {m: r.higher_is_better.get(mid, True) for m, mid in reported.items()}
             ivs = analysis.intervals(list(reported), pairs, rule.bootstrap)
             if conf is not None:        # a task read in looks: the repeated interval of its last look
                 ivs = {m: stats.repeated(iv, conf) for m, iv in ivs.items()}
             intervals.update({reported[m]: iv for m, iv in ivs.items()})
-            pws = analysis.powers(list(reported), pairs, limits, rule.bootstrap.confidence, hib, ivs)
+            pws = analysis.powers(list(reported), limits, rule.bootstrap.confidence, ivs,
+                                  conf if conf is not None else rule.bootstrap.confidence)
             power.update({reported[m]: p for m, p in pws.items()})
             if "logliks" in mine[task][0]:
                 found.flips.setdefault(r.model, {}).setdefault(r.variant, {})[task] = analysis.flips(pairs)

@@ -12,12 +12,18 @@ approximation for a paired non-inferiority test with a true difference of 0 (e.g
   required sample size     n   = ceil(((z_{1-alpha} + z_{power}) * s / T)^2)
       the n that gives that power at the configured margin T.
 At confidence 0.95 and power 0.8: z sum = 1.960 + 0.842 = 2.802; s = 10, T = 3 gives n = 88.
+
+decide plans from the interval the verdict was read on (`from_interval`), never from the raw sample SD:
+s is the spread that interval implies, half-width x sqrt(n) / z at its confidence. Where most outputs
+equal the baseline's, the sample SD is near 0 and would plan "n80 2", while the verdict's interval
+(paired_graded, paired_binary) keeps a floor no fixed n removes that fast: the floor narrows at least as
+fast as 1/sqrt(n), so the plan is conservative there. A stratified read's interval is the weighted one,
+so its plan is in items read by that design.
 """
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 POWER = 0.8
@@ -25,7 +31,7 @@ POWER = 0.8
 
 @dataclass(frozen=True)
 class Power:
-    sd: float                     # observed SD of the paired per-sample differences
+    sd: float                     # the spread the verdict's interval implies (from_interval)
     n: int                        # samples the run compared
     mdd: float                    # minimum detectable drop at n (metric points)
     n_for_80pct_power: int | None  # samples for 80% power at the tolerance; None when the tolerance is 0
@@ -60,23 +66,15 @@ def samples_for_power(sd: float, margin: float, confidence: float = 0.95, power:
     return max(2, math.ceil((z_sum(confidence, power) * sd / margin) ** 2))
 
 
-def observed(diffs: Sequence[float], margin: float, confidence: float = 0.95) -> Power | None:
-    """Power figures from paired differences (tier - baseline, oriented so a drop is negative).
-    None with fewer than two differences: no SD to plan from."""
-    if len(diffs) < 2:
+def from_interval(lo: float, hi: float, n: int, interval_confidence: float, margin: float,
+                  confidence: float = 0.95) -> Power | None:
+    """Power figures from the interval a verdict was read on (two-sided at `interval_confidence`, a
+    look's repeated level where it was read in looks): s = half-width x sqrt(n) / z, planned at the
+    verdict's `confidence`. None with fewer than two samples."""
+    if n < 2:
         return None
-    sd = statistics.stdev(diffs)
-    n = len(diffs)
-    return Power(sd, n, min_detectable_drop(sd, n, confidence), samples_for_power(sd, margin, confidence))
-
-
-def from_standard_error(se: float, n: int, margin: float, confidence: float = 0.95) -> Power | None:
-    """Power figures for a corpus metric (BLEU, chrF), which has no per-sample differences: the SD a
-    paired per-sample design would need for the same standard error, SE x sqrt(n), with SE from the
-    metric's own paired bootstrap."""
-    if n < 2 or se is None:
-        return None
-    sd = se * math.sqrt(n)
+    z = statistics.NormalDist().inv_cdf(0.5 + interval_confidence / 2)
+    sd = (hi - lo) / 2 * math.sqrt(n) / z
     return Power(sd, n, min_detectable_drop(sd, n, confidence), samples_for_power(sd, margin, confidence))
 
 
