@@ -73,3 +73,4 @@ class ModelReport:
     long_tolerance: float | None = None                    # decision.kv_kl_tolerance; None: no long-context records
     retrieval: list[ByLength] = field(default_factory=list)  # the retrieval suite's lengths, per variant
     repaired: dict[str, str | None] = field(default_factory=dict)  # repaired tier -> its uniform tier (params)
+    kv_barred: set[tuple[str, str]] = field(default_factory=set)  # (tier, kv) no pick may take (decide_picks.kv_barred)

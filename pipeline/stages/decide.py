@@ -85,7 +85,7 @@ def model_report(params: schema.Params, rows: list[Row], model: str, found: Comp
         noise_flips=noise_flips(mine, base, samples, floor) if floor is not None and base else {},
         long_kv=by_length or [], long_tolerance=params.decision.kv_kl_tolerance if configured else None,
         retrieval=retrieval_length.table(mine, retrieval_length.lengths(samples[base.key]) if base else []),
-        repaired=repair.uniform_of(params.tiers))
+        repaired=repair.uniform_of(params.tiers), kv_barred=barred)
 
 
 def noise_floor(params: schema.Params, measured: list[Measured], model: str, samples: Samples) -> noise.NoiseFloor:
