@@ -21,7 +21,7 @@ def table(text: str) -> list[list[str]]:
 
 def test_page_one_fits_a_screen():
     lines = page1().splitlines()
-    assert len(lines) <= 40 and max(len(line) for line in lines) <= page_one.WIDTH
+    assert len(lines) <= page_one.MAX_LINES and max(len(line) for line in lines) <= page_one.WIDTH
 
 
 def test_page_one_states_the_run_the_baseline_recovery_and_the_caveats():
@@ -34,12 +34,13 @@ def test_page_one_states_the_run_the_baseline_recovery_and_the_caveats():
             "bytes/token (-50%).") in " ".join(p.split())
     assert "Caveats: measured on a CPU" not in p and "the quantized KV cache is simulated" in " ".join(p.split())
     int4 = next(r for r in table(p) if r[:2] == ["int4", "fp8"])
-    assert int4[3] == "pass -1.0 [-2.0,+0.0] 99%"          # recovery 89 / 90
+    # the interval at its own confidence, then recovery (89 / 90) in its labelled column
+    assert int4[3:5] == ["pass -1.0 [-2.0,+0.0] at 95%", "99%"]
 
 
 def test_the_summary_table_has_no_constant_column_and_no_report_only_or_not_capable_task():
     head, *body = table(page1())
-    assert head == ["Tier", "KV", "Verdict", "classification", "Weights MiB"]
+    assert head == ["Tier", "KV", "Verdict", "classification", "recovery", "Weights MiB"]
     for i, name in enumerate(head):
         assert len({r[i] for r in body}) > 1, name
 
@@ -48,7 +49,7 @@ def test_the_committed_decision_md_s_page_one_fits_a_screen():
     """The real run's page 1 (results/decision.md, committed with dvc.lock), not only the fixture's."""
     from pipeline import paths
     page = (paths.RESULTS / "decision.md").read_text(encoding="utf-8").split("\n## ", 1)[0].splitlines()
-    assert len(page) <= 40 and max(len(line) for line in page) <= page_one.WIDTH
+    assert len(page) <= page_one.MAX_LINES and max(len(line) for line in page) <= page_one.WIDTH
 
 
 def test_a_task_a_failed_variant_did_not_run_says_why_not_not_measured():
@@ -66,3 +67,59 @@ def test_a_task_a_failed_variant_did_not_run_says_why_not_not_measured():
     assert page_one.cell(m, rs[1], rs[0], "classification").startswith("FAIL -30.0 [-34.0,-26.0]")
     unsaid = dataclasses.replace(rs[1], facts=dataclasses.replace(rs[1].facts, not_run={}))
     assert page_one.cell(m, unsaid, rs[0], "other") == "inconclusive (not measured)"
+
+
+def close_rows(int8_interval, int4_interval):
+    """The baseline, int8 (larger, first in the sequence) and int4 with the given accuracy intervals
+    (delta, lo, hi); the margin is 3.0 points, n 160."""
+    from pipeline.scoring.rows import Evidence
+    from pipeline.scoring.stats import Interval
+    from tests.test_report import facts, judged
+
+    mk = lambda tier, mib_: facts(tier, "auto", metrics={"classification/acc": 90.0}, weight_bytes=2**20 * mib_,
+                                  kv_bytes_per_token=23040)
+    ev = lambda d, lo, hi: Evidence({"classification/acc": d}, {"classification/acc": Interval(d, lo, hi, 160)})
+    return judged([mk("fp16", 258), mk("int8", 150), mk("int4", 100)], [None, ev(*int8_interval), ev(*int4_interval)])
+
+
+def test_a_look_s_interval_shows_its_own_confidence_and_flips_have_their_own_column():
+    from pipeline.scoring.stats import Flips
+
+    rs = close_rows((-1.0, -2.0, 0.0), (-9.0, -12.0, -6.0))
+    looked = dataclasses.replace(rs[1].judgement.verdicts["classification/acc"], confidence=0.9817)
+    rs[1] = dataclasses.replace(rs[1], judgement=dataclasses.replace(
+        rs[1].judgement, verdicts={"classification/acc": looked}))
+    m = dataclasses.replace(model_report(rs, rs[1]), flips={"int8-auto": {"classification": Flips(5, 4, 160)}})
+    head, base, int8, _ = table("\n".join(page_one.table(m, rs[0], ["classification"])))
+    assert head == ["Tier", "KV", "Verdict", "classification", "recovery", "flips", "Weights MiB"]
+    assert int8 == ["int8", "auto", "pass", "pass -1.0 [-2.0,+0.0] at 98.2%", "100%", "5.6%", "150.0"]
+    assert base == ["fp16", "auto", "baseline", "Accuracy 90.0", "–", "–", "258.0"]
+
+
+def test_a_sequence_stopping_within_half_a_point_of_the_margin_is_a_close_call_on_page_one():
+    from pipeline.report import close_call
+
+    # int8 misses the -3.0 margin by 0.10: the baseline is picked, and page 1 says how close it was
+    rs = close_rows((-1.6, -3.1, -0.1), (-1.0, -2.0, 0.0))
+    m = model_report(rs, decision.recommend(rs, "m").row)
+    assert m.recommendation.row is rs[0] and close_call.stop_of(m) is rs[1]
+    assert close_call.lines(m) == [
+        "Close call (within 0.5 point of a margin): `int8-auto` stops the sequence (inconclusive): classification "
+        "Accuracy lower bound -3.10 at 95%, 0.10 from the -3.00 margin; to settle: about 184 samples at the observed "
+        "effect, more than the 160 classification holds: a larger set."]
+    md = markdown.render({"m": m}, HEADER).split("\n## ", 1)[0]
+    assert "Close call (within 0.5 point of a margin): `int8-auto` stops the sequence" in " ".join(md.split())
+    # the pick itself clears its margin by 0.30; the candidate after it fails far from it: only the pick is named
+    rs = close_rows((-1.0, -2.7, 0.7), (-9.0, -12.0, -6.0))
+    m = model_report(rs, decision.recommend(rs, "m").row)
+    assert close_call.lines(m) == [
+        "Close call (within 0.5 point of a margin): the pick `int8-auto` clears classification Accuracy by 0.30 (-2.70 "
+        "at 95%; settled at its confidence, but another arithmetic may land on the other side)."]
+    # a fail 0.4 under the margin stops the sequence: close; 1.0 under it: not
+    rs = close_rows((-5.0, -7.0, -3.4), (-1.0, -2.0, 0.0))
+    assert ("`int8-auto` stops the sequence (fail): classification Accuracy upper bound -3.40 at 95%, 0.40 from the "
+            "-3.00 margin; to settle: settled at its confidence") in \
+        close_call.lines(model_report(rs, rs[0]))[0]
+    rs = close_rows((-5.0, -7.0, -4.0), (-1.0, -2.0, 0.0))
+    assert close_call.lines(model_report(rs, rs[0])) == []
+    assert "Close call" not in markdown.render({"m": model_report(rs, rs[0])}, HEADER)

@@ -24,7 +24,7 @@ def judged(found, evidence, rule=RULE):
     return decision.judge(found, {f.key: e for f, e in zip(found, evidence) if e is not None}, rule)
 
 
-def rows():
+def rows(rule=RULE):
     found = [facts("fp16", "auto", backend="reference", compute_dtype="float32", metrics={"classification/acc": 90.0, "translation/bleu": 0.3},
                    weight_bytes=2**20 * 258, kv_bytes_per_token=23040, tokens_per_s=50.0),
              facts("int4", "fp8", backend="reference", compute_dtype="float32", metrics={"classification/acc": 89.0, "translation/bleu": 0.2},
@@ -33,7 +33,7 @@ def rows():
     ev = Evidence({"classification/acc": -1.0, "translation/bleu": -0.1},
                   {"classification/acc": Interval(-1.0, -2.0, 0.0, 160), "translation/bleu": Interval(-0.1, -0.3, 0.1, 40)},
                   {"classification/acc": Power(10.0, 160, 2.2, 88)})
-    return judged(found, [None, ev, None])
+    return judged(found, [None, ev, None], rule)
 
 
 def model_report(rs, rec=None, why="", command=None):
@@ -55,7 +55,7 @@ def test_render_has_every_row_reason_and_command():
     assert top[1].splitlines()[0] == "**Recommended: `int4` with KV cache `fp8`** for m.  "
     assert " ".join(top[1].split()).startswith(f"**Recommended: `int4` with KV cache `fp8`** for m. Why: {best.why}.")
     assert top[1].splitlines()[-1] == "Serve: `vllm serve x` (sized per target GPU under *Per target GPU*)."
-    assert "| Tier | KV | Verdict | classification | Weights MiB |" in page1      # translation: not capable
+    assert "| Tier | KV | Verdict | classification | recovery | Weights MiB |" in page1    # translation: not capable
     assert every.lstrip().startswith("| Tier | KV cache | Verdict | classification | translation | Weights (MiB) |")
     assert "| int4 | fp8 | pass | pass Accuracy -1.0 | not capable | 100.0 | 11,520 |" in md
     assert "| int8 | fp8 | unsupported here: FP8 KV cache on CPU requires AVX-512 | – | – |" in md
@@ -217,7 +217,8 @@ def test_the_speed_column_names_the_device_the_results_record():
 
 def test_the_notes_name_the_run_s_confidence_and_kv_scales():
     head = dataclasses.replace(HEADER, bootstrap=Bootstrap(confidence=0.9), kv_scales={"fp8": "0.5", "fp8-cal": "calibrated"})
-    md = markdown.render({"m": model_report(rows())}, head)
+    # the verdicts read at the run's confidence too: page 1 names each interval's own
+    md = markdown.render({"m": model_report(rows(dataclasses.replace(RULE, bootstrap=head.bootstrap)))}, head)
     assert "one-sided test at 5.0% a side (90% two-sided)" in md and "its 90% interval" in md and "95%" not in md
     assert "each KV mode's k/v scale (`fp8` 0.5, `fp8-cal` calibrated; 1.0 is vLLM's default" in md
 

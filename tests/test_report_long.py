@@ -41,10 +41,10 @@ def test_the_section_states_each_kv_mode_s_length_and_every_variant_s_buckets():
     assert "| fp16 | fp8 | +0.0045 [" in text and "pass | 1,024 |" in text
     assert "| fp16-fp8 | 0.0045 [0.0000, 0.1000] / 99.0% | 0.0055 [0.0000, 0.1000] / 99.0% |" in lines
     assert "| int4-auto | skipped: the variant failed a gated metric first |  |" in lines
-    assert "Not recommended for a target GPU" not in text
+    assert "Barred from every pick" not in text
     # planned for a longer context than the probe read: said, and the GPU recommendation follows it
-    assert ("Not recommended for a target GPU (planned for 4,096 tokens: memory.max_model_len, at most the "
-            "model's context): fp16 + fp8 KV.") in long_context.long_lines(report(), max_model_len=4096)
+    assert ("Barred from every pick, page 1's and each target GPU's (not shown up to 4,096 tokens: memory.max_model_len, "
+            "at most the model's context; decision.kv_kl_tolerance): fp16 + fp8 KV.") in long_context.long_lines(report(), max_model_len=4096)
 
 
 def test_without_any_measured_variant_it_says_why_and_json_carries_the_verdicts():

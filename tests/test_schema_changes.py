@@ -40,12 +40,25 @@ def test_min_speed_vs_baseline_moved_to_report(params_dict):
 
 
 @pytest.mark.parametrize("key, value", [("length_buckets", [0, 400]), ("regressions_per_task", 3),
-                                        ("min_speed_vs_baseline", 0.2), ("kv_kl_tolerance", 0.01)])
+                                        ("min_speed_vs_baseline", 0.2)])
 def test_report_only_knobs_moved_out_of_decision(params_dict, key, value):
     """decision: is what evaluate's looks read; a report-only knob there is named with where it went."""
     with pytest.raises(schema.ConfigError, match=rf"^decision\.{key}: moved to report\.{key}"):
         schema.parse(with_(params_dict, "decision", key, value))
     assert getattr(schema.parse(with_(params_dict, "report", key, value)).report, key) == value
+
+
+def test_kv_kl_tolerance_moved_to_decision_as_it_changes_a_pick(params_dict):
+    """It bars quantized KV modes from every pick: a knob that can change a pick lives under decision:."""
+    with pytest.raises(schema.ConfigError) as e:
+        schema.parse(with_(params_dict, "report", "kv_kl_tolerance", 0.02))
+    assert str(e.value).startswith("report.kv_kl_tolerance: moved to decision.kv_kl_tolerance") and "\n" not in str(e.value)
+    assert schema.parse(params_dict).decision.kv_kl_tolerance == 0.02
+    assert schema.parse(with_(params_dict, "decision", "kv_kl_tolerance", 0.05)).decision.kv_kl_tolerance == 0.05
+    for bad in (0, -0.01):
+        with pytest.raises(schema.ConfigError, match=r"^decision\.kv_kl_tolerance: must be > 0 nats/token"):
+            schema.parse(with_(params_dict, "decision", "kv_kl_tolerance", bad))
+    assert not hasattr(schema.parse(params_dict).report, "kv_kl_tolerance")
 
 
 def test_the_report_section_is_required(params_dict):

@@ -84,6 +84,12 @@ def word(v, mark: dict[str, str] = MARK) -> str:
     return "unstable" if v.unstable else mark[v.verdict]
 
 
+def confidence(v) -> str:
+    """A verdict's interval's confidence: 95%, or 98.2% for a look's repeated interval."""
+    c = 100 * v.confidence
+    return f"{c:.0f}%" if abs(c - round(c)) < 1e-6 else f"{c:.1f}%"
+
+
 def status_cell(r: Row) -> str:
     f = r.facts
     if f.status == "ok":

@@ -70,6 +70,7 @@ class ModelReport:
     noise: NoiseFloor | None = None                        # the engine's own noise (stage noise)
     noise_flips: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)  # variant -> task -> (flips, inside)
     long_kv: list[LongKv] = field(default_factory=list)    # quantized KV modes judged by position
-    long_tolerance: float | None = None                    # report.kv_kl_tolerance; None: no long-context records
+    long_tolerance: float | None = None                    # decision.kv_kl_tolerance; None: no long-context records
     retrieval: list[ByLength] = field(default_factory=list)  # the retrieval suite's lengths, per variant
     repaired: dict[str, str | None] = field(default_factory=dict)  # repaired tier -> its uniform tier (params)
+    kv_barred: set[tuple[str, str]] = field(default_factory=set)  # (tier, kv) no pick may take (decide_picks.kv_barred)

@@ -75,8 +75,8 @@ def long_lines(m: ModelReport, max_model_len: int) -> list[str]:
         planned = planned_length([r.facts for r in m.rows], max_model_len)
         short = [f for f in m.long_kv if f.up_to < planned]
         if short:
-            lines += [f"Not recommended for a target GPU (planned for {planned:,} tokens: memory.max_model_len, at "
-                      "most the model's context): "
+            lines += [f"Barred from every pick, page 1's and each target GPU's (not shown up to {planned:,} tokens: "
+                      "memory.max_model_len, at most the model's context; decision.kv_kl_tolerance): "
                       + ", ".join(f"{f.tier} + {f.kv} KV" for f in short) + ".", ""]
     lines += [f"![next-token KL by position]({paths.position_plot(m.name)})", ""]
     lines += [md_row(["Variant", *buckets]), md_row(["---"] * (len(buckets) + 1))]

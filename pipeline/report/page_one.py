@@ -1,21 +1,25 @@
 """Page 1 of decision.md: what a reviewer reads in a minute. The recommendation and its serve line,
 what a pass means in numbers, the baseline's own scores, the memory saved, where and from what the
-run came, the caveats, and one table: a row per variant, a column per gated task the model can do,
-each cell the verdict, the delta with its interval, recovery (variant / baseline, as llm-compressor
-computes it) and flips. Every sentence is generated from the data it states; no line over WIDTH. Pure.
+run came, the caveats, whether the pick was a close call (report/close_call.py), and one table: a row
+per variant, a column per gated task the model can do (the verdict, the delta with its interval at the
+interval's own confidence), each followed by a labelled `recovery` column (variant / baseline, as
+llm-compressor computes it) and, on a task with flips, a `flips` column. Every sentence is generated
+from the data it states; no line over WIDTH. Pure.
 """
 from __future__ import annotations
 
 import textwrap
 
 from pipeline.domain.memory import mib
-from pipeline.report.cells import PLAIN, is_baseline, label, md_row, status_word, task_of, unread, word
+from pipeline.report import close_call
+from pipeline.report.cells import PLAIN, confidence, is_baseline, label, md_row, status_word, task_of, unread, word
 from pipeline.report.document import Header, ModelReport
 from pipeline.schema import Baseline
 from pipeline.scoring.decision import not_capable
 from pipeline.scoring.rows import Row
 
 WIDTH = 120
+MAX_LINES = 44    # a screen: 40 before the close-call line (report/close_call.py), which may take 3 or 4
 
 
 def wrap(text: str) -> list[str]:
@@ -83,24 +87,40 @@ def recovery(r: Row, base: Row, mid: str) -> float | None:
     return None if not b or v is None else 100.0 * v / b
 
 
-def cell(m: ModelReport, r: Row, base: Row, task: str) -> str:
-    """verdict delta [interval], recovery, flips: of the metric that decided the task."""
+def deciding(r: Row, task: str):
+    """(metric, verdict) that decided the task on the row: its worst verdict (None: no gated verdict)."""
     mine = {mid: v for mid, v in r.judgement.verdicts.items() if task_of(mid) == task and not not_capable(v)}
-    if not mine:
-        return unread(r, task) if not any(task_of(mid) == task for mid in r.facts.metrics) else "–"
     order = {"fail": 0, "inconclusive": 1, "pass": 2}
-    mid, v = min(mine.items(), key=lambda kv: order.get(kv[1].verdict, 1))
+    return min(mine.items(), key=lambda kv: order.get(kv[1].verdict, 1)) if mine else None
+
+
+def cell(m: ModelReport, r: Row, base: Row, task: str) -> str:
+    """verdict delta [interval] at its confidence, of the metric that decided the task."""
+    found = deciding(r, task)
+    if found is None:
+        return unread(r, task) if not any(task_of(mid) == task for mid in r.facts.metrics) else "–"
+    mid, v = found
     shown = word(v, PLAIN)
     if v.lo is None:
         return r.facts.not_run_text(task) or (f"{shown} (not measured)" if "not measured" in (v.note or "") else shown)
     delta = r.evidence.deltas.get(mid)
-    text = f"{shown} {delta:+.1f} [{v.lo:+.1f},{v.hi:+.1f}]" if delta is not None else shown
-    rec = recovery(r, base, mid)
-    text += f" {rec:.0f}%" if rec is not None else ""
+    return f"{shown} {delta:+.1f} [{v.lo:+.1f},{v.hi:+.1f}] at {confidence(v)}" if delta is not None else shown
+
+
+def recovery_cell(r: Row, base: Row, task: str) -> str:
+    """Recovery of the metric that decided the task, '–' where there is none."""
+    found = deciding(r, task)
+    rec = recovery(r, base, found[0]) if found is not None and found[1].lo is not None else None
+    return f"{rec:.0f}%" if rec is not None else "–"
+
+
+def flips_cell(m: ModelReport, r: Row, task: str) -> str:
     flips = m.flips.get(r.variant, {}).get(task)
-    if flips is not None and flips.n:
-        text += f" {100.0 * flips.rate:.1f}%"
-    return text
+    return f"{100.0 * flips.rate:.1f}%" if flips is not None and flips.n and deciding(r, task) else "–"
+
+
+def has_flips(m: ModelReport, task: str) -> bool:
+    return any((f := m.flips.get(r.variant, {}).get(task)) is not None and f.n for r in m.rows)
 
 
 def gated(m: ModelReport, task: str) -> list[str]:
@@ -110,21 +130,25 @@ def gated(m: ModelReport, task: str) -> list[str]:
 
 
 def table(m: ModelReport, base: Row, tasks: list[str]) -> list[str]:
-    head = ["Tier", "KV", "Verdict"] + tasks + ["Weights MiB"]
+    flipped = {t: has_flips(m, t) for t in tasks}
+    head = ["Tier", "KV", "Verdict"] + [c for t in tasks for c in [t, "recovery"] + ["flips"] * flipped[t]] + ["Weights MiB"]
     lines = [md_row(head), "|" + "---|" * len(head)]
     for r in m.rows:
         f = r.facts
         if r is base:
             verdict = "baseline"
-            cells = [", ".join(f"{label(x, with_task=False)} {f.metrics[x]:.1f}" for x in gated(m, t) if x in f.metrics)
-                     for t in tasks]
+            cells = [c for t in tasks for c in [", ".join(f"{label(x, with_task=False)} {f.metrics[x]:.1f}"
+                                                          for x in gated(m, t) if x in f.metrics), "–"]
+                     + ["–"] * flipped[t]]
         elif f.status != "ok":
-            verdict, cells = status_word(f.status), ["–"] * len(tasks)
+            verdict, cells = status_word(f.status), ["–"] * (len(head) - 4)
         else:
-            verdict, cells = r.judgement.overall.replace("fail", "FAIL"), [cell(m, r, base, t) for t in tasks]
+            verdict = r.judgement.overall.replace("fail", "FAIL")
+            cells = [c for t in tasks for c in [cell(m, r, base, t), recovery_cell(r, base, t)]
+                     + [flips_cell(m, r, t)] * flipped[t]]
         lines.append(md_row([f.tier, f.kv, verdict] + cells + [f"{mib(f.weight_bytes):.1f}" if f.weight_bytes else "–"]))
-    return lines + ["", *wrap("Cells: verdict, delta (points) [the interval it was read on], recovery (variant / "
-                              "baseline), then on a choice task the share of items flipped."), ""]
+    return lines + ["", *wrap("Task cells: verdict, delta in points [interval] at its confidence; recovery: variant / "
+                              "baseline; flips: items flipped."), ""]
 
 
 def lines(m: ModelReport, header: Header, provenance_line: str, opening: list[str]) -> list[str]:
@@ -133,7 +157,7 @@ def lines(m: ModelReport, header: Header, provenance_line: str, opening: list[st
     base = baseline_row(m, header.baseline)
     out = [x for line in opening for x in (wrap(line) if line and not line.startswith("|") else [line])]
     out += pass_means(m, header, tasks) + baseline_scores(m, base, tasks) + memory_saved(m, base)
-    out += caveats(m, header, provenance_line)
+    out += caveats(m, header, provenance_line)[:-1] + [x for line in close_call.lines(m) for x in wrap(line)] + [""]
     if base is not None and tasks:
         out += table(m, base, tasks)
     return out

@@ -1,5 +1,7 @@
-"""The decision rule's params: the baseline, per-metric tolerances and floors, the bootstrap: what
-evaluate's looks read (report-only knobs are `report:`, pipeline/schema/report.py)."""
+"""The decision rule's params: the baseline, per-metric tolerances and floors, the bootstrap (what
+evaluate's looks read), and every other knob that can change a verdict or a pick (kv_kl_tolerance:
+which quantized KV modes may be picked). Knobs that only change what decision.md shows are `report:`,
+pipeline/schema/report.py."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -49,6 +51,14 @@ class Decision:
     tolerances: dict[str, Tolerance]
     min_baseline: dict[str, float] = field(default_factory=dict)
     bootstrap: Bootstrap = field(default_factory=Bootstrap)
+    # eval.long_context: the KL (nats/token) a quantized KV cache may add, per position bucket, to the same
+    # tier with the baseline's KV cache (pipeline/scoring/long_kv.py); a quantized KV mode not shown within
+    # it up to memory.max_model_len is no candidate for any pick (page 1's and each target GPU's)
+    kv_kl_tolerance: float = 0.02
     # report-only knobs moved to `report:` (decide's alone, so changing one re-runs no evaluation)
     RETIRED = {k: f"moved to report.{k} (report-only: decide applies it, no evaluation re-runs)"
-               for k in ("length_buckets", "regressions_per_task", "min_speed_vs_baseline", "kv_kl_tolerance")}
+               for k in ("length_buckets", "regressions_per_task", "min_speed_vs_baseline")}
+
+    def __post_init__(self) -> None:
+        if not self.kv_kl_tolerance > 0:
+            raise FieldError("kv_kl_tolerance", f"must be > 0 nats/token, got {self.kv_kl_tolerance}")

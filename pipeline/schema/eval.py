@@ -102,7 +102,7 @@ class LongContext:
     then doubling, up to the smaller of `positions`, the model's context and memory.max_model_len), with
     t intervals over texts. A quantized KV mode is judged against the same tier with the baseline's KV
     cache: non-inferior in a bucket when the upper bound of its paired KL increase is within
-    report.kv_kl_tolerance. Reference backend only (it reads what the quantized cache holds at every
+    decision.kv_kl_tolerance. Reference backend only (it reads what the quantized cache holds at every
     position)."""
     data: str = "eval_sets/long_texts.jsonl"
     field: str = "text"

@@ -1,5 +1,6 @@
-"""The report's own params (`report:`): knobs that change what decision.md shows, never a verdict an
-evaluation reads, so that editing one re-runs decide alone."""
+"""The report's own params (`report:`): knobs that change what decision.md shows, never a verdict or a
+pick (those are `decision:`, pipeline/schema/decision.py; tests/test_report_knobs.py changes every key
+here and sees decision.json's verdicts and picks unchanged), so that editing one re-runs decide alone."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -16,13 +17,10 @@ class Report:
     # a vLLM row whose decode probe is below this x the baseline's has its load figures marked as not
     # counting (a ratio needs the baseline's result: decide's rule, not evaluate's); null = no floor
     min_speed_vs_baseline: float | None = 0.1
-    # eval.long_context: the KL (nats/token) a quantized KV cache may add, per position bucket, to the same
-    # tier with the baseline's KV cache (pipeline/scoring/long_kv.py)
-    kv_kl_tolerance: float = 0.02
+    RETIRED = {"kv_kl_tolerance": "moved to decision.kv_kl_tolerance (it bars quantized KV modes from the "
+                                  "picks: a knob that can change a pick lives under decision:)"}
 
     def __post_init__(self) -> None:
-        if not self.kv_kl_tolerance > 0:
-            raise FieldError("kv_kl_tolerance", f"must be > 0 nats/token, got {self.kv_kl_tolerance}")
         if self.min_speed_vs_baseline is not None and not 0 <= self.min_speed_vs_baseline <= 1:
             raise FieldError("min_speed_vs_baseline", f"must be in [0, 1] or null, got {self.min_speed_vs_baseline}")
         if not self.length_buckets or self.length_buckets != sorted(set(self.length_buckets)):

@@ -12,15 +12,15 @@ import datetime as dt
 import sys
 
 from pipeline import io, paths, schema
-from pipeline.domain import hardware, result_json, sources, task_rows
+from pipeline.domain import hardware, result_json, task_rows
 from pipeline.quant import repair
-from pipeline.report import commands, exports, markdown, plots, regressions, speed
+from pipeline.report import exports, markdown, plots, regressions, speed
 from pipeline.report.document import Header, KvPair, ModelReport, PlotSpec
 from pipeline.scoring import analysis, comparison, decision, long_kv, noise, planner, retrieval_length, sanity
 from pipeline.scoring.comparison import Comparison
-from pipeline.scoring.decision import Recommendation
 from pipeline.scoring.rows import Measured, Row
 from pipeline.stages import runner
+from pipeline.stages.decide_picks import gpu_recommendations, kv_barred, overall_recommendation
 from pipeline.stages.decide_inputs import Samples, baseline_of, build_row, fidelity_summary, read_all_samples
 
 MODEL_DTYPE_CACHE = "auto"     # kv_modes.<mode>.cache_dtype of a cache kept in the model's dtype (vLLM's name)
@@ -38,31 +38,6 @@ def plan_rows(params: schema.Params, rows: list[Row]) -> planner.Planned:
                                           for n, g in mem.target_gpus.items()}
              for r in rows if r.facts.weight_bytes and r.facts.kv_bytes_per_token}
     return planner.Planned(mem, plans)
-
-
-def gpu_recommendations(params: schema.Params, rows: list[Row], model: str, planned: planner.Planned,
-                        by_length: list[long_kv.LongKv] | None = None) -> dict[str, Recommendation]:
-    """Per target GPU: the recommendation among the variants that GPU can serve, with its command. With
-    eval.long_context (`by_length`), a quantized KV mode only where it was shown non-inferior up to
-    memory.max_model_len, the length the GPU's plan is made for."""
-    plans = planned.for_model(model)
-    barred = set() if by_length is None else long_kv.barred(
-        [r.facts for r in rows if r.facts.model == model], by_length, params.decision.baseline.kv,
-        params.memory.max_model_len)
-    recs = {}
-    for name, gpu in planned.gpus.items():
-        rec = decision.recommend(rows, model, decision.gpu_candidates(rows, model, name, gpu, plans) - barred)
-        if rec.row is not None:
-            rec = dataclasses.replace(rec, command=serve_command(params, model, rec.row, planned.budget,
-                                                                 plans[rec.row.variant][name]))
-        recs[name] = rec
-    return recs
-
-
-def serve_command(params: schema.Params, model: str, row: Row, budget: schema.Memory | None = None,
-                  plan: planner.Plan | None = None) -> str:
-    return commands.serve_command(row, sources.storage_dtype(params, model), params.kv_modes[row.facts.kv].cache_dtype,
-                                  budget, plan)
 
 
 def regression_links(model: str, found: Comparison) -> dict[str, str]:
@@ -91,27 +66,26 @@ def model_report(params: schema.Params, rows: list[Row], model: str, found: Comp
     """One model's section of the report. Pure: write() writes it."""
     mine = [r for r in rows if r.facts.model == model]
     base = baseline_of(params, [r.facts for r in mine], model)
-    rec = decision.recommend(rows, model)
-    if rec.row is not None:
-        rec = dataclasses.replace(rec, command=serve_command(params, model, rec.row))
     # evaluate records long_context on every variant when eval.long_context is set (its status says why not)
     configured = any(r.facts.long_context is not None for r in mine)
     by_length = None if not configured else long_kv.judge(
-        [r.facts for r in mine], params.decision.baseline.kv, params.decision.baseline.tier, params.report.kv_kl_tolerance,
-        params.decision.bootstrap.confidence)
+        [r.facts for r in mine], params.decision.baseline.kv, params.decision.baseline.tier,
+        params.decision.kv_kl_tolerance, params.decision.bootstrap.confidence)
+    barred = kv_barred(params, rows, model, by_length)
+    rec = overall_recommendation(params, rows, model, barred)
     return ModelReport(
         name=model, source=params.models[model].source, rows=mine, recommendation=rec,
         num_samples=base.num_samples if base else next((r.facts.num_samples for r in mine if r.facts.num_samples), {}),
         flips=found.flips.get(model, {}), ties=found.ties.get(model, {}), regressions=found.regressions.get(model, {}),
         regression_links=regression_links(model, found),
         kv_length=[k for k in found.kv_length if k.model == model], plans=planned.for_model(model),
-        gpu_recs=gpu_recommendations(params, rows, model, planned, by_length), plot=plot_spec(params, model, mine),
+        gpu_recs=gpu_recommendations(params, rows, model, planned, barred), plot=plot_spec(params, model, mine),
         kv_pairs=kv_scale_pairs(params.kv_modes), min_speed_vs_baseline=params.report.min_speed_vs_baseline,
         sanity=sanity.findings(samples[base.key]) if base else [], noise=floor,
         noise_flips=noise_flips(mine, base, samples, floor) if floor is not None and base else {},
-        long_kv=by_length or [], long_tolerance=params.report.kv_kl_tolerance if configured else None,
+        long_kv=by_length or [], long_tolerance=params.decision.kv_kl_tolerance if configured else None,
         retrieval=retrieval_length.table(mine, retrieval_length.lengths(samples[base.key]) if base else []),
-        repaired=repair.uniform_of(params.tiers))
+        repaired=repair.uniform_of(params.tiers), kv_barred=barred)
 
 
 def noise_floor(params: schema.Params, measured: list[Measured], model: str, samples: Samples) -> noise.NoiseFloor:

@@ -1,0 +1,77 @@
+"""Page 1's close-call line: where the pick hinges on a verdict whose interval bound lies within half a
+point of its margin, say so and what would settle it. Pure.
+
+Two verdicts decide a pick (scoring/decision.py `recommend`, the fixed sequence of scoring/sequence.py):
+the first candidate in the sequence that does not pass (the pick is the last before it; a pass there
+would have carried the sequence on) and the pick's own passes. The line reads the sequence with the
+same functions and over the same candidates as `recommend` (the model's ok rows less the KV modes no
+pick may take, ModelReport.kv_barred), so it names the variant the pick's *Why* names.
+
+On the 2026-12 default run, for example, int8 + KV auto stopped the sequence with its accuracy's lower
+bound 0.10 point under the margin on one CPU, and passed by as little on another: the pick moved.
+"""
+from __future__ import annotations
+
+from pipeline.report.cells import confidence, label
+from pipeline.report.document import ModelReport
+from pipeline.scoring.decision import FAIL, PASS, not_capable
+from pipeline.scoring.rows import Row, Verdict
+from pipeline.scoring.sequence import in_sequence, sequence_pick
+
+NEAR = 0.5      # metric points between an interval's bound and the margin that count as a close call
+
+
+def stop_of(m: ModelReport) -> Row | None:
+    """The candidate the fixed sequence stops at (None: every candidate passed, or none ran)."""
+    chain = in_sequence([r for r in m.rows if r.facts.status == "ok" and r.judgement.overall != "baseline"
+                         and (r.facts.tier, r.facts.kv) not in m.kv_barred])
+    at = sequence_pick([r.judgement.overall == PASS for r in chain])
+    nxt = 0 if at is None else at + 1
+    return chain[nxt] if nxt < len(chain) else None
+
+
+def gap(v: Verdict) -> float | None:
+    """Points between the margin (-limit) and the bound that decided, or nearly decided, the verdict: a
+    pass's or an inconclusive's lower bound, a fail's upper bound. None without an interval."""
+    if v.lo is None or v.limit is None or not_capable(v):
+        return None
+    return abs((v.hi if v.verdict == FAIL else v.lo) + v.limit)
+
+
+def settle_text(v: Verdict, task: str, cap: int | None) -> str:
+    """What would settle a close verdict."""
+    if v.verdict == PASS or v.verdict == FAIL:
+        return "settled at its confidence, but another arithmetic may land on the other side"
+    n = v.settle.samples if v.settle is not None else None
+    if n is None:
+        return "more samples narrow it; at the observed effect no sample size settles it"
+    if cap is not None and n > cap:
+        return f"about {n:,} samples at the observed effect, more than the {cap:,} {task} holds: a larger set"
+    return f"more samples, about {n:,} in all at the observed effect"
+
+
+def close(r: Row, passes: bool) -> list[tuple[str, Verdict, float]]:
+    """(metric, verdict, gap) of the row's passing (or, `passes` False, other) verdicts within NEAR of
+    their margin, closest first."""
+    found = [(mid, v, g) for mid, v in r.judgement.verdicts.items()
+             if (v.verdict == PASS) == passes and (g := gap(v)) is not None and g < NEAR]
+    return sorted(found, key=lambda x: x[2])
+
+
+def lines(m: ModelReport) -> list[str]:
+    """One sentence, or none when neither the stopping candidate nor the pick is within NEAR."""
+    parts = []
+    stop = stop_of(m)
+    if stop is not None and stop.judgement.overall != PASS:
+        for mid, v, g in close(stop, passes=False)[:1]:
+            bound, b = ("upper bound", v.hi) if v.verdict == FAIL else ("lower bound", v.lo)
+            task = mid.split("/")[0]
+            parts.append(f"`{stop.variant}` stops the sequence ({v.verdict}): {label(mid)} {bound} {b:+.2f} at "
+                         f"{confidence(v)}, {g:.2f} from the {-v.limit:+.2f} margin; to settle: "
+                         f"{settle_text(v, task, m.num_samples.get(task))}")
+    pick = m.recommendation.row
+    if pick is not None and pick.judgement.overall == PASS:
+        for mid, v, g in close(pick, passes=True)[:1]:
+            parts.append(f"the pick `{pick.variant}` clears {label(mid)} by {g:.2f} ({v.lo:+.2f} at {confidence(v)}; "
+                         f"{settle_text(v, '', None)})")
+    return [f"Close call (within {NEAR} point of a margin): " + "; ".join(parts) + "."] if parts else []

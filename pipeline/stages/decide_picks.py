@@ -1,0 +1,69 @@
+"""Stage decide's picks: which variants a pick may take (kv_barred), page 1's pick and each target GPU's,
+each with its `vllm serve` line. Page 1's pick and the per-GPU picks leave out the same quantized KV
+modes (decision.kv_kl_tolerance), so the two recommendations cannot disagree on a KV mode silently: a
+per-GPU pick differs only where the GPU cannot serve a variant (its kernels or memory), and where the
+bar changed page 1's pick its reason says so.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from pipeline import schema
+from pipeline.domain import sources
+from pipeline.report import commands
+from pipeline.scoring import decision, long_kv, planner
+from pipeline.scoring.decision import Recommendation
+from pipeline.scoring.rows import Row
+
+
+def kv_barred(params: schema.Params, rows: list[Row], model: str,
+              by_length: list[long_kv.LongKv] | None) -> set[tuple[str, str]]:
+    """(tier, kv) of the model's variants no pick may take, page 1's or a target GPU's: with
+    eval.long_context (`by_length`), every quantized KV mode not shown non-inferior (within
+    decision.kv_kl_tolerance) up to memory.max_model_len, the length the serve lines are made for
+    (scoring/long_kv.py barred); without it, none. The one place that decides which KV modes are allowed."""
+    if by_length is None:
+        return set()
+    return long_kv.barred([r.facts for r in rows if r.facts.model == model], by_length, params.decision.baseline.kv,
+                          params.memory.max_model_len)
+
+
+def overall_recommendation(params: schema.Params, rows: list[Row], model: str,
+                           barred: set[tuple[str, str]]) -> Recommendation:
+    """Page 1's pick: the fixed sequence over the model's variants less `barred` (kv_barred, as each target
+    GPU's); where leaving them out changed the pick, its reason says so."""
+    mine = {(r.facts.tier, r.facts.kv) for r in rows if r.facts.model == model}
+    rec = decision.recommend(rows, model, mine - barred if barred else None)
+    if barred:
+        unbarred = decision.recommend(rows, model).row
+        if unbarred is not None and unbarred is not rec.row:
+            names = ", ".join(f"`{t}-{k}`" for t, k in sorted(barred))
+            rec = dataclasses.replace(rec, why=(
+                f"{rec.why}; without decision.kv_kl_tolerance's bar the pick would be `{unbarred.variant}`: "
+                f"{names} not shown non-inferior up to {params.memory.max_model_len:,} tokens by the long-context "
+                f"KL (within {params.decision.kv_kl_tolerance:g} nats/token), so no pick takes them"))
+    if rec.row is not None:
+        rec = dataclasses.replace(rec, command=serve_command(params, model, rec.row))
+    return rec
+
+
+def gpu_recommendations(params: schema.Params, rows: list[Row], model: str, planned: planner.Planned,
+                        barred: set[tuple[str, str]] | None = None) -> dict[str, Recommendation]:
+    """Per target GPU: the recommendation among the variants that GPU can serve, with its command, less
+    `barred` (kv_barred: the same KV modes page 1's pick leaves out)."""
+    plans = planned.for_model(model)
+    barred = barred or set()
+    recs = {}
+    for name, gpu in planned.gpus.items():
+        rec = decision.recommend(rows, model, decision.gpu_candidates(rows, model, name, gpu, plans) - barred)
+        if rec.row is not None:
+            rec = dataclasses.replace(rec, command=serve_command(params, model, rec.row, planned.budget,
+                                                                 plans[rec.row.variant][name]))
+        recs[name] = rec
+    return recs
+
+
+def serve_command(params: schema.Params, model: str, row: Row, budget: schema.Memory | None = None,
+                  plan: planner.Plan | None = None) -> str:
+    return commands.serve_command(row, sources.storage_dtype(params, model), params.kv_modes[row.facts.kv].cache_dtype,
+                                  budget, plan)
