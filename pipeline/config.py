@@ -15,6 +15,7 @@ from pipeline import paths, schema
 from pipeline.domain import bos, calibration, chat, fidelity_set, hardware, long_texts, probe_sets, sources, tasks
 from pipeline.domain.probe_sets import CHAT_TOKENS
 from pipeline.domain.metrics import metric_id
+from pipeline.engines import Unsupported, endpoint
 from pipeline.quant import recipes
 from pipeline.schema import PARAMS_FILE, ConfigError, Params, Task, near
 from pipeline.schema import load as load_schema
@@ -48,7 +49,7 @@ def check(p: Params, root: Path) -> None:
 
 
 def check_tiers(p: Params, root: Path, kinds: list[str]) -> None:
-    """Each tier's recipe, published checkpoint and hardware kind."""
+    """Each tier's recipe, published checkpoint, hardware kind and an endpoint's API key variable."""
     for name, t in p.tiers.items():
         if t.recipe and not (root / t.recipe).is_file():
             raise ConfigError(f"tiers.{name}.recipe: file not found: {t.recipe}")
@@ -63,6 +64,11 @@ def check_tiers(p: Params, root: Path, kinds: list[str]) -> None:
                 raise ConfigError(str(e)) from None
         if t.hardware is not None and t.hardware not in kinds:
             raise ConfigError(f"tiers.{name}.hardware: unknown kind {t.hardware!r}; known: {', '.join(kinds)}")
+        if t.method == "endpoint":      # else each of its rows would be refused only after the rest of the run
+            try:
+                endpoint.api_key(t.api_key_env, name)
+            except Unsupported as e:
+                raise ConfigError(str(e)) from None
 
 
 def check_tasks(p: Params, root: Path) -> None:

@@ -149,6 +149,10 @@ CASES = {
         lambda p, _: (set_in("serving.backend", "vllm")(p, _), set_in("serving.vllm.max_model_len", 4096)(p, _)),
         "serving.vllm.max_model_len: 4096 is too short for eval.tasks.retrieval_4096 (4,096-token prompts, "
         "32 answer tokens and a chat template: at least 4192); raise it or drop the task"),
+    "endpoint whose API key variable is unset": (
+        set_in("tiers.served", {"method": "endpoint", "base_url": "http://10.0.0.5:8000", "served_model": "m",
+                                "api_key_env": "QTIER_TEST_UNSET_KEY", "hardware": "fp16"}),
+        "tiers.served.api_key_env: the environment variable QTIER_TEST_UNSET_KEY is not set"),
 }
 
 
@@ -226,6 +230,14 @@ def test_a_base_model_passes_check_with_auto_or_false(project, value):
 def test_chat_template_true_passes_check_with_a_chat_template_jinja(project):
     """The control: transformers 5 keeps the template beside tokenizer_config.json."""
     write_params(project, base_model(project, True, **{"chat_template.jinja": "{{ messages[0]['content'] }}"}))
+    check.main()
+    assert (project / paths.CHECKED).is_file()
+
+
+def test_an_endpoint_whose_api_key_variable_is_set_passes_check(project, monkeypatch):
+    """The control of the unset-variable case: the same tier, the variable set."""
+    monkeypatch.setenv("QTIER_TEST_UNSET_KEY", "sk-test")
+    write_params(project, CASES["endpoint whose API key variable is unset"][0])
     check.main()
     assert (project / paths.CHECKED).is_file()
 

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from pipeline.engines import dists, generate
-from pipeline.domain import fidelity_set
+from pipeline.domain import fidelity_set, long_texts
 from pipeline.scoring import fidelity, positions
 
 CHUNK = 512
@@ -156,9 +156,8 @@ def engine_path(backend: str, device: str | None) -> tuple[str | None, str | Non
 
 
 def probe_length(model, wanted: int, max_model_len: int) -> int:
-    """Positions read per text: `wanted`, at most the model's context and memory.max_model_len."""
-    limit = getattr(model.config, "max_position_embeddings", None) or wanted
-    return min(wanted, limit, max_model_len)
+    """Positions read per text on a loaded model (long_texts.probe_positions, the rule stage probes checked)."""
+    return long_texts.probe_positions(wanted, getattr(model.config, "max_position_embeddings", None), max_model_len)
 
 
 def baseline(model, seqs: Sequence[Sequence[int]], k: int, first_edge: int) -> fidelity_set.Baseline:

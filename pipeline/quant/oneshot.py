@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pipeline import io, paths, runlog, schema
 from pipeline.domain import calibration, compute, machine, memory
-from pipeline.quant import published, recipes, repair, sensitivity
+from pipeline.quant import published, recipes, repair, sensitivity, smoothing
 from pipeline.quant.compat import patch_llmcompressor_pin_memory
 
 
@@ -108,6 +108,11 @@ def quantize(params: schema.Params, model_name: str, tier_name: str, out: Path, 
     place = load_placement(model_cfg)
     info["compute"] = {"device": place.device, "dtype": place.dtype}
     model = AutoModelForCausalLM.from_pretrained(src, dtype=getattr(torch, place.dtype))
+    # SmoothQuant's mappings held against a traced forward before any rounding (smoothing.py)
+    probe = tokenizer(calibration.texts(cal)[0], return_tensors="pt").input_ids[:, :64]
+    recipe, used = smoothing.checked(model, recipe, probe, f"tiers.{tier_name}")
+    if used:
+        info.update(recipe=recipe, smoothquant_mappings=used)
     if tier.repair is not None:
         recipe = info["recipe"] = repaired(model, tokenizer, params, tier, group_size, recipe, info)
     data: dict = {}

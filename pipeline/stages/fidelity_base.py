@@ -60,13 +60,14 @@ def baseline_dists(params: schema.Params, model: str) -> tuple[fidelity_set.Base
         def long_dists() -> fidelity_set.Baseline:
             if model_ is not None:
                 n = longctx.probe_length(model_, lc.positions, params.memory.max_model_len)
-                found = longctx.baseline(model_, long_texts.sequences(long_rows, encode, n), lc.top_k, lc.first_edge)
+                found = longctx.baseline(model_, long_texts.sequences(long_rows, lc.texts, encode, n), lc.top_k,
+                                         lc.first_edge)
             else:
                 # the text and the one token vLLM generates after it must fit its --max-model-len
                 context = io.read_json(variant.serve_path / "config.json").get("max_position_embeddings")
-                n = min(lc.positions, context or lc.positions, params.memory.max_model_len,
-                        params.serving.vllm.max_model_len - 2)
-                found = longctx.baseline_topk(session.token_dists, long_texts.sequences(long_rows, encode, n),
+                n = long_texts.probe_positions(lc.positions, context, params.memory.max_model_len,
+                                               params.serving.vllm.max_model_len - 2)
+                found = longctx.baseline_topk(session.token_dists, long_texts.sequences(long_rows, lc.texts, encode, n),
                                               lc.top_k, lc.first_edge, context, path)
             return fidelity_set.Baseline(found.seqs, found.ids, found.logprobs, found.top1, {**meta, **found.meta})
 
