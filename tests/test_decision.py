@@ -48,8 +48,8 @@ def test_a_verdict_keeps_its_interval_limit_and_n_and_says_why_in_one_line():
     assert v.why == "95% interval [-2.50, +0.50] (n=320) lies above -3.00"
     v = decision.judge_metric("acc", 90.0, Interval(-2.0, -4.0, 0.0, 100), Tolerance(abs=3.0), 60.0)
     assert v.settle == decision.Settle(400, PASS)
-    assert v.why == ("95% interval [-4.00, +0.00] (n=100) straddles -3.00; at this effect size about 400 samples "
-                     "would be needed to pass")
+    assert v.why == ("95% interval [-4.00, +0.00] (n=100) straddles -3.00; at this effect size about 400 items "
+                     "read would be needed to pass")
     # lower is better: the interval is turned so that a drop is negative
     v = decision.judge_metric("loss", 2.0, Interval(0.5, 0.4, 0.6, 10), Tolerance(abs=0.2), None, False)
     assert (v.verdict, v.lo, v.hi) == (FAIL, -0.6, -0.4)
@@ -142,11 +142,26 @@ def test_wide_interval_blocks_a_pass():
 def test_inconclusive_says_how_many_samples_would_settle_it():
     # delta -2, half-width 2 at n=100, tolerance 3: the half-width must shrink to 1 -> n x (2/1)^2
     v = decision.judge_metric("acc", 90.0, Interval(-2.0, -4.0, 0.0, 100), Tolerance(abs=3.0), None)
-    assert v.verdict == INCONCLUSIVE and "about 400 samples would be needed to pass" in v.why
+    assert v.verdict == INCONCLUSIVE and "about 400 items read would be needed to pass" in v.why
     v = decision.judge_metric("acc", 90.0, Interval(-4.0, -6.0, -2.0, 50), Tolerance(abs=3.0), None)
-    assert v.verdict == INCONCLUSIVE and "about 200 samples would be needed to fail" in v.why
+    assert v.verdict == INCONCLUSIVE and "about 200 samples would be needed to fail" not in v.why
+    assert "about 200 items read would be needed to fail" in v.why and "pool" not in v.why
     settle = decision.samples_to_settle(-3.0, -5.0, -1.0, 3.0, 10)
     assert settle.samples is None and "no sample size" in settle.text()
+
+
+def test_samples_to_settle_say_when_the_design_cannot_read_them_from_its_pool():
+    """A stratified read takes at most 964 of a 1,280-item pool: 1,066 items read are beyond it, and
+    the pool it would take is 1,066 x 1,280 / 964."""
+    v = decision.judge_metric("acc", 90.0, Interval(-1.6, -3.1, -0.1, 964), Tolerance(abs=3.0), None,
+                              reach=(964, 1280))
+    assert v.settle.samples > 964 and v.settle.beyond()
+    assert v.settle.pool_needed() == -(-v.settle.samples * 1280 // 964)
+    assert f"more than this design reads (964 of the 1,280-item pool): a pool of about {v.settle.pool_needed():,}" in v.why
+    assert "(more than the 964 this design reads" in v.settle.short()
+    inside = decision.judge_metric("acc", 90.0, Interval(-1.6, -3.1, -0.1, 964), Tolerance(abs=3.0), None,
+                                   reach=(5000, 6000))
+    assert not inside.settle.beyond() and "pool" not in inside.why
 
 
 def test_rows_from_other_backend_are_not_compared():

@@ -45,6 +45,9 @@ def settle_text(v: Verdict, task: str, cap: int | None) -> str:
     n = v.settle.samples if v.settle is not None else None
     if n is None:
         return "more samples narrow it; at the observed effect no sample size settles it"
+    if v.settle.beyond():
+        return (f"about {n:,} items read at the observed effect, more than this design reads from the "
+                f"{v.settle.pool:,}-item pool ({v.settle.readable:,}): a pool of about {v.settle.pool_needed():,}")
     if cap is not None and n > cap:
         return f"about {n:,} samples at the observed effect, more than the {cap:,} {task} holds: a larger set"
     return f"more samples, about {n:,} in all at the observed effect"

@@ -51,8 +51,7 @@ def verdict_cell(r: Row, mid: str, shared_limit: bool, why_stopped: str | None =
     if not shared_limit:
         cell += f" vs -{v.limit:.2f} (n={v.n})"
     if v.settle is not None:
-        cell += (f"; about {v.settle.samples:,} samples to {v.settle.outcome}" if v.settle.samples is not None
-                 else "; on the tolerance: no n settles it")
+        cell += f"; {v.settle.short()}"
     return cell
 
 

@@ -56,7 +56,8 @@ def not_capable(v: Verdict) -> bool:
 
 def judge_metric(metric: str, base: float | None, interval: Interval | None, tol: Tolerance,
                  min_base: float | None, higher_is_better: bool = True, confidence: float = 0.95,
-                 second: tuple[str, str] | None = None, check_expected: bool = False) -> Verdict:
+                 second: tuple[str, str] | None = None, check_expected: bool = False,
+                 reach: tuple[int, int] | None = None) -> Verdict:
     """The verdict for one metric of one variant; `confidence`: the interval's (it only names it).
     `second`: (the metric's verdict under the engine's second arithmetic, its name), where evaluate
     checked it (scoring/arith_check.py); a settled verdict it does not give is `unstable`: inconclusive,
@@ -79,7 +80,8 @@ def judge_metric(metric: str, base: float | None, interval: Interval | None, tol
         return Verdict(INCONCLUSIVE, **found, unchecked=on_sampling)
     if on_sampling != INCONCLUSIVE:
         return Verdict(on_sampling, **found)
-    return Verdict(INCONCLUSIVE, **found, settle=samples_to_settle(sign * interval.delta, lo, hi, limit, interval.n))
+    return Verdict(INCONCLUSIVE, **found, settle=samples_to_settle(sign * interval.delta, lo, hi, limit, interval.n,
+                                                                   reach))
 
 
 def settled(lo: float, hi: float, limit: float) -> str:
@@ -87,15 +89,18 @@ def settled(lo: float, hi: float, limit: float) -> str:
     return margin.verdict(lo, hi, limit)
 
 
-def samples_to_settle(delta: float, lo: float, hi: float, limit: float, n: int) -> Settle:
+def samples_to_settle(delta: float, lo: float, hi: float, limit: float, n: int,
+                      reach: tuple[int, int] | None = None) -> Settle:
     """How many samples would settle an inconclusive verdict if the observed effect held: the interval's
-    half-width shrinks as 1/sqrt(n), and it must shrink to the distance between delta and -limit."""
+    half-width shrinks as 1/sqrt(n), and it must shrink to the distance between delta and -limit.
+    `reach`: (the most items the design reads, its pool)."""
     margin = abs(delta + limit)
     half = (hi - lo) / 2
     outcome = PASS if delta > -limit else FAIL
+    readable, pool = reach if reach is not None else (None, None)
     if margin < 1e-9 or half <= 0:
-        return Settle(None, outcome)
-    return Settle(math.ceil(n * (half / margin) ** 2), outcome)
+        return Settle(None, outcome, readable, pool)
+    return Settle(math.ceil(n * (half / margin) ** 2), outcome, readable, pool)
 
 
 @dataclass(frozen=True)
@@ -172,7 +177,7 @@ def judgement(r: Measured, ev: Evidence, base_rows: dict[Pairing, Measured], rul
         found = judge_metric(metric, base.metrics.get(metric), ev.intervals.get(metric), tol, floor,
                              r.higher_is_better.get(metric, True),
                              r.look_confidence(task) or rule.bootstrap.confidence, r.second(metric),
-                             r.check_expected())
+                             r.check_expected(), r.reach(task))
         verdicts[metric] = dataclasses.replace(found, look=r.look_text(task)) if found.lo is not None else found
     return Judgement(overall(verdicts), verdicts)
 

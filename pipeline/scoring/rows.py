@@ -9,6 +9,7 @@ A Row holds the three; the report reads rows, the rule never reads what only the
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +86,12 @@ class Measured:
         """The confidence of the task's last look (its repeated interval's), None for a fixed-n task."""
         return (self.looks.get(task) or {}).get("confidence")
 
+    def reach(self, task: str) -> tuple[int, int] | None:
+        """(the most items the task's looks read by the cap, the pool they read from), None for a
+        fixed-n task. A stratified read reaches only part of its pool."""
+        lk = self.looks.get(task) or {}
+        return (lk["sizes"][-1], lk["cap"]) if lk.get("sizes") and lk.get("cap") else None
+
     def look_text(self, task: str) -> str | None:
         """Where the task stopped: 'look 2 of 4, 160 of 320 samples'; None for a fixed-n task."""
         lk = self.looks.get(task) or {}
@@ -129,14 +136,40 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Settle:
-    """How many samples would settle an inconclusive verdict if the observed effect held."""
+    """How many samples would settle an inconclusive verdict if the observed effect held, in items read
+    by the task's design; `readable`, `pool`: the most items that design reads, from a pool of that many
+    (a task read in looks; a stratified one reads only part of its pool), None for a fixed-n task."""
     samples: int | None              # None: the estimate sits on the tolerance
     outcome: str                     # pass | fail
+    readable: int | None = None
+    pool: int | None = None
+
+    def beyond(self) -> bool:
+        """More items than the design can read from its pool."""
+        return self.samples is not None and self.readable is not None and self.samples > self.readable
+
+    def pool_needed(self) -> int | None:
+        """The pool that would let the design read `samples` (its read share kept)."""
+        if not self.beyond() or not self.pool:
+            return None
+        return math.ceil(self.samples * self.pool / self.readable)
 
     def text(self) -> str:
         if self.samples is None:
             return "the estimate sits on the tolerance, so no sample size settles it"
-        return f"at this effect size about {self.samples:,} samples would be needed to {self.outcome}"
+        text = f"at this effect size about {self.samples:,} items read would be needed to {self.outcome}"
+        if self.beyond():
+            text += (f", more than this design reads ({self.readable:,} of the {self.pool:,}-item pool): a pool "
+                     f"of about {self.pool_needed():,} items")
+        return text
+
+    def short(self) -> str:
+        """The cell's form: 'about 57 samples to pass', with the pool it would take where that is more."""
+        if self.samples is None:
+            return "on the tolerance: no n settles it"
+        text = f"about {self.samples:,} samples to {self.outcome}"
+        return text + (f" (more than the {self.readable:,} this design reads: a pool of about "
+                       f"{self.pool_needed():,})" if self.beyond() else "")
 
 
 @dataclass(frozen=True)
