@@ -19,7 +19,7 @@ import argparse
 
 from pipeline import paths
 from pipeline.domain import task_rows
-from pipeline.scoring.noise import margin
+from pipeline.scoring.estimators.noise import margin
 
 SAFETY = 2.0
 

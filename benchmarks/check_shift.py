@@ -17,8 +17,8 @@ import argparse
 from pipeline import paths
 from pipeline.domain import result_json, task_rows
 from pipeline.schema import Bootstrap
-from pipeline.scoring import analysis
-from pipeline.scoring.stats import repeated
+from pipeline.scoring.estimators import analysis
+from pipeline.scoring.estimators.stats import repeated
 
 BOOT = Bootstrap(resamples=200, seed=1, confidence=0.95)
 

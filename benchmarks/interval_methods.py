@@ -4,7 +4,7 @@ false-pass rate at the margin and power at zero, side by side, at the default lo
     python -m benchmarks.interval_methods [--sims 2000] [--caps 24 96 192]
 
 Each family is a population of 400 paired per-sample scores (baseline ~ N(30, 12) clipped to 0-100),
-moved by pipeline/scoring/replay.py exactly as `python -m pipeline.scoring.simulate` moves a run's
+moved by pipeline/scoring/simulation/replay.py exactly as `python -m pipeline.scoring.simulation.simulate` moves a run's
 own samples; margin 3 points, 95% (2.5% a side). docs/decisions/graded-interval.md cites its output.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import argparse
 
 import numpy as np
 
-from pipeline.scoring.replay import Population, rates
+from pipeline.scoring.simulation.replay import Population, rates
 
 LOOKS = [0.25, 0.5, 0.75, 1.0]
 

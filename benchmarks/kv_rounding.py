@@ -38,7 +38,7 @@ from pipeline.evaluation import longctx
 from pipeline.evaluation.lm_eval_runner import run_tasks
 from pipeline.engines.selection import select
 from pipeline.domain import fidelity_set, looks, tasks
-from pipeline.scoring import analysis
+from pipeline.scoring.estimators import analysis
 
 
 def engine_part(python: Path) -> str:

@@ -1,5 +1,5 @@
 """The verdict procedure's error rates on a completed run's own paired samples: for every variant with a
-verdict and every gated metric, `python -m pipeline.scoring.simulate` moved to the margin, with the
+verdict and every gated metric, `python -m pipeline.scoring.simulation.simulate` moved to the margin, with the
 procedure before 2026-12 (delta -/+ z x bootstrap SE) beside it.
 
     python -m benchmarks.run_error_rates [--sims 4000] [--model smollm2-135m]
@@ -19,8 +19,8 @@ from pathlib import Path
 
 from pipeline import paths
 from pipeline.domain.metrics import split_id
-from pipeline.scoring import replay_strata, simulate
-from pipeline.scoring.replay import rates
+from pipeline.scoring.simulation import replay_strata, simulate
+from pipeline.scoring.simulation.replay import rates
 
 ALPHA = 0.025
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from pipeline import io, paths, schema
 from pipeline.domain import result_json, task_rows
 from pipeline.domain.metrics import metric_id, split_id
-from pipeline.scoring import analysis
-from pipeline.scoring.stats import Interval
+from pipeline.scoring.estimators import analysis
+from pipeline.scoring.estimators.stats import Interval
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ probes@<model>` (prepare, the baseline tier and the sets; about two minutes for 
 cores). Serves the baseline through the backend the run will use (`serving.backend`), times `--samples`
 documents of every task through lm-eval as evaluate runs them, and prints the seconds per sample, then
 per stage the predicted seconds at the caps and, on vLLM, where `serving.vllm.budget.max_wall_s` (on a
-GPU `gpu_max_wall_s`) would end a variant's looks (pipeline/scoring/budget.py). The baseline and the
+GPU `gpu_max_wall_s`) would end a variant's looks (pipeline/scoring/planning/eval_time.py). The baseline and the
 noise floor run without the budget. Every variant is taken as fast as the baseline (a quantized tier
 on a CPU is often slower: docs/performance.md), the report-only tasks as read with the looks, and the
 fidelity, long-context and load-test probes are not timed: a prediction to size a budget, not a bound.
@@ -25,7 +25,7 @@ from pipeline.engines import Unsupported
 from pipeline.engines.base import baseline_variant
 from pipeline.engines.selection import select
 from pipeline.evaluation.lm_eval_runner import run_tasks
-from pipeline.scoring import budget
+from pipeline.scoring.planning import eval_time as budget
 
 BUDGET_KEY = {"cpu": "serving.vllm.budget.max_wall_s", "gpu": "serving.vllm.budget.gpu_max_wall_s"}
 

@@ -19,7 +19,8 @@ from pipeline.engines import Unsupported, endpoint
 from pipeline.quant import recipes
 from pipeline.schema import PARAMS_FILE, ConfigError, Params, Task, near
 from pipeline.schema import load as load_schema
-from pipeline.scoring import power, sequential
+from pipeline.scoring.planning import power
+from pipeline.scoring.verdict import sequential
 
 __all__ = ["ConfigError", "Params", "check", "load", "load_or_exit"]
 
@@ -147,7 +148,7 @@ def load_or_exit(path: str | Path = PARAMS_FILE) -> Params:
 
 def planned_power(p: Params, root: Path) -> list[str]:
     """For each task, the samples this run will score and, per gated metric, the minimum detectable
-    drop at that n and the n for 80% power at the tolerance (pipeline/scoring/power.py), from the
+    drop at that n and the n for 80% power at the tolerance (pipeline/scoring/planning/power.py), from the
     SDs the last run observed (results/decision.json) when there is one."""
     confidence = p.decision.bootstrap.confidence
     last_file = root / paths.DECISION_JSON

@@ -1,10 +1,10 @@
-"""pipeline/scoring/analysis.py on hand-built sample rows (the shape task_rows.sample_row writes),
+"""pipeline/scoring/estimators/analysis.py on hand-built sample rows (the shape task_rows.sample_row writes),
 with every expected number worked out by hand."""
 import pytest
 
 from pipeline.schema import Bootstrap
-from pipeline.scoring import analysis
-from pipeline.scoring.analysis import Bucket
+from pipeline.scoring.estimators import analysis
+from pipeline.scoring.estimators.analysis import Bucket
 
 BOOT = Bootstrap(resamples=200, seed=3)
 

@@ -1,5 +1,5 @@
-"""A verdict settled in both of the engine's arithmetics (pipeline/scoring/arith_check.py), through the
-look runner (pipeline/evaluation/looks_runner.py) and decide's rule (pipeline/scoring/decision.py): the
+"""A verdict settled in both of the engine's arithmetics (pipeline/scoring/verdict/arith_check.py), through the
+look runner (pipeline/evaluation/looks_runner.py) and decide's rule (pipeline/scoring/verdict/judge.py): the
 states, and, simulated through the runner itself, the false-pass rate it holds where one arithmetic
 alone does not."""
 import numpy as np
@@ -10,9 +10,9 @@ from pipeline.domain import looks
 from pipeline.domain.task_rows import TaskResult
 from pipeline.domain.tasks import TaskSpec
 from pipeline.schema import Bootstrap, Eval, Sequential, Tolerance
-from pipeline.scoring import arith_check
-from pipeline.scoring.decision import FAIL, INCONCLUSIVE, PASS, judge_metric
-from pipeline.scoring.stats import Interval
+from pipeline.scoring.verdict import arith_check
+from pipeline.scoring.verdict.judge import FAIL, INCONCLUSIVE, PASS, judge_metric
+from pipeline.scoring.estimators.stats import Interval
 
 EV = Eval(tasks={}, sequential=Sequential())
 BOOT = Bootstrap(resamples=100, seed=1, confidence=0.95)

@@ -99,8 +99,8 @@ def test_a_difference_in_how_the_fp8_cache_rounds_is_said_beside_the_row(tmp_pat
 
 
 def test_a_graded_metric_no_sample_of_which_changed_is_identical_whatever_its_interval_s_floor():
-    from pipeline.scoring import paired_graded
-    from pipeline.scoring.stats import Interval
+    from pipeline.scoring.estimators import paired_graded
+    from pipeline.scoring.estimators.stats import Interval
 
     same = paired_graded.summary([0.0] * 10, base=[50.0] * 10)
     assert backend_diff.verdict(Interval(0.0, -2.8, 3.7, 10, graded=same)) == "identical"

@@ -1,8 +1,8 @@
-"""The time-budget prediction (pipeline/scoring/budget.py): where a budget ends a variant's looks and
+"""The time-budget prediction (pipeline/scoring/planning/eval_time.py): where a budget ends a variant's looks and
 what to change, from seconds per sample (unit)."""
 import pytest
 
-from pipeline.scoring import budget
+from pipeline.scoring.planning import eval_time as budget
 
 LOOKS = [0.25, 0.5, 0.75, 1.0]
 

@@ -3,10 +3,11 @@ import dataclasses
 import pytest
 
 from pipeline.schema import Baseline, Decision, FieldError, Gate, Task, Tolerance, gate
-from pipeline.scoring import decision
-from pipeline.scoring.decision import FAIL, INCONCLUSIVE, PASS
-from pipeline.scoring.rows import Evidence, Measured
-from pipeline.scoring.stats import Interval
+from pipeline.scoring.verdict import judge
+from pipeline.scoring.pick import recommend
+from pipeline.scoring.verdict.judge import FAIL, INCONCLUSIVE, PASS
+from pipeline.scoring.verdict.rows import Evidence, Measured
+from pipeline.scoring.estimators.stats import Interval
 
 RULE = Decision(baseline=Baseline("fp16", "auto"),
                 tolerances={"acc": Tolerance(abs=3.0), "bleu": Tolerance(abs=1.0), "rougeL": Tolerance(rel=0.1)},
@@ -23,9 +24,9 @@ def row(tier, kv="auto", backend="reference", w=100, kvb=10, compute="float32", 
 
 
 def judged(facts, intervals=None, rule=RULE, tasks=None):
-    """decision.judge with each row's intervals (variant -> metric -> Interval)."""
+    """judge.judge with each row's intervals (variant -> metric -> Interval)."""
     ev = {f.key: Evidence(intervals=(intervals or {}).get(f.variant, {})) for f in facts}
-    return decision.judge(facts, ev, rule, tasks)
+    return judge.judge(facts, ev, rule, tasks)
 
 
 def verdicts(r):
@@ -33,31 +34,31 @@ def verdicts(r):
 
 
 def test_judge_metric_rule():
-    assert decision.judge_metric("acc", 90.0, iv(-2.0), Tolerance(abs=3.0), 60.0).verdict == PASS
-    assert decision.judge_metric("acc", 90.0, iv(-4.0), Tolerance(abs=3.0), 60.0).verdict == FAIL
-    assert decision.judge_metric("acc", 90.0, iv(-3.0), Tolerance(abs=3.0), 60.0).verdict == INCONCLUSIVE
-    v = decision.judge_metric("bleu", 0.3, iv(-0.2), Tolerance(abs=1.0), 5.0)
-    assert v.verdict == INCONCLUSIVE and v.why.startswith(decision.NOT_CAPABLE) and decision.not_capable(v)
-    assert decision.judge_metric("acc", None, iv(0), Tolerance(abs=3.0), None).verdict == INCONCLUSIVE
-    assert decision.judge_metric("acc", 90.0, None, Tolerance(abs=3.0), None).verdict == INCONCLUSIVE
+    assert judge.judge_metric("acc", 90.0, iv(-2.0), Tolerance(abs=3.0), 60.0).verdict == PASS
+    assert judge.judge_metric("acc", 90.0, iv(-4.0), Tolerance(abs=3.0), 60.0).verdict == FAIL
+    assert judge.judge_metric("acc", 90.0, iv(-3.0), Tolerance(abs=3.0), 60.0).verdict == INCONCLUSIVE
+    v = judge.judge_metric("bleu", 0.3, iv(-0.2), Tolerance(abs=1.0), 5.0)
+    assert v.verdict == INCONCLUSIVE and v.why.startswith(judge.NOT_CAPABLE) and judge.not_capable(v)
+    assert judge.judge_metric("acc", None, iv(0), Tolerance(abs=3.0), None).verdict == INCONCLUSIVE
+    assert judge.judge_metric("acc", 90.0, None, Tolerance(abs=3.0), None).verdict == INCONCLUSIVE
 
 
 def test_a_verdict_keeps_its_interval_limit_and_n_and_says_why_in_one_line():
-    v = decision.judge_metric("acc", 90.0, Interval(-1.0, -2.5, 0.5, 320), Tolerance(abs=3.0), 60.0)
+    v = judge.judge_metric("acc", 90.0, Interval(-1.0, -2.5, 0.5, 320), Tolerance(abs=3.0), 60.0)
     assert (v.verdict, v.lo, v.hi, v.n, v.limit, v.settle) == (PASS, -2.5, 0.5, 320, 3.0, None)
     assert v.why == "95% interval [-2.50, +0.50] (n=320) lies above -3.00"
-    v = decision.judge_metric("acc", 90.0, Interval(-2.0, -4.0, 0.0, 100), Tolerance(abs=3.0), 60.0)
-    assert v.settle == decision.Settle(400, PASS)
+    v = judge.judge_metric("acc", 90.0, Interval(-2.0, -4.0, 0.0, 100), Tolerance(abs=3.0), 60.0)
+    assert v.settle == judge.Settle(400, PASS)
     assert v.why == ("95% interval [-4.00, +0.00] (n=100) straddles -3.00; at this effect size about 400 items "
                      "read would be needed to pass")
     # lower is better: the interval is turned so that a drop is negative
-    v = decision.judge_metric("loss", 2.0, Interval(0.5, 0.4, 0.6, 10), Tolerance(abs=0.2), None, False)
+    v = judge.judge_metric("loss", 2.0, Interval(0.5, 0.4, 0.6, 10), Tolerance(abs=0.2), None, False)
     assert (v.verdict, v.lo, v.hi) == (FAIL, -0.6, -0.4)
 
 
 def test_relative_tolerance_scales_with_baseline():
-    assert decision.judge_metric("rougeL", 30.0, iv(-2.0, 0.5), Tolerance(rel=0.1), None).verdict == PASS
-    assert decision.judge_metric("rougeL", 30.0, iv(-4.0, 0.5), Tolerance(rel=0.1), None).verdict == FAIL
+    assert judge.judge_metric("rougeL", 30.0, iv(-2.0, 0.5), Tolerance(rel=0.1), None).verdict == PASS
+    assert judge.judge_metric("rougeL", 30.0, iv(-4.0, 0.5), Tolerance(rel=0.1), None).verdict == FAIL
 
 
 def test_judge_rows_and_recommend_smallest_passing():
@@ -69,10 +70,10 @@ def test_judge_rows_and_recommend_smallest_passing():
                                      "rougeL": iv(r.metrics["rougeL"] - 30)} for r in rows[1:]})
     assert rows[2].judgement.overall == FAIL and verdicts(rows[2])["acc"] == FAIL
     assert verdicts(rows[1])["bleu"] == INCONCLUSIVE and rows[1].judgement.overall == PASS   # BLEU: not capable
-    rec = decision.recommend(rows, "m")
+    rec = recommend.recommend(rows, "m")
     assert rec.row.key == ("m", "int8", "fp8")          # same weights, fewer KV bytes
     assert "acc" in rec.why
-    rec = decision.recommend(rows, "m", allowed={("int8", "auto"), ("fp16", "auto")})
+    rec = recommend.recommend(rows, "m", allowed={("int8", "auto"), ("fp16", "auto")})
     assert rec.row.key == ("m", "int8", "auto")
 
 
@@ -81,7 +82,7 @@ def test_among_passing_variants_of_equal_memory_the_first_in_params_order_is_pic
     rows = [row("fp16", w=1000, acc=90.0), row("pub-fp8", w=500, acc=90.0), row("fp8", w=500, acc=90.0),
             row("int4", w=250, acc=80.0)]
     rows = judged(rows, {r.variant: {"acc": iv(r.metrics["acc"] - 90.0)} for r in rows[1:]})
-    rec = decision.recommend(rows, "m")
+    rec = recommend.recommend(rows, "m")
     assert rec.row is rows[1]
     assert rec.why.startswith("the smallest in memory of the 2 variants passing in a row")
     assert "the sequence stops at `int4-auto` (fail)" in rec.why
@@ -94,7 +95,7 @@ def test_weights_a_kilobyte_apart_are_taken_in_params_order_not_stopped_at_the_l
             row("int8", w=163_226_416, acc=90.0), row("fp8", w=163_227_464, acc=86.0),
             row("int8-bnb", w=162_861_696, acc=90.0)]
     rows = judged(rows, {r.variant: {"acc": iv(r.metrics["acc"] - 90.0)} for r in rows[1:]})
-    rec = decision.recommend(rows, "m")
+    rec = recommend.recommend(rows, "m")
     assert rec.row is rows[2]
     assert "the sequence stops at `fp8-auto` (fail), so `int8-bnb-auto` (passing beyond it)" in rec.why
 
@@ -105,9 +106,9 @@ def test_a_variant_cut_short_cannot_pass_on_the_tasks_it_finished():
     rows = judged(rows, {"fp8-auto": {"acc": iv(0.0)}})
     assert verdicts(rows[1])["acc"] == PASS
     v = rows[1].judgement.verdicts["rougeL"]
-    assert v.verdict == INCONCLUSIVE and v.why.startswith(decision.NOT_MEASURED) and "time budget" in v.why
+    assert v.verdict == INCONCLUSIVE and v.why.startswith(judge.NOT_MEASURED) and "time budget" in v.why
     assert rows[1].judgement.overall == INCONCLUSIVE
-    assert decision.recommend(rows, "m").row is rows[0]
+    assert recommend.recommend(rows, "m").row is rows[0]
 
 
 def test_a_variant_cut_before_its_first_look_is_not_measured_and_stops_the_sequence():
@@ -124,49 +125,49 @@ def test_a_variant_cut_before_its_first_look_is_not_measured_and_stops_the_seque
     cut = rows_with("not measured")
     assert cut[2].judgement.overall == "not measured" and not cut[2].judgement.verdicts
     assert status_cell(cut[2]) == f"not measured (time budget): {why}"
-    rec = decision.recommend(cut, "m")
+    rec = recommend.recommend(cut, "m")
     assert rec.row is cut[1] and "the sequence stops at `int4-auto` (not measured)" in rec.why
     assert "`int2-auto` (passing beyond it) cannot be claimed" in rec.why
     refused = rows_with("unsupported")
-    assert status_cell(refused[2]).startswith("unsupported here") and decision.recommend(refused, "m").row is refused[3]
+    assert status_cell(refused[2]).startswith("unsupported here") and recommend.recommend(refused, "m").row is refused[3]
 
 
 def test_wide_interval_blocks_a_pass():
     rows = judged([row("fp16", acc=90.0), row("int4", acc=90.0)], {"int4-auto": {"acc": Interval(0.0, -8.0, 8.0, 10)}})
     assert rows[1].judgement.overall == INCONCLUSIVE
-    rec = decision.recommend(rows, "m")
+    rec = recommend.recommend(rows, "m")
     assert rec.row is rows[0] and "baseline itself" in rec.why and "closest: `int4-auto`, inconclusive on acc" in rec.why
-    assert decision.recommend(rows, "m", allowed={("int4", "auto")}).row is None
+    assert recommend.recommend(rows, "m", allowed={("int4", "auto")}).row is None
 
 
 def test_inconclusive_says_how_many_samples_would_settle_it():
     # delta -2, half-width 2 at n=100, tolerance 3: the half-width must shrink to 1 -> n x (2/1)^2
-    v = decision.judge_metric("acc", 90.0, Interval(-2.0, -4.0, 0.0, 100), Tolerance(abs=3.0), None)
+    v = judge.judge_metric("acc", 90.0, Interval(-2.0, -4.0, 0.0, 100), Tolerance(abs=3.0), None)
     assert v.verdict == INCONCLUSIVE and "about 400 items read would be needed to pass" in v.why
-    v = decision.judge_metric("acc", 90.0, Interval(-4.0, -6.0, -2.0, 50), Tolerance(abs=3.0), None)
+    v = judge.judge_metric("acc", 90.0, Interval(-4.0, -6.0, -2.0, 50), Tolerance(abs=3.0), None)
     assert v.verdict == INCONCLUSIVE and "about 200 samples would be needed to fail" not in v.why
     assert "about 200 items read would be needed to fail" in v.why and "pool" not in v.why
-    settle = decision.samples_to_settle(-3.0, -5.0, -1.0, 3.0, 10)
+    settle = judge.samples_to_settle(-3.0, -5.0, -1.0, 3.0, 10)
     assert settle.samples is None and "no sample size" in settle.text()
 
 
 def test_samples_to_settle_say_when_the_design_cannot_read_them_from_its_pool():
     """A stratified read takes at most 964 of a 1,280-item pool: 1,066 items read are beyond it, and
     the pool it would take is 1,066 x 1,280 / 964."""
-    v = decision.judge_metric("acc", 90.0, Interval(-1.6, -3.1, -0.1, 964), Tolerance(abs=3.0), None,
+    v = judge.judge_metric("acc", 90.0, Interval(-1.6, -3.1, -0.1, 964), Tolerance(abs=3.0), None,
                               reach=(964, 1280))
     assert v.settle.samples > 964 and v.settle.beyond()
     assert v.settle.pool_needed() == -(-v.settle.samples * 1280 // 964)
     assert f"more than this design reads (964 of the 1,280-item pool): a pool of about {v.settle.pool_needed():,}" in v.why
     assert "(more than the 964 this design reads" in v.settle.short()
-    inside = decision.judge_metric("acc", 90.0, Interval(-1.6, -3.1, -0.1, 964), Tolerance(abs=3.0), None,
+    inside = judge.judge_metric("acc", 90.0, Interval(-1.6, -3.1, -0.1, 964), Tolerance(abs=3.0), None,
                                    reach=(5000, 6000))
     assert not inside.settle.beyond() and "pool" not in inside.why
 
 
 def test_rows_from_other_backend_are_not_compared():
     rows = judged([row("fp16", acc=90.0), row("int8", backend="vllm", acc=90.0)], {"int8-auto": {"acc": iv(0.0)}})
-    assert rows[1].judgement.verdicts["acc"] == decision.Verdict(INCONCLUSIVE, "no comparable baseline")
+    assert rows[1].judgement.verdicts["acc"] == judge.Verdict(INCONCLUSIVE, "no comparable baseline")
     assert rows[1].judgement.overall == INCONCLUSIVE
 
 
@@ -181,8 +182,8 @@ def test_rows_of_different_compute_dtypes_are_never_compared():
     assert v.verdict == INCONCLUSIVE and v.why.startswith("no baseline at this compute dtype (bfloat16")
     assert "float32" in v.why and rows[1].judgement.overall == INCONCLUSIVE
     assert verdicts(rows[2])["acc"] == PASS                     # same dtype: compared as before
-    keys = decision.baselines(facts, RULE)
-    assert list(keys) == [decision.Pairing("m", "vllm", "float32")]
+    keys = judge.baselines(facts, RULE)
+    assert list(keys) == [judge.Pairing("m", "vllm", "float32")]
 
 
 def test_each_compute_dtype_pairs_with_its_own_baseline():
@@ -190,11 +191,11 @@ def test_each_compute_dtype_pairs_with_its_own_baseline():
             row("fp16", kv="fp8", compute="bfloat16", acc=70.0),
             row("int8", kv="fp8", compute="bfloat16", acc=69.0)]
     rule = Decision(baseline=Baseline("fp16", "auto"), tolerances=RULE.tolerances)
-    bases = decision.baselines(rows, rule)
-    assert bases[decision.comparable(rows[1])] is rows[0]
-    assert decision.deltas(rows[1], rows[0])["acc"] == pytest.approx(-1.0)
+    bases = judge.baselines(rows, rule)
+    assert bases[judge.comparable(rows[1])] is rows[0]
+    assert judge.deltas(rows[1], rows[0])["acc"] == pytest.approx(-1.0)
     # the bfloat16 rows have no bfloat16 baseline (fp16+auto ran in float32): never paired with it
-    assert decision.comparable(rows[3]) not in bases
+    assert judge.comparable(rows[3]) not in bases
     judgedrows = judged(rows, rule=rule)
     assert judgedrows[3].judgement.verdicts["acc"].why.startswith("no baseline at this compute dtype")
 
@@ -202,11 +203,11 @@ def test_each_compute_dtype_pairs_with_its_own_baseline():
 def test_failed_rows_keep_status_and_nothing_passes():
     rows = judged([row("fp16", acc=50.0), Measured("m", "int4", "auto", "failed", reason="boom")])
     assert rows[1].judgement.overall == "failed"
-    rec = decision.recommend(rows, "m")
+    rec = recommend.recommend(rows, "m")
     assert rec.row is rows[0] and "only variant that ran" in rec.why
     rows = judged([Measured("m", "fp16", "auto", "failed", reason="boom"),
                    Measured("m", "int4", "auto", "failed", reason="boom")])
-    assert decision.recommend(rows, "m") == decision.Recommendation(None, "no variant ran successfully")
+    assert recommend.recommend(rows, "m") == recommend.Recommendation(None, "no variant ran successfully")
 
 
 def test_two_tasks_reporting_acc_are_judged_apart_and_a_task_tolerance_moves_only_its_own_verdict():
@@ -215,21 +216,21 @@ def test_two_tasks_reporting_acc_are_judged_apart_and_a_task_tolerance_moves_onl
                         metrics={"sentiment/acc": 90.0, "topic/acc": 70.0})
         tier = Measured("m", "int4", "auto", "ok", backend="reference",
                         metrics={"sentiment/acc": 86.0, "topic/acc": 69.0})
-        assert decision.deltas(tier, base) == {"sentiment/acc": -4.0, "topic/acc": -1.0}   # nothing overwritten
+        assert judge.deltas(tier, base) == {"sentiment/acc": -4.0, "topic/acc": -1.0}   # nothing overwritten
         return judged([base, tier], {"int4-auto": {"sentiment/acc": iv(-4.0), "topic/acc": iv(-1.0)}}, tasks=tasks)
 
     cls = {"config": "c.yaml", "data": "d.jsonl", "kind": "classify", "labels": ["a", "b"]}
     plain = {"sentiment": Task(**cls), "topic": Task(**cls)}
     r = rows(plain)
     assert verdicts(r[1]) == {"sentiment/acc": FAIL, "topic/acc": PASS}
-    assert decision.task_verdicts(r[1].judgement.verdicts) == {"sentiment": FAIL, "topic": PASS}
+    assert judge.task_verdicts(r[1].judgement.verdicts) == {"sentiment": FAIL, "topic": PASS}
 
     lenient = {"sentiment": Task(**cls, tolerances={"acc": Tolerance(abs=5.0)}), "topic": Task(**cls)}
     assert verdicts(rows(lenient)[1]) == {"sentiment/acc": PASS, "topic/acc": PASS}
 
     floor = {"sentiment": Task(**cls), "topic": Task(**cls, min_baseline={"acc": 75.0})}
     r = rows(floor)
-    assert r[1].judgement.verdicts["topic/acc"].why.startswith(decision.NOT_CAPABLE)
+    assert r[1].judgement.verdicts["topic/acc"].why.startswith(judge.NOT_CAPABLE)
     assert verdicts(r[1])["sentiment/acc"] == FAIL
 
 
@@ -279,14 +280,14 @@ def test_the_pick_stops_at_the_first_larger_candidate_that_does_not_pass():
     rows = [row("fp16", w=1000, acc=90.0), row("fp16", kv="fp8", w=1000, kvb=5, acc=80.0),
             row("int8", w=500, acc=90.0)]
     rows = judged(rows, {"fp16-fp8": {"acc": iv(-10.0)}, "int8-auto": {"acc": iv(0.0)}})
-    rec = decision.recommend(rows, "m")
+    rec = recommend.recommend(rows, "m")
     assert rec.row is rows[0] and "`fp16-fp8`" in rec.why and "fixed sequence" in rec.why
-    rec = decision.recommend(rows, "m", allowed={("fp16", "auto"), ("int8", "auto")})
+    rec = recommend.recommend(rows, "m", allowed={("fp16", "auto"), ("int8", "auto")})
     assert rec.row.key == ("m", "int8", "auto") and "family-wise" in rec.why
 
 
 def test_closest_names_no_metric_list_when_every_metric_is_not_capable():
     rows = [row("fp16", w=1000, bleu=1.0), row("int8", w=500, bleu=0.9)]
     rows = judged(rows, {"int8-auto": {"bleu": iv(-0.1)}})
-    rec = decision.recommend(rows, "m")
+    rec = recommend.recommend(rows, "m")
     assert rec.row is rows[0] and "inconclusive on ." not in rec.why and "closest" not in rec.why

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from pipeline.engines import dists
-from pipeline.scoring import fidelity
+from pipeline.scoring.estimators import fidelity
 from tests import tiny_model
 from tests.conftest import ROOT
 

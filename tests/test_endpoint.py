@@ -13,8 +13,8 @@ from pipeline.engines.base import Unsupported
 from pipeline.domain.tasks import TaskSpec, is_loglik
 from pipeline.report import commands
 from pipeline.schema import FieldError, Tier
-from pipeline.scoring import decision
-from pipeline.scoring.rows import Measured
+from pipeline.scoring.verdict import judge
+from pipeline.scoring.verdict.rows import Measured
 from pipeline.evaluation.lm_eval_runner import without_refused
 from tests.fake_openai import Servers
 from tests.test_vllm_backend import variant
@@ -114,8 +114,8 @@ def test_an_endpoint_is_judged_against_the_runs_baseline_and_says_where_it_is_se
     base = row("fp16", "reference", "float32")
     ep = row("served", "endpoint", serving={"base_url": "http://h:8000", "served_model": "m-int8"},
              hardware="int8-w8a8")
-    bases = decision.baselines([base, ep], SimpleNamespace(baseline=SimpleNamespace(tier="fp16", kv="auto")))
-    assert decision.baseline_for(ep, bases) is base
-    assert decision.baseline_for(row("int8", "vllm", "bfloat16"), bases) is None     # others pair by engine
+    bases = judge.baselines([base, ep], SimpleNamespace(baseline=SimpleNamespace(tier="fp16", kv="auto")))
+    assert judge.baseline_for(ep, bases) is base
+    assert judge.baseline_for(row("int8", "vllm", "bfloat16"), bases) is None     # others pair by engine
     assert commands.serve_command(SimpleNamespace(facts=ep), "float16", "auto") == \
         "# already served: m-int8 at http://h:8000"

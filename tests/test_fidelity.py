@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.scoring.fidelity import band, position_kl, summarize, top1_agreement
+from pipeline.scoring.estimators.fidelity import band, position_kl, summarize, top1_agreement
 
 
 def log_softmax(x: np.ndarray) -> np.ndarray:

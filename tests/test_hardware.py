@@ -1,8 +1,10 @@
 from pipeline.domain import hardware
 from pipeline.schema import Baseline, Decision, TargetGpu, Tolerance
-from pipeline.scoring import decision, planner
-from pipeline.scoring.rows import Evidence, Measured, Row
-from pipeline.scoring.stats import Interval
+from pipeline.scoring.verdict import judge
+from pipeline.scoring.pick import recommend
+from pipeline.scoring.planning import planner
+from pipeline.scoring.verdict.rows import Evidence, Measured, Row
+from pipeline.scoring.estimators.stats import Interval
 
 GPUS = {"A100-80G": 8.0, "H100-80G": 9.0, "L4-24G": 8.9, "T4-16G": 7.5}
 A100 = ("A100-80G", TargetGpu(80, 2039, 8.0))
@@ -33,7 +35,7 @@ def gpu_rows() -> list[Row]:
                       kv_bytes_per_token=1000, hardware=kinds[tier])
              for tier, size in (("fp16", 1000), ("int8", 500), ("fp8", 400))]
     evidence = {f.key: Evidence(intervals={"acc": Interval(0.0, -0.5, 0.5, 100)}) for f in facts[1:]}
-    return decision.judge(facts, evidence, rule)
+    return judge.judge(facts, evidence, rule)
 
 
 def plans_for(rows: list[Row], gpu: tuple[str, TargetGpu], fits: dict[str, bool] | None = None) -> dict:
@@ -46,16 +48,16 @@ def plans_for(rows: list[Row], gpu: tuple[str, TargetGpu], fits: dict[str, bool]
 def test_recommendation_skips_tiers_the_gpu_cannot_run():
     rows = gpu_rows()
     for gpu, expected in ((A100, {"fp16", "int8"}), (H100, {"fp16", "int8", "fp8"})):
-        allowed = decision.gpu_candidates(rows, "m", *gpu, plans_for(rows, gpu))
+        allowed = recommend.gpu_candidates(rows, "m", *gpu, plans_for(rows, gpu))
         assert {tier for tier, _ in allowed} == expected
-        best = decision.recommend(rows, "m", allowed).row
+        best = recommend.recommend(rows, "m", allowed).row
         assert best.facts.tier == ("int8" if gpu is A100 else "fp8")
 
 
 def test_gpu_candidates_drop_what_does_not_fit_or_has_no_plan():
     rows = gpu_rows()
     plans = plans_for(rows, H100, fits={"fp8-auto": False})
-    assert decision.gpu_candidates(rows, "m", *H100, plans) == {("fp16", "auto"), ("int8", "auto")}
+    assert recommend.gpu_candidates(rows, "m", *H100, plans) == {("fp16", "auto"), ("int8", "auto")}
     del plans["int8-auto"]                       # no plan: weights or KV size unknown
-    assert decision.gpu_candidates(rows, "m", *H100, plans) == {("fp16", "auto")}
-    assert decision.gpu_candidates(rows, "other-model", *H100, plans) == set()
+    assert recommend.gpu_candidates(rows, "m", *H100, plans) == {("fp16", "auto")}
+    assert recommend.gpu_candidates(rows, "other-model", *H100, plans) == set()

@@ -1,5 +1,6 @@
-"""The module graph is one-way: schema -> io/paths -> domain -> quant/scoring/engines -> evaluation ->
-config -> report -> stages; and an engine reads no verdict (engines never import scoring).
+"""The module graph is one-way: schema -> io/paths -> domain -> scoring (planning -> estimators ->
+verdict -> pick -> simulation) / quant / engines -> evaluation -> config -> report -> stages; and an
+engine reads no verdict (engines never import scoring).
 
 Fast: reads the source with ast, imports nothing of the pipeline.
 """
@@ -16,7 +17,13 @@ LAYERS = [
     ("pipeline.schema",),
     ("pipeline.errors", "pipeline.paths", "pipeline.io", "pipeline.runlog"),
     ("pipeline.domain",),
-    ("pipeline.quant", "pipeline.scoring", "pipeline.engines"),
+    # scoring's rooms, lowest first: planning (power, time, memory) needs no other room; estimators; the
+    # sequential design and verdict; the pick; simulation replays all of them
+    ("pipeline.scoring", "pipeline.scoring.planning"),
+    ("pipeline.scoring.estimators",),
+    ("pipeline.scoring.verdict",),
+    ("pipeline.scoring.pick",),
+    ("pipeline.scoring.simulation", "pipeline.quant", "pipeline.engines"),
     ("pipeline.evaluation",),
     ("pipeline.config",),
     ("pipeline.report",),
@@ -151,5 +158,15 @@ def test_the_engines_read_no_verdict():
 
 
 def test_the_apart_rule_sees_an_engine_importing_scoring():
-    fake = {"pipeline.engines.x": {"pipeline.scoring.stats"}, "pipeline.evaluation.y": {"pipeline.scoring.stats"}}
-    assert apart_violations(fake) == ["pipeline.engines.x imports pipeline.scoring.stats"]
+    fake = {"pipeline.engines.x": {"pipeline.scoring.estimators.stats"}, "pipeline.evaluation.y": {"pipeline.scoring.estimators.stats"}}
+    assert apart_violations(fake) == ["pipeline.engines.x imports pipeline.scoring.estimators.stats"]
+
+
+def test_scoring_module_names_are_unique_across_its_rooms():
+    """A module's name says its job: no two modules in pipeline/scoring share one (they once had two
+    budget.py and two selection.py between them and the rest of the pipeline)."""
+    names = [p.stem for p in (PKG / "scoring").rglob("*.py") if p.stem != "__init__"]
+    assert len(names) == len(set(names)), sorted({n for n in names if names.count(n) > 1})
+    clash = {p.stem for p in PKG.rglob("*.py") if "scoring" not in p.parts} & set(names)
+    # a report module named for what it renders (report/noise.py shows scoring's noise) is the one exception
+    assert not {n for n in clash if not (PKG / "report" / f"{n}.py").exists()}, clash

@@ -1,4 +1,4 @@
-"""The KV cache judged by position (pipeline/scoring/long_kv.py) on hand-made long_context records: the
+"""The KV cache judged by position (pipeline/scoring/verdict/long_kv.py) on hand-made long_context records: the
 pairing with the tier's baseline-KV row, the bucket verdicts, "non-inferior up to", and the error rate
 of a bucket's pass simulated at the tolerance."""
 import dataclasses
@@ -6,9 +6,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from pipeline.scoring import long_kv
-from pipeline.scoring.long_kv import FAIL, INCONCLUSIVE, PASS
-from pipeline.scoring.rows import Measured
+from pipeline.scoring.verdict import long_kv
+from pipeline.scoring.verdict.long_kv import FAIL, INCONCLUSIVE, PASS
+from pipeline.scoring.verdict.rows import Measured
 
 pytestmark = pytest.mark.unit
 

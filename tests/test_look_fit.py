@@ -1,10 +1,10 @@
-"""The per-variant budget sized from the baseline's measured speed (pipeline/scoring/look_fit.py) and its
+"""The per-variant budget sized from the baseline's measured speed (pipeline/scoring/planning/look_fit.py) and its
 reading of stage baseline's and noise's result.json (pipeline/stages/look_budget.py). No model."""
 import pytest
 
 from pipeline.domain import result_json
 from pipeline.schema import ConfigError, parse
-from pipeline.scoring import budget, look_fit
+from pipeline.scoring.planning import eval_time as budget, look_fit
 from pipeline.stages import look_budget
 from tests import result_files
 

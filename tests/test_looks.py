@@ -12,8 +12,8 @@ from pipeline.domain import looks, metrics
 from pipeline.domain.task_rows import TaskResult
 from pipeline.domain.tasks import TaskSpec
 from pipeline.schema import Bootstrap, Eval, Gate as ParamGate, Sequential, Tolerance
-from pipeline.scoring.sequential import Design
-from pipeline.scoring.stats import Interval
+from pipeline.scoring.verdict.sequential import Design
+from pipeline.scoring.estimators.stats import Interval
 
 EV = Eval(tasks={}, sequential=Sequential())
 BOOT = Bootstrap(resamples=200, seed=1, confidence=0.95)
@@ -342,7 +342,7 @@ def test_a_second_arithmetic_that_cannot_start_leaves_the_run_s_verdicts_uncheck
 
 
 def test_a_look_settles_exactly_when_decide_gives_the_same_verdict():
-    from pipeline.scoring import decision
+    from pipeline.scoring.verdict import judge
     rng = random.Random(3)
     for _ in range(2000):
         delta, half = rng.uniform(-8, 4), rng.uniform(0.2, 5)
@@ -350,9 +350,9 @@ def test_a_look_settles_exactly_when_decide_gives_the_same_verdict():
         conf, hib = rng.choice([0.95, 0.99, 0.9997]), rng.random() < 0.7
         sign = 1.0 if hib else -1.0
         iv = Interval(sign * delta, sign * delta - half, sign * delta + half, 100)
-        v = decision.judge_metric("t/m", 50.0, iv, Tolerance(abs=margin), None, hib, conf)
+        v = judge.judge_metric("t/m", 50.0, iv, Tolerance(abs=margin), None, hib, conf)
         looked = settle({"m": iv}, {"m": Gate(margin, hib)}).get("m")
-        assert looked == (v.verdict if v.verdict != decision.INCONCLUSIVE else None), (delta, half, margin)
+        assert looked == (v.verdict if v.verdict != judge.INCONCLUSIVE else None), (delta, half, margin)
 
 
 def simulate(shift: float, sims: int, seed: int = 0) -> float:

@@ -1,12 +1,13 @@
-"""The non-inferiority rule has one home (scoring/margin.py): evaluate's looks, decide's verdicts and
+"""The non-inferiority rule has one home (scoring/verdict/margin.py): evaluate's looks, decide's verdicts and
 both error-rate replays call it, so changing it moves all of them (a second copy anywhere would not)."""
 import numpy as np
 import pytest
 
 from pipeline.evaluation import looks_runner
 from pipeline.schema import Tolerance
-from pipeline.scoring import decision, margin, replay, replay_strata
-from pipeline.scoring.stats import Interval
+from pipeline.scoring.verdict import judge, margin
+from pipeline.scoring.simulation import replay, replay_strata
+from pipeline.scoring.estimators.stats import Interval
 
 
 def test_the_rule():
@@ -25,7 +26,7 @@ def _stricter(lo, m):
 def _everyone(monkeypatch=None):
     iv = Interval(-0.5, -1.0, 0.0, 400)
     looked = looks_runner.settle({"acc": iv}, {"acc": looks_runner.Gate(3.0, True)})
-    judged = decision.judge_metric("acc", 90.0, iv, Tolerance(abs=3.0), None).verdict
+    judged = judge.judge_metric("acc", 90.0, iv, Tolerance(abs=3.0), None).verdict
     rng = np.random.default_rng(0)
     base = rng.choice([0.0, 100.0], 400, p=[0.2, 0.8])
     tier = np.where(rng.random(400) < 0.05, 100.0 - base, base)

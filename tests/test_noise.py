@@ -1,13 +1,13 @@
-"""The engine's noise floor (pipeline/scoring/noise.py): the baseline under the second arithmetic
+"""The engine's noise floor (pipeline/scoring/estimators/noise.py): the baseline under the second arithmetic
 against the baseline as run, sample by sample; and stage noise's tasks. (Verdicts checked under the
 same arithmetic: tests/test_arith_check.py.)"""
 import pytest
 
 from pipeline.domain import result_json
 from pipeline.schema import Bootstrap, Tolerance
-from pipeline.scoring import noise, stats
-from pipeline.scoring.decision import FAIL, INCONCLUSIVE, PASS, judge_metric, settled
-from pipeline.scoring.rows import Measured
+from pipeline.scoring.estimators import noise, stats
+from pipeline.scoring.verdict.judge import FAIL, INCONCLUSIVE, PASS, judge_metric, settled
+from pipeline.scoring.verdict.rows import Measured
 from tests import result_files
 
 ABS3 = Tolerance(abs=3.0)

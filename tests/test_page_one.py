@@ -2,13 +2,13 @@
 import dataclasses
 
 from pipeline.report import markdown, page_one
-from pipeline.scoring import decision
+from pipeline.scoring.pick import recommend
 from tests.test_report import HEADER, model_report, rows
 
 
 def page1() -> str:
     rs = rows()
-    best = decision.recommend(rs, "m")
+    best = recommend.recommend(rs, "m")
     head = dataclasses.replace(HEADER, commit="abc1234", lock="0123456789ab")
     md = markdown.render({"m": model_report(rs, best.row, best.why, "vllm serve x --quantization y")}, head)
     return md.split("\n## ", 1)[0]
@@ -53,8 +53,8 @@ def test_the_committed_decision_md_s_page_one_fits_a_screen():
 
 
 def test_a_task_a_failed_variant_did_not_run_says_why_not_not_measured():
-    from pipeline.scoring.rows import Evidence
-    from pipeline.scoring.stats import Interval
+    from pipeline.scoring.verdict.rows import Evidence
+    from pipeline.scoring.estimators.stats import Interval
     from tests.test_report import facts, judged
 
     base = facts("fp16", "auto", metrics={"classification/acc": 90.0, "other/acc": 80.0})
@@ -72,8 +72,8 @@ def test_a_task_a_failed_variant_did_not_run_says_why_not_not_measured():
 def close_rows(int8_interval, int4_interval):
     """The baseline, int8 (larger, first in the sequence) and int4 with the given accuracy intervals
     (delta, lo, hi); the margin is 3.0 points, n 160."""
-    from pipeline.scoring.rows import Evidence
-    from pipeline.scoring.stats import Interval
+    from pipeline.scoring.verdict.rows import Evidence
+    from pipeline.scoring.estimators.stats import Interval
     from tests.test_report import facts, judged
 
     mk = lambda tier, mib_: facts(tier, "auto", metrics={"classification/acc": 90.0}, weight_bytes=2**20 * mib_,
@@ -83,7 +83,7 @@ def close_rows(int8_interval, int4_interval):
 
 
 def test_a_look_s_interval_shows_its_own_confidence_and_flips_have_their_own_column():
-    from pipeline.scoring.stats import Flips
+    from pipeline.scoring.estimators.stats import Flips
 
     rs = close_rows((-1.0, -2.0, 0.0), (-9.0, -12.0, -6.0))
     looked = dataclasses.replace(rs[1].judgement.verdicts["classification/acc"], confidence=0.9817)
@@ -101,7 +101,7 @@ def test_a_sequence_stopping_within_half_a_point_of_the_margin_is_a_close_call_o
 
     # int8 misses the -3.0 margin by 0.10: the baseline is picked, and page 1 says how close it was
     rs = close_rows((-1.6, -3.1, -0.1), (-1.0, -2.0, 0.0))
-    m = model_report(rs, decision.recommend(rs, "m").row)
+    m = model_report(rs, recommend.recommend(rs, "m").row)
     assert m.recommendation.row is rs[0] and close_call.stop_of(m) is rs[1]
     assert close_call.lines(m) == [
         "Close call (within 0.5 point of a margin): `int8-auto` stops the sequence (inconclusive): classification "
@@ -111,7 +111,7 @@ def test_a_sequence_stopping_within_half_a_point_of_the_margin_is_a_close_call_o
     assert "Close call (within 0.5 point of a margin): `int8-auto` stops the sequence" in " ".join(md.split())
     # the pick itself clears its margin by 0.30; the candidate after it fails far from it: only the pick is named
     rs = close_rows((-1.0, -2.7, 0.7), (-9.0, -12.0, -6.0))
-    m = model_report(rs, decision.recommend(rs, "m").row)
+    m = model_report(rs, recommend.recommend(rs, "m").row)
     assert close_call.lines(m) == [
         "Close call (within 0.5 point of a margin): the pick `int8-auto` clears classification Accuracy by 0.30 (-2.70 "
         "at 95%; settled at its confidence, but another arithmetic may land on the other side)."]

@@ -7,9 +7,9 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
-from pipeline.scoring import paired_binary, stats
-from pipeline.scoring.margin import OPEN, verdict
-from pipeline.scoring.sequential import Design, look_sizes
+from pipeline.scoring.estimators import paired_binary, stats
+from pipeline.scoring.verdict.margin import OPEN, verdict
+from pipeline.scoring.verdict.sequential import Design, look_sizes
 
 LOOKS = (0.25, 0.5, 0.75, 1.0)
 REPS = 6000

@@ -1,10 +1,10 @@
-"""The floored studentized interval of a graded metric (scoring/paired_graded.py): its bounds, and why
+"""The floored studentized interval of a graded metric (scoring/estimators/paired_graded.py): its bounds, and why
 an all-zero or few-change sample never gets a narrow interval."""
 import numpy as np
 import pytest
 
-from pipeline.scoring import paired_graded, stats
-from pipeline.scoring.margin import OPEN, verdict
+from pipeline.scoring.estimators import paired_graded, stats
+from pipeline.scoring.verdict.margin import OPEN, verdict
 
 
 def test_identical_outputs_get_an_interval_as_wide_as_the_worst_tier_at_that_reach():

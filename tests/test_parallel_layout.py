@@ -8,7 +8,7 @@ import pytest
 from pipeline.engines import vllm_argv
 from pipeline.schema import FieldError, Memory, TargetGpu
 from pipeline.schema.serving import Vllm
-from pipeline.scoring import planner
+from pipeline.scoring.planning import planner
 
 GIB = 2**30
 H100 = TargetGpu(memory_gib=80, bandwidth_gbps=3350, compute_capability=9.0)

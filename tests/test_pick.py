@@ -1,4 +1,4 @@
-"""The recommendation's pick among many candidates (scoring/sequence.py sequence_pick): the chance
+"""The recommendation's pick among many candidates (scoring/pick/sequence.py sequence_pick): the chance
 that the picked variant is worse than its margin, simulated with 13 candidates, against the rule it
 replaced (the smallest-memory variant among all that pass)."""
 import math
@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.scoring.sequence import sequence_pick
-from pipeline.scoring.replay import Population, moved, replay
-from pipeline.scoring.sequential import Design, look_sizes
+from pipeline.scoring.pick.sequence import sequence_pick
+from pipeline.scoring.simulation.replay import Population, moved, replay
+from pipeline.scoring.verdict.sequential import Design, look_sizes
 
 SIMS = 2000
 CANDIDATES = 13

@@ -2,7 +2,7 @@ import pytest
 
 from pipeline.domain import memory
 from pipeline.schema import Memory, TargetGpu
-from pipeline.scoring import planner
+from pipeline.scoring.planning import planner
 
 GIB = 2**30
 QWEN3_4B = {"num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,

@@ -1,11 +1,11 @@
-"""Fidelity by position (pipeline/scoring/positions.py): edges, bucketing against a brute-force loop,
+"""Fidelity by position (pipeline/scoring/estimators/positions.py): edges, bucketing against a brute-force loop,
 the t quantile against published values, and the interval's coverage by simulation."""
 import math
 
 import numpy as np
 import pytest
 
-from pipeline.scoring import positions
+from pipeline.scoring.estimators import positions
 
 
 def test_default_edges_double_up_to_the_smaller_limit():

@@ -1,4 +1,4 @@
-"""pipeline/scoring/power.py against hand-computed values and a simulation of the verdict it plans for.
+"""pipeline/scoring/planning/power.py against hand-computed values and a simulation of the verdict it plans for.
 
     python -m pytest -q tests/test_power.py
 """
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.scoring import analysis, power
+from pipeline.scoring.planning import power
 
 Z = 1.959964 + 0.841621          # z_{0.975} + z_{0.80}
 
@@ -46,7 +46,7 @@ def test_from_the_interval_the_verdict_was_read_on():
 def test_identical_outputs_do_not_plan_a_sample_size_the_verdict_cannot_pass_at():
     """24 identical 0/100 outputs: the sample SD is 0, which planned "n80 2"; the verdict's interval
     keeps a floor, and the plan from it is a size at which identical outputs do pass."""
-    from pipeline.scoring import stats
+    from pipeline.scoring.estimators import stats
 
     same = [100.0] * 20 + [0.0] * 4
     iv = stats.paired_mean(same, same, 200, 0)
@@ -77,18 +77,18 @@ def pairs(base: list[float], tier: list[float], key: str) -> list[tuple[dict, di
 
 def test_powers_plan_every_gated_metric_from_its_own_interval():
     """BLEU and chrF each from their own interval; a metric without one, or without a tolerance, gets none."""
-    from pipeline.scoring.stats import Interval
+    from pipeline.scoring.estimators.stats import Interval
 
     ivs = {"bleu": Interval(-1.0, -3.0, 1.0, 4), "chrf": Interval(-0.5, -2.0, 1.0, 4)}
-    out = analysis.powers(["bleu", "chrf", "acc"], {"bleu": 1.0, "chrf": 2.0, "acc": 3.0}, 0.95, ivs, 0.95)
+    out = power.powers(["bleu", "chrf", "acc"], {"bleu": 1.0, "chrf": 2.0, "acc": 3.0}, 0.95, ivs, 0.95)
     assert set(out) == {"bleu", "chrf"}
     assert out["bleu"].sd == pytest.approx(2.0 * 2 / 1.959964, abs=1e-4)
     assert out["chrf"].sd == pytest.approx(1.5 * 2 / 1.959964, abs=1e-4)
-    assert analysis.powers(["bleu"], {}, 0.95, ivs, 0.95) == {}
+    assert power.powers(["bleu"], {}, 0.95, ivs, 0.95) == {}
 
 
 def test_the_bootstrap_standard_error_is_the_spread_of_the_resampled_deltas():
-    from pipeline.scoring import stats
+    from pipeline.scoring.estimators import stats
 
     rng = np.random.default_rng(0)
     base, tier = rng.normal(0, 1, 400), rng.normal(0, 1, 400)

@@ -3,11 +3,12 @@ import dataclasses
 from pipeline.report import exports, fidelity, gpus, markdown, provenance, serving, speed
 from pipeline.report.document import Header, KvPair, ModelReport
 from pipeline.schema import Baseline, Bootstrap, Decision, Memory, TargetGpu, Tolerance
-from pipeline.scoring import decision
-from pipeline.scoring.decision import Recommendation
-from pipeline.scoring.rows import Evidence, Measured
-from pipeline.scoring.power import Power
-from pipeline.scoring.stats import Interval
+from pipeline.scoring.verdict import judge
+from pipeline.scoring.pick import recommend
+from pipeline.scoring.pick.recommend import Recommendation
+from pipeline.scoring.verdict.rows import Evidence, Measured
+from pipeline.scoring.planning.power import Power
+from pipeline.scoring.estimators.stats import Interval
 
 BASE = Baseline("fp16", "auto")
 HEADER = Header(generated="now", kv_scales={"fp8": "1.0"}, baseline=BASE, bootstrap=Bootstrap(),
@@ -21,7 +22,7 @@ def facts(tier, kv, status="ok", **kw):
 
 
 def judged(found, evidence, rule=RULE):
-    return decision.judge(found, {f.key: e for f, e in zip(found, evidence) if e is not None}, rule)
+    return judge.judge(found, {f.key: e for f, e in zip(found, evidence) if e is not None}, rule)
 
 
 def rows(rule=RULE):
@@ -43,7 +44,7 @@ def model_report(rs, rec=None, why="", command=None):
 
 def test_render_has_every_row_reason_and_command():
     rs = rows()
-    best = decision.recommend(rs, "m")
+    best = recommend.recommend(rs, "m")
     md = markdown.render({"m": model_report(rs, best.row, best.why, "vllm serve x")}, HEADER)
     prefixes = ("| fp16 | auto |", "| int4 | fp8 |", "| int8 | fp8 |")
     page1, every = md.split("## Every variant", 1)
@@ -307,7 +308,7 @@ def test_why_each_verdict_says_once_why_a_stopped_variant_did_not_measure_a_metr
     from types import SimpleNamespace as NS
 
     from pipeline.report.verdicts import stopped, verdict_cell
-    from pipeline.scoring.decision import NOT_MEASURED
+    from pipeline.scoring.verdict.judge import NOT_MEASURED
     where = "stopped at look 1 of 4 of c (320 of 1280 samples): c/acc failed"
     v = NS(verdict="inconclusive", note=f"{NOT_MEASURED}: {where}")
     not_run = {"s": "the variant failed"}

@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 from pipeline.report import exports, long_context, markdown
-from pipeline.scoring import long_kv
+from pipeline.scoring.verdict import long_kv
 from tests.test_report import HEADER, facts, judged, model_report
 
 pytestmark = pytest.mark.unit

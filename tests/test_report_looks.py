@@ -3,8 +3,8 @@ read against a fixed-n run, the evaluate seconds against a fixed-n run's at each
 from dataclasses import replace
 
 from pipeline.report import looks
-from pipeline.scoring.rows import Evidence, Measured
-from pipeline.scoring.stats import Interval
+from pipeline.scoring.verdict.rows import Evidence, Measured
+from pipeline.scoring.estimators.stats import Interval
 from tests.test_report import judged, model_report
 
 

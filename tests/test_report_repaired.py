@@ -5,8 +5,8 @@ import dataclasses
 from pipeline.quant import repair
 from pipeline.report import markdown, repaired
 from pipeline.schema import Repair, Tier
-from pipeline.scoring.rows import Evidence
-from pipeline.scoring.stats import Interval
+from pipeline.scoring.verdict.rows import Evidence
+from pipeline.scoring.estimators.stats import Interval
 from tests.test_report import HEADER, facts, judged, model_report
 
 RECORD = {"groups": 4, "promoted": ["model.layers.1.mlp.gate_proj+up_proj"], "promote_bits": 8,

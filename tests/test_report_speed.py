@@ -5,7 +5,7 @@ import dataclasses
 import yaml
 
 from pipeline.report import markdown, speed
-from pipeline.scoring.rows import Row
+from pipeline.scoring.verdict.rows import Row
 from pipeline.stages import decide
 from tests.test_report import HEADER, model_report, vllm_rows
 from tests.test_report_looks import report as looked_report

@@ -1,10 +1,10 @@
-"""Retrieval accuracy against length (pipeline/scoring/retrieval_length.py) and its section of decision.md
+"""Retrieval accuracy against length (pipeline/scoring/verdict/retrieval_length.py) and its section of decision.md
 (pipeline/report/retrieval.py), on synthetic rows: no model."""
 from pipeline.domain import retrieval
 from pipeline.report.retrieval import retrieval_lines
-from pipeline.scoring import retrieval_length as rl
-from pipeline.scoring.decision import NOT_CAPABLE
-from pipeline.scoring.rows import Evidence, Judgement, Measured, Row, Verdict
+from pipeline.scoring.verdict import retrieval_length as rl
+from pipeline.scoring.verdict.judge import NOT_CAPABLE
+from pipeline.scoring.verdict.rows import Evidence, Judgement, Measured, Row, Verdict
 
 
 def suite_rows(n: int, tokens: int) -> list[dict]:
@@ -69,7 +69,7 @@ def test_a_length_without_a_tolerance_is_measured_and_shown_as_report_only():
     """decide judges only metrics with a tolerance: a measured length with no verdict is report only, with
     its accuracy and interval, never "not measured" and never counted as non-inferior."""
     from pipeline.report.retrieval import cell_text
-    from pipeline.scoring.stats import Interval
+    from pipeline.scoring.estimators.stats import Interval
 
     v = Row(Measured("m", "int8", "fp8", "ok", metrics={"r1/exact_match": 100.0, "r4/exact_match": 66.7}),
             Evidence(deltas={"r1/exact_match": 0.0, "r4/exact_match": -33.3},

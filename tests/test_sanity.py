@@ -1,11 +1,11 @@
-"""The baseline's sanity check (pipeline/scoring/sanity.py): loops, empty generations and choice tasks
+"""The baseline's sanity check (pipeline/scoring/estimators/sanity.py): loops, empty generations and choice tasks
 at chance, and the error rates of its binomial test, simulated."""
 import math
 import random
 
 import pytest
 
-from pipeline.scoring import sanity
+from pipeline.scoring.estimators import sanity
 from pipeline.domain import loops
 
 

@@ -1,10 +1,10 @@
-"""pipeline/scoring/selection.py: a candidate picked apart from the verdicts keeps its verdict's
+"""pipeline/scoring/simulation/repair_confirmation.py: a candidate picked apart from the verdicts keeps its verdict's
 false-pass rate; picked by the verdicts, the rate grows with the candidates (the simulation can fail)."""
 import numpy as np
 import pytest
 
-from pipeline.scoring import selection
-from pipeline.scoring.replay import Population
+from pipeline.scoring.simulation import repair_confirmation as selection
+from pipeline.scoring.simulation.replay import Population
 
 LOOKS = [0.25, 0.5, 0.75, 1.0]
 

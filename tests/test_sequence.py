@@ -1,7 +1,7 @@
-"""The recommendation's order of candidates (pipeline/scoring/sequence.py): weight classes within 1%,
+"""The recommendation's order of candidates (pipeline/scoring/pick/sequence.py): weight classes within 1%,
 KV bytes per token, then params.yaml's order. The pick's error rate is simulated in tests/test_pick.py."""
-from pipeline.scoring.rows import Evidence, Judgement, Measured, Row
-from pipeline.scoring.sequence import in_sequence, same_memory, sequence_pick, weight_classes
+from pipeline.scoring.verdict.rows import Evidence, Judgement, Measured, Row
+from pipeline.scoring.pick.sequence import in_sequence, same_memory, sequence_pick, weight_classes
 
 
 def row(tier, w, kv="auto", kvb=10) -> Row:

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.scoring import margin, sequential
+from pipeline.scoring.verdict import margin, sequential
 
 # Lan-DeMets O'Brien-Fleming-type boundaries, one-sided alpha 0.025, equally spaced looks, as tabulated
 # by gsDesign / ldbounds (e.g. Jennison & Turnbull 2000, table 7.6 analogues): K=5 and K=4.
@@ -84,7 +84,7 @@ def test_unadjusted_peeking_inflates_the_false_pass_rate():
 
 def test_an_unchanged_tier_passes_with_about_the_planned_power():
     """n planned for 80% power at a fixed n; the sequential design loses a little of it (J&T ch. 7)."""
-    from pipeline.scoring import power
+    from pipeline.scoring.planning import power
 
     cap = power.samples_for_power(SD, MARGIN)
     d = sequential.Design.of(FRACTIONS, 0.95)
@@ -101,7 +101,7 @@ def test_a_clearly_broken_tier_fails_at_the_first_look():
 
 
 def test_expected_samples_stop_early_on_a_clear_answer_and_pass_at_alpha_on_the_margin():
-    from pipeline.scoring.sequential import Design, expected_samples, look_sizes
+    from pipeline.scoring.verdict.sequential import Design, expected_samples, look_sizes
 
     sizes = look_sizes([0.25, 0.5, 0.75, 1.0], 320)
     crit = Design.of([s / 320 for s in sizes], 0.95).critical

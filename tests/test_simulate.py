@@ -1,4 +1,4 @@
-"""`python -m pipeline.scoring.simulate`: the error rates of the look-by-look verdicts, replayed on
+"""`python -m pipeline.scoring.simulation.simulate`: the error rates of the look-by-look verdicts, replayed on
 zero-inflated, heavy-tailed, tied and Gaussian paired differences for each metric kind (0/100,
 per-sample graded, corpus), and the same cases failing the procedure it replaced (delta -/+ z x SE)."""
 import math
@@ -8,8 +8,8 @@ import yaml
 import pytest
 
 from pipeline.io import atomic_write_jsonl as write_jsonl
-from pipeline.scoring import replay, simulate
-from pipeline.scoring.replay import Population, rates
+from pipeline.scoring.simulation import replay, simulate
+from pipeline.scoring.simulation.replay import Population, rates
 
 LOOKS = [0.25, 0.5, 0.75, 1.0]
 SIMS = 1000

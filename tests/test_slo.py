@@ -7,8 +7,8 @@ import pytest
 from pipeline.schema import ConfigError, parse
 from pipeline.evaluation import lm_eval_runner
 from pipeline.engines import slo
-from pipeline.scoring import planner
-from pipeline.scoring.planner import decode_roofline_fraction
+from pipeline.scoring.planning import planner
+from pipeline.scoring.planning.planner import decode_roofline_fraction
 
 P99 = dict(ttft_ms=1000, tpot_ms=100, percentile=99)
 

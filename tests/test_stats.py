@@ -1,8 +1,8 @@
 import pytest
 
 from pipeline.schema import Tolerance
-from pipeline.scoring import stats
-from pipeline.scoring.decision import FAIL, INCONCLUSIVE, PASS, judge_metric
+from pipeline.scoring.estimators import stats
+from pipeline.scoring.verdict.judge import FAIL, INCONCLUSIVE, PASS, judge_metric
 
 TOL = Tolerance(abs=3.0)
 

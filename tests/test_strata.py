@@ -1,9 +1,10 @@
-"""Stratified looks (pipeline/scoring/strata.py, replay_strata.py): the design's arithmetic, and its error
+"""Stratified looks (pipeline/scoring/estimators/strata.py, replay_strata.py): the design's arithmetic, and its error
 rates simulated on zero-inflated choice items, with and without the variance floor."""
 import numpy as np
 import pytest
 
-from pipeline.scoring import paired_binary, replay_strata, stats, strata
+from pipeline.scoring.estimators import paired_binary, stats, strata
+from pipeline.scoring.simulation import replay_strata
 
 
 def test_label_margin_and_strata():

@@ -11,7 +11,7 @@ from pipeline.domain.tasks import TaskSpec
 from pipeline.evaluation import stratified
 from pipeline.evaluation.looks_runner import Gate, run_looks
 from pipeline.schema import Bootstrap, Eval, Sequential, Strata
-from pipeline.scoring import analysis
+from pipeline.scoring.estimators import analysis
 
 BOOT = Bootstrap(resamples=200, seed=1, confidence=0.95)
 EV = Eval(tasks={}, sequential=Sequential(strata=Strata(below=0.5, share=0.25)))

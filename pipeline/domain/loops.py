@@ -1,5 +1,5 @@
 """Degenerate generations: text that is mostly one unit of words repeated. Read by the baseline's
-sanity (pipeline/scoring/sanity.py) and by an endpoint's preflight (pipeline/engines/preflight.py). Pure.
+sanity (pipeline/scoring/estimators/sanity.py) and by an endpoint's preflight (pipeline/engines/preflight.py). Pure.
 
     from pipeline.domain.loops import loop_unit; loop_unit("the cat the cat the cat the cat")
 """

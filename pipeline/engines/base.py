@@ -115,7 +115,7 @@ class Session(Protocol):
 
     def second_arithmetic(self, variant: Variant) -> AbstractContextManager[Session]:
         """The same variant computed in the engine's second arithmetic (the one stage noise runs the
-        baseline in), for the check of each settled verdict (scoring/arith_check.py); Unsupported where
+        baseline in), for the check of each settled verdict (scoring/verdict/arith_check.py); Unsupported where
         there is none."""
         ...
 

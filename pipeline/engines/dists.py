@@ -1,5 +1,5 @@
 """Next-token distributions of a transformers model on fixed token sequences, teacher-forced, for the
-fidelity comparison (pipeline/scoring/fidelity.py). Reference backend only: it has the full logits, so
+fidelity comparison (pipeline/scoring/estimators/fidelity.py). Reference backend only: it has the full logits, so
 `exact` gives the full-vocabulary KL between two loaded models; `token_dists` the top-k the
 fidelity_base stage keeps.
 

@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from pipeline.engines.base import Session, Variant
 from pipeline.domain import fidelity_set
-from pipeline.scoring import fidelity
+from pipeline.scoring.estimators import fidelity
 
 
 def measure_fidelity(session: Session, base: fidelity_set.Baseline, backend: str,

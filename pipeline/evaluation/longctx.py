@@ -1,5 +1,5 @@
 """Teacher-forced next-token distributions at every position of long texts, for fidelity by position
-(pipeline/scoring/positions.py, issue 21). Reference backend: the model a session loaded, with the
+(pipeline/scoring/estimators/positions.py, issue 21). Reference backend: the model a session loaded, with the
 attention it serves with, so an fp8 KV variant reads fp8-rounded K/V at every position.
 
 A text is fed in chunks of CHUNK tokens through a KV cache instead of one forward: one forward of
@@ -36,7 +36,7 @@ import torch
 
 from pipeline.engines import dists, generate
 from pipeline.domain import fidelity_set, long_texts
-from pipeline.scoring import fidelity, positions
+from pipeline.scoring.estimators import fidelity, positions
 
 CHUNK = 512
 

@@ -5,12 +5,12 @@ compute goes where a verdict is still open:
 - a look evaluates the next share of the task's cap in the task's seeded order (pipeline/domain/looks.py;
   a choice task with eval.sequential.strata: the same share of each stratum, evaluation/stratified.py)
   and reads every gated metric's paired interval at that look's group-sequential confidence
-  (pipeline/scoring/sequential.py): pass when its lower bound clears -allowed drop, fail when below;
+  (pipeline/scoring/verdict/sequential.py): pass when its lower bound clears -allowed drop, fail when below;
 - a settled metric stays settled; a task whose gated metrics are all settled stops; a failed gated
   metric stops the variant's gated tasks (those after it are not run: the row says where it stopped);
 - a metric settles when the engine's second arithmetic (evaluate's: evaluation/second_arithmetic.py)
   settles it alike at the same look; the two settling it differently, or only one by the cap, make it
-  unstable (scoring/arith_check.py);
+  unstable (scoring/verdict/arith_check.py);
 - report-only tasks (no tolerance: the retrieval suite) run last, to their cap, on every variant, a
   failed one included (eval.sequential.probes: all), or only on one that can still pass (passable);
 - once the variant cannot pass, no verdict is checked in the second arithmetic.
@@ -29,10 +29,11 @@ from pipeline.domain.result_json import CANNOT_PASS, FAILED, TIME_BUDGET
 from pipeline.domain.metrics import metric_id
 from pipeline import schema
 from pipeline.schema import Bootstrap, Eval
-from pipeline.scoring import analysis, arith_check
-from pipeline.scoring import margin as rule
-from pipeline.scoring.sequential import Design, look_sizes
-from pipeline.scoring.stats import repeated
+from pipeline.scoring.estimators import analysis
+from pipeline.scoring.verdict import arith_check
+from pipeline.scoring.verdict import margin as rule
+from pipeline.scoring.verdict.sequential import Design, look_sizes
+from pipeline.scoring.estimators.stats import repeated
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ def run_looks(session, specs: list[tasks.TaskSpec], ev: Eval, baseline: dict[str
     `report_only`: tasks with no tolerance on any metric, run to their cap in one look (the user asked
     for their numbers); a task whose gated metrics the baseline cannot do stops at the first look.
     `second`: each verdict settles only once the second arithmetic gives it at the same look too
-    (scoring/arith_check.py); without it, on the run's arithmetic alone, and not once the variant cannot
+    (scoring/verdict/arith_check.py); without it, on the run's arithmetic alone, and not once the variant cannot
     pass (`Looked.cannot_pass`). Report-only tasks run on a variant that failed or cannot pass unless
     eval.sequential.probes is `passable`. `interleave` (a time budget): the gated tasks take their looks
     in turn (interleave_looks.py), else one task after another."""

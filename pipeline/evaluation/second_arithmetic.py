@@ -1,4 +1,4 @@
-"""The engine's second arithmetic for a variant's looks (looks_runner.Second; scoring/arith_check.py):
+"""The engine's second arithmetic for a variant's looks (looks_runner.Second; scoring/verdict/arith_check.py):
 the variant's samples computed again in its session's `second_arithmetic` (the reference backend: the
 variant loaded a second time in serving.reference.noise_arithmetic; vLLM: the same server, lm-eval's
 requests in another batch composition), through the sample cache, opened the first time a verdict
@@ -23,7 +23,7 @@ from pipeline.evaluation import sample_cache
 from pipeline.evaluation.lm_eval_runner import run_tasks
 from pipeline.evaluation.looks_runner import Looked
 from pipeline.domain import looks, result_json, task_rows, tasks
-from pipeline.scoring import arith_check
+from pipeline.scoring.verdict import arith_check
 
 DIR = "second_arithmetic"
 

@@ -1,7 +1,7 @@
 """Which items a stratified choice task reads at each look (eval.sequential.strata): the strata from the
 baseline's label margins, the documents in look order, and each row tagged with its stratum so that
 every interval read from it, in evaluate, the check or decide, is the stratified one
-(scoring/strata.py; analysis.intervals reads the tags).
+(scoring/estimators/strata.py; analysis.intervals reads the tags).
 
     plan = stratified.plan(spec, baseline_rows, ev)    # None: the task is read unstratified
     rows = plan.tag(rows)
@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from pipeline.domain import tasks
 from pipeline.schema import Eval
-from pipeline.scoring import strata
+from pipeline.scoring.estimators import strata
 
 
 @dataclass(frozen=True)

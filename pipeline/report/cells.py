@@ -4,8 +4,8 @@ from __future__ import annotations
 from pipeline.domain.metrics import split_id
 from pipeline.domain.result_json import NOT_MEASURED
 from pipeline.schema import Baseline
-from pipeline.scoring.decision import task_verdicts
-from pipeline.scoring.rows import Row
+from pipeline.scoring.verdict.judge import task_verdicts
+from pipeline.scoring.verdict.rows import Row
 
 
 METRIC_LABELS = {"bleu": "BLEU", "chrf": "chrF", "rouge1": "ROUGE-1", "rouge2": "ROUGE-2",

@@ -1,7 +1,7 @@
 """Page 1's close-call line: where the pick hinges on a verdict whose interval bound lies within half a
 point of its margin, say so and what would settle it. Pure.
 
-Two verdicts decide a pick (scoring/decision.py `recommend`, the fixed sequence of scoring/sequence.py):
+Two verdicts decide a pick (scoring/verdict/judge.py `recommend`, the fixed sequence of scoring/pick/sequence.py):
 the first candidate in the sequence that does not pass (the pick is the last before it; a pass there
 would have carried the sequence on) and the pick's own passes. The line reads the sequence with the
 same functions and over the same candidates as `recommend` (the model's ok rows less the KV modes no
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from pipeline.report.cells import confidence, label
 from pipeline.report.document import ModelReport
-from pipeline.scoring.decision import FAIL, PASS, not_capable
-from pipeline.scoring.rows import Row, Verdict
-from pipeline.scoring.sequence import in_sequence, sequence_pick
+from pipeline.scoring.verdict.judge import FAIL, PASS, not_capable
+from pipeline.scoring.verdict.rows import Row, Verdict
+from pipeline.scoring.pick.sequence import in_sequence, sequence_pick
 
 NEAR = 0.5      # metric points between an interval's bound and the margin that count as a close call
 

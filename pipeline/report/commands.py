@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pipeline.domain import hardware, serve_line
 from pipeline.schema import Memory
-from pipeline.scoring.planner import Plan
-from pipeline.scoring.rows import Row
+from pipeline.scoring.planning.planner import Plan
+from pipeline.scoring.verdict.rows import Row
 
 MAX_NUM_SEQS_CAP = 256   # vLLM's default --max-num-seqs; the planner never suggests more
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipeline.schema import Baseline, Bootstrap, Memory, TargetGpu
-from pipeline.scoring.analysis import KvLength, Regression
-from pipeline.scoring.decision import Recommendation
-from pipeline.scoring.rows import Row
-from pipeline.scoring.long_kv import LongKv
-from pipeline.scoring.noise import NoiseFloor
-from pipeline.scoring.sanity import Finding
-from pipeline.scoring.planner import Plan
-from pipeline.scoring.retrieval_length import ByLength
-from pipeline.scoring.stats import Flips
+from pipeline.scoring.estimators.analysis import KvLength, Regression
+from pipeline.scoring.pick.recommend import Recommendation
+from pipeline.scoring.verdict.rows import Row
+from pipeline.scoring.verdict.long_kv import LongKv
+from pipeline.scoring.estimators.noise import NoiseFloor
+from pipeline.scoring.estimators.sanity import Finding
+from pipeline.scoring.planning.planner import Plan
+from pipeline.scoring.verdict.retrieval_length import ByLength
+from pipeline.scoring.estimators.stats import Flips
 
 
 @dataclass(frozen=True)

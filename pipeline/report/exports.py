@@ -9,9 +9,10 @@ from pipeline.report import long_context, noise, provenance
 from pipeline.report.cells import is_baseline
 from pipeline.report.document import Header, ModelReport
 from pipeline.report.serving import load_note
-from pipeline.scoring import retrieval_length
-from pipeline.scoring.decision import Recommendation, task_verdicts
-from pipeline.scoring.rows import Row
+from pipeline.scoring.verdict import retrieval_length
+from pipeline.scoring.verdict.judge import task_verdicts
+from pipeline.scoring.pick.recommend import Recommendation
+from pipeline.scoring.verdict.rows import Row
 
 
 def dvc_metrics(rows: list[Row]) -> dict:

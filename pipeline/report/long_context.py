@@ -1,13 +1,13 @@
 """decision.md's long-context section (eval.long_context): per variant, next-token KL and top-1 agreement
 against the baseline by token position, and per quantized KV mode up to which length it is shown
-non-inferior to the same tier with the baseline's KV cache (pipeline/scoring/long_kv.py). Pure."""
+non-inferior to the same tier with the baseline's KV cache (pipeline/scoring/verdict/long_kv.py). Pure."""
 from __future__ import annotations
 
 from pipeline import paths
 from pipeline.report.cells import md_row
 from pipeline.report.document import ModelReport
-from pipeline.scoring.long_kv import as_json, measured, planned_length
-from pipeline.scoring.rows import Row
+from pipeline.scoring.verdict.long_kv import as_json, measured, planned_length
+from pipeline.scoring.verdict.rows import Row
 
 
 def _num(v: float | None, digits: int = 4) -> str:

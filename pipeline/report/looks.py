@@ -6,7 +6,7 @@ from __future__ import annotations
 from pipeline.domain.result_json import CANNOT_PASS
 from pipeline.report.cells import md_row
 from pipeline.report.document import ModelReport
-from pipeline.scoring.rows import Row
+from pipeline.scoring.verdict.rows import Row
 
 SETTLED = ("pass", "fail")
 

@@ -17,7 +17,7 @@ from pipeline.report import (fidelity, gpus, long_context, looks, noise, provena
 from pipeline.report.document import Header, ModelReport
 from pipeline.report.notes import notes
 from pipeline.report import page_one, repaired, speed
-from pipeline.scoring.rows import Row
+from pipeline.scoring.verdict.rows import Row
 
 
 def run_lines(header: Header, rows: list[Row]) -> list[str]:
@@ -51,7 +51,7 @@ def interval_text(confidence: float) -> str:
             f"{confidence:.0%} interval. Accuracy and exact match: the paired score interval of the discordant "
             "pairs; ROUGE: the floored studentized interval; BLEU and chrF: the same on the corpus score's jackknife "
             "pseudo-values (docs/decisions/graded-interval.md). Error rates by simulation: "
-            "`python -m pipeline.scoring.simulate`.")
+            "`python -m pipeline.scoring.simulation.simulate`.")
 
 
 def details(m: ModelReport, header: Header) -> list[str]:

@@ -1,11 +1,11 @@
 """decision.md's engine-noise section: the baseline under a second arithmetic against the baseline as
-run (stage noise), each settled verdict's check under that arithmetic (evaluate's, scoring/arith_check.py)
+run (stage noise), each settled verdict's check under that arithmetic (evaluate's, scoring/verdict/arith_check.py)
 and each variant's flips inside the baseline's flip margin. Pure."""
 from __future__ import annotations
 
 from pipeline.report.cells import ci, md_row
 from pipeline.report.document import ModelReport
-from pipeline.scoring.decision import INCONCLUSIVE
+from pipeline.scoring.verdict.judge import INCONCLUSIVE
 
 
 def unstable(m: ModelReport) -> list[tuple[str, str, str]]:

@@ -15,8 +15,8 @@ from pipeline.report import close_call
 from pipeline.report.cells import PLAIN, confidence, is_baseline, label, md_row, status_word, task_of, unread, word
 from pipeline.report.document import Header, ModelReport
 from pipeline.schema import Baseline
-from pipeline.scoring.decision import not_capable
-from pipeline.scoring.rows import Row
+from pipeline.scoring.verdict.judge import not_capable
+from pipeline.scoring.verdict.rows import Row
 
 WIDTH = 120
 MAX_LINES = 44    # a screen: 40 before the close-call line (report/close_call.py), which may take 3 or 4

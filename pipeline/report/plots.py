@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.domain.memory import mib
-from pipeline.scoring import long_kv, retrieval_length
-from pipeline.scoring.rows import Row
+from pipeline.scoring.verdict import long_kv, retrieval_length
+from pipeline.scoring.verdict.rows import Row
 
 
 def spread(xs: list[float], width: float) -> list[float]:

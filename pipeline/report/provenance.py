@@ -4,7 +4,7 @@
 never from the machine decide runs on. Results written before evaluate recorded it say so. Pure."""
 from __future__ import annotations
 
-from pipeline.scoring.rows import Row
+from pipeline.scoring.verdict.rows import Row
 
 NOT_RECORDED = "not recorded"
 UNVERSIONED = "(version not recorded)"

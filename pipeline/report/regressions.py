@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pipeline.schema import Baseline
-from pipeline.scoring.analysis import Regression
+from pipeline.scoring.estimators.analysis import Regression
 
 
 def regressions_md(model: str, variant: str, baseline: Baseline, per_task: dict[str, list[Regression]]) -> str:

@@ -1,12 +1,12 @@
 """decision.md's retrieval-by-length section: the retrieval suite's per-length accuracy for every variant,
 the baseline's included, with each length's verdict, and per variant the length up to which it is shown
-non-inferior (pipeline/scoring/retrieval_length.py). Pure."""
+non-inferior (pipeline/scoring/verdict/retrieval_length.py). Pure."""
 from __future__ import annotations
 
 from pipeline import paths
 from pipeline.report.cells import md_row
 from pipeline.report.document import ModelReport
-from pipeline.scoring.retrieval_length import REPORT_ONLY, Cell
+from pipeline.scoring.verdict.retrieval_length import REPORT_ONLY, Cell
 
 
 def cell_text(c: Cell) -> str:

@@ -6,7 +6,7 @@ from pipeline import paths
 from pipeline.report.cells import is_baseline, md_row, status_cell
 from pipeline.report.document import ModelReport
 from pipeline.schema import Baseline
-from pipeline.scoring.rows import Row
+from pipeline.scoring.verdict.rows import Row
 
 
 def decode_speed(r: Row) -> float | None:

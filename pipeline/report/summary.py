@@ -8,8 +8,8 @@ from pipeline.report.cells import MARK, is_baseline, label, md_row, status_cell,
 from pipeline.report import provenance
 from pipeline.report.document import ModelReport
 from pipeline.schema import Baseline
-from pipeline.scoring.decision import FAIL, PASS, not_capable, overall
-from pipeline.scoring.rows import Row
+from pipeline.scoring.verdict.judge import FAIL, PASS, not_capable, overall
+from pipeline.scoring.verdict.rows import Row
 
 NOT_CAPABLE_CELL = "not capable"
 
@@ -26,7 +26,7 @@ def recommendation_lines(m: ModelReport) -> list[str]:
 
 
 def sanity_lines(m: ModelReport) -> list[str]:
-    """What looks wrong with the baseline's own outputs, and why it may be so (pipeline/scoring/sanity.py),
+    """What looks wrong with the baseline's own outputs, and why it may be so (pipeline/scoring/estimators/sanity.py),
     and a tokenizer check prepare was told to pass over."""
     checked = next((r.facts.tokenizer_check for r in m.rows if r.judgement.overall == "baseline"), None) or {}
     lines = []

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pipeline.report.cells import MARK, is_baseline, label, md_row, task_of, unread, word
 from pipeline.report.document import ModelReport
 from pipeline.schema import Baseline
-from pipeline.scoring.decision import NOT_MEASURED, not_capable
-from pipeline.scoring.rows import Row, Verdict
+from pipeline.scoring.verdict.judge import NOT_MEASURED, not_capable
+from pipeline.scoring.verdict.rows import Row, Verdict
 
 
 def compared(m: ModelReport, base: Baseline | None) -> list[Row]:

@@ -52,7 +52,7 @@ class Decision:
     min_baseline: dict[str, float] = field(default_factory=dict)
     bootstrap: Bootstrap = field(default_factory=Bootstrap)
     # eval.long_context: the KL (nats/token) a quantized KV cache may add, per position bucket, to the same
-    # tier with the baseline's KV cache (pipeline/scoring/long_kv.py); a quantized KV mode not shown within
+    # tier with the baseline's KV cache (pipeline/scoring/verdict/long_kv.py); a quantized KV mode not shown within
     # it up to memory.max_model_len is no candidate for any pick (page 1's and each target GPU's)
     kv_kl_tolerance: float = 0.02
     # report-only knobs moved to `report:` (decide's alone, so changing one re-runs no evaluation)

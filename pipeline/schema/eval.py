@@ -72,7 +72,7 @@ class Throughput:
 @dataclass(frozen=True)
 class Fidelity:
     """Next-token distributions of each variant against the baseline's, teacher-forced on fixed texts
-    (pipeline/scoring/fidelity.py). Report-only: shown beside the task verdicts, never gating them."""
+    (pipeline/scoring/estimators/fidelity.py). Report-only: shown beside the task verdicts, never gating them."""
     data: str                                   # a JSONL file; each text joins `fields` of one row
     fields: list[str] = field(default_factory=lambda: ["text"])
     limit: int = 32                             # texts
@@ -127,7 +127,7 @@ UNPASSABLE = ("stop", "finish")
 
 @dataclass(frozen=True)
 class Strata:
-    """A choice task's looks stratified by the baseline's label margin (pipeline/scoring/strata.py,
+    """A choice task's looks stratified by the baseline's label margin (pipeline/scoring/estimators/strata.py,
     docs/decisions/stratified-looks.md): the items whose margin is below `below` nats read in full by
     the cap, the others at `share`, each look the same share of both; the accuracy delta judged with
     the stratified estimate and its score interval."""
@@ -144,7 +144,7 @@ class Strata:
 @dataclass(frozen=True)
 class Sequential:
     """Each variant's tasks evaluated in looks, each look a larger share of the task's `limit` (its cap),
-    its verdicts read at the group-sequential confidence of that look (pipeline/scoring/sequential.py);
+    its verdicts read at the group-sequential confidence of that look (pipeline/scoring/verdict/sequential.py);
     a settled task stops, a failed gated metric stops the variant (docs/decision-rule.md "Looks")."""
     looks: list[float] = field(default_factory=lambda: [0.25, 0.5, 0.75, 1.0])
     # passable: the report-only tasks and eval.long_context only on a variant that can still pass (none of

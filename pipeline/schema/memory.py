@@ -1,4 +1,4 @@
-"""The memory planner's params: target GPUs and vLLM's KV-cache sizing (pipeline/scoring/planner.py)."""
+"""The memory planner's params: target GPUs and vLLM's KV-cache sizing (pipeline/scoring/planning/planner.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

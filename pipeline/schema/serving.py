@@ -37,7 +37,7 @@ class VllmBudget:
 
     max_wall_s is a floor: a variant gets at least the time its first look of every gated task needs
     at the baseline's measured speed (times first_look_margin), and at most its share of max_total_s
-    (pipeline/scoring/look_fit.py; docs/backends.md "Time budget")."""
+    (pipeline/scoring/planning/look_fit.py; docs/backends.md "Time budget")."""
     min_decode_tok_s: float | None = None       # absolute floor applied at evaluate time; null = none
     max_wall_s: int | None = 210                # null = unbounded
     gpu_max_wall_s: int | None = 1200           # replaces max_wall_s when serving on a GPU

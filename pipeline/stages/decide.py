@@ -16,9 +16,11 @@ from pipeline.domain import hardware, result_json, task_rows
 from pipeline.quant import repair
 from pipeline.report import exports, markdown, plots, regressions, speed
 from pipeline.report.document import Header, KvPair, ModelReport, PlotSpec
-from pipeline.scoring import analysis, comparison, decision, long_kv, noise, planner, retrieval_length, sanity
-from pipeline.scoring.comparison import Comparison
-from pipeline.scoring.rows import Measured, Row
+from pipeline.scoring.estimators import analysis, noise, sanity
+from pipeline.scoring.verdict import comparison, judge, long_kv, retrieval_length
+from pipeline.scoring.planning import planner
+from pipeline.scoring.verdict.comparison import Comparison
+from pipeline.scoring.verdict.rows import Measured, Row
 from pipeline.stages import runner
 from pipeline.stages.decide_picks import gpu_recommendations, kv_barred, overall_recommendation
 from pipeline.stages.decide_inputs import Samples, baseline_of, build_row, fidelity_summary, read_all_samples
@@ -51,8 +53,8 @@ def plot_spec(params: schema.Params, model: str, mine: list[Row]) -> PlotSpec:
     # a panel per gated metric the model can do: not capable is the baseline's, so one row says it for all
     gated = [mid for mid in dict.fromkeys(m for r in mine for m in r.facts.metrics)
              if params.gate(mid).tolerance is not None
-             and not any(decision.not_capable(v) for r in mine if (v := r.judgement.verdicts.get(mid)))]
-    limits = {mid: decision.allowed_drop(params.gate(mid).tolerance, base.metrics.get(mid, 0.0))
+             and not any(judge.not_capable(v) for r in mine if (v := r.judgement.verdicts.get(mid)))]
+    limits = {mid: judge.allowed_drop(params.gate(mid).tolerance, base.metrics.get(mid, 0.0))
               for mid in gated if base is not None}
     side = (1 - params.decision.bootstrap.confidence) / 2
     return PlotSpec(paths.plot_file(model),
@@ -229,7 +231,7 @@ def main(st: runner.Stage) -> None:
     samples = read_all_samples(measured)
     found = compare(params, measured, samples)
     floors = {m: noise_floor(params, measured, m, samples) for m in params.models}
-    rows = decision.judge(measured, found.evidence, params.decision, params.eval.tasks)
+    rows = judge.judge(measured, found.evidence, params.decision, params.eval.tasks)
     planned = plan_rows(params, rows)
     models = {name: model_report(params, rows, name, found, planned, samples, floors[name])
               for name in params.models}

@@ -8,8 +8,9 @@ import numpy as np
 
 from pipeline import io, paths, schema
 from pipeline.domain import memory, result_json, sources, task_rows
-from pipeline.scoring import fidelity, planner
-from pipeline.scoring.rows import Measured
+from pipeline.scoring.estimators import fidelity
+from pipeline.scoring.planning import planner
+from pipeline.scoring.verdict.rows import Measured
 
 
 def tier_kind(params: schema.Params, model: str, tier: str) -> str:

@@ -11,9 +11,11 @@ import dataclasses
 from pipeline import schema
 from pipeline.domain import sources
 from pipeline.report import commands
-from pipeline.scoring import decision, long_kv, planner
-from pipeline.scoring.decision import Recommendation
-from pipeline.scoring.rows import Row
+from pipeline.scoring.verdict import long_kv
+from pipeline.scoring.pick import recommend
+from pipeline.scoring.planning import planner
+from pipeline.scoring.pick.recommend import Recommendation
+from pipeline.scoring.verdict.rows import Row
 
 
 def kv_barred(params: schema.Params, rows: list[Row], model: str,
@@ -21,7 +23,7 @@ def kv_barred(params: schema.Params, rows: list[Row], model: str,
     """(tier, kv) of the model's variants no pick may take, page 1's or a target GPU's: with
     eval.long_context (`by_length`), every quantized KV mode not shown non-inferior (within
     decision.kv_kl_tolerance) up to memory.max_model_len, the length the serve lines are made for
-    (scoring/long_kv.py barred); without it, none. The one place that decides which KV modes are allowed."""
+    (scoring/verdict/long_kv.py barred); without it, none. The one place that decides which KV modes are allowed."""
     if by_length is None:
         return set()
     return long_kv.barred([r.facts for r in rows if r.facts.model == model], by_length, params.decision.baseline.kv,
@@ -33,9 +35,9 @@ def overall_recommendation(params: schema.Params, rows: list[Row], model: str,
     """Page 1's pick: the fixed sequence over the model's variants less `barred` (kv_barred, as each target
     GPU's); where leaving them out changed the pick, its reason says so."""
     mine = {(r.facts.tier, r.facts.kv) for r in rows if r.facts.model == model}
-    rec = decision.recommend(rows, model, mine - barred if barred else None)
+    rec = recommend.recommend(rows, model, mine - barred if barred else None)
     if barred:
-        unbarred = decision.recommend(rows, model).row
+        unbarred = recommend.recommend(rows, model).row
         if unbarred is not None and unbarred is not rec.row:
             names = ", ".join(f"`{t}-{k}`" for t, k in sorted(barred))
             rec = dataclasses.replace(rec, why=(
@@ -55,7 +57,7 @@ def gpu_recommendations(params: schema.Params, rows: list[Row], model: str, plan
     barred = barred or set()
     recs = {}
     for name, gpu in planned.gpus.items():
-        rec = decision.recommend(rows, model, decision.gpu_candidates(rows, model, name, gpu, plans) - barred)
+        rec = recommend.recommend(rows, model, recommend.gpu_candidates(rows, model, name, gpu, plans) - barred)
         if rec.row is not None:
             rec = dataclasses.replace(rec, command=serve_command(params, model, rec.row, planned.budget,
                                                                  plans[rec.row.variant][name]))

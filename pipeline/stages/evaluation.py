@@ -30,7 +30,7 @@ from pipeline.evaluation.lm_eval_runner import NotMeasured, flat, run_tasks, run
 from pipeline.engines.selection import select
 from pipeline.domain import fidelity_set, looks, provenance, result_json, tasks
 from pipeline.domain.prompts import throughput_prompts
-from pipeline.scoring.planner import roofline
+from pipeline.scoring.planning.planner import roofline
 from pipeline.domain import source_record, tokenizer_check
 from pipeline.stages import runner
 

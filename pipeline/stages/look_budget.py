@@ -1,5 +1,5 @@
 """A model's per-variant time budget on vLLM, sized from what stage baseline (and stage noise) measured
-on this machine (pipeline/scoring/look_fit.py has the rule). Not a stage of its own: stage baseline
+on this machine (pipeline/scoring/planning/look_fit.py has the rule). Not a stage of its own: stage baseline
 prints the prediction once it has measured; stage evaluate runs each variant with the fitted budget, and
 stops with one line before serving it when serving.vllm.budget.max_total_s cannot fit one look per
 variant (check cannot know: nothing is measured before the baseline).
@@ -14,8 +14,8 @@ from pipeline import paths, schema
 from pipeline.domain import result_json
 from pipeline.domain.result_json import Result
 from pipeline.schema.params import with_wall_budget
-from pipeline.scoring import look_fit
-from pipeline.scoring.sequential import look_sizes
+from pipeline.scoring.planning import look_fit
+from pipeline.scoring.verdict.sequential import look_sizes
 
 
 @dataclass(frozen=True)

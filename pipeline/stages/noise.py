@@ -1,6 +1,6 @@
 """Stage noise@<model>: the baseline evaluated again under a second, equally valid arithmetic of the same
 engine, so decide can tell the engine's own noise from a tier's quantization error, and evaluate can
-judge each variant's verdicts again in that arithmetic (scoring/arith_check.py).
+judge each variant's verdicts again in that arithmetic (scoring/verdict/arith_check.py).
 
     python -m pipeline.stages.noise <model>
 

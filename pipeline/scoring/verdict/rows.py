@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.domain.result_json import CHECKED, NOT_NEEDED, ONE_ARITHMETIC, TIME_BUDGET
-from pipeline.scoring.power import Power
-from pipeline.scoring.stats import Interval
+from pipeline.scoring.planning.power import Power
+from pipeline.scoring.estimators.stats import Interval
 
 Key = tuple[str, str, str]          # (model, tier, kv)
 
@@ -56,7 +56,7 @@ class Measured:
     phases: dict[str, float] = field(default_factory=dict)
     # task -> why evaluate did not run it (result_json.NOT_RUN: failed, cannot pass, time budget)
     not_run: dict[str, str] = field(default_factory=dict)
-    # the settled verdicts checked under the engine's second arithmetic (result.json; scoring/arith_check.py)
+    # the settled verdicts checked under the engine's second arithmetic (result.json; scoring/verdict/arith_check.py)
     arithmetic_check: dict[str, Any] = field(default_factory=dict)
     # prepare's tokenizer check as evaluate read it: {"findings": [...], "overridden": bool}; None: not recorded
     tokenizer_check: dict[str, Any] | None = None

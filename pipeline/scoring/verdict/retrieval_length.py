@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from pipeline.domain import retrieval
 from pipeline.domain.metrics import metric_id
-from pipeline.scoring.decision import not_capable
-from pipeline.scoring.rows import Row
+from pipeline.scoring.verdict.judge import not_capable
+from pipeline.scoring.verdict.rows import Row
 
 METRIC = "exact_match"
 NOT_CAPABLE = "not capable"      # the baseline scores below min_baseline at this length: no verdict

@@ -14,7 +14,7 @@ Interval. Positions of one text are not independent (one text's hard passage rai
 position in it), so the unit of the interval is the text: per text, the mean over its positions in the
 bucket; the bucket's value is the mean of those per-text means (texts weighted equally); its interval
 is Student's t on them, mean +- t_{(1+c)/2, n-1} * sd / sqrt(n), n the texts that reach the bucket.
-t rather than the bootstrap the short-context fidelity uses (pipeline/scoring/fidelity.py): long texts
+t rather than the bootstrap the short-context fidelity uses (pipeline/scoring/estimators/fidelity.py): long texts
 are few (each costs a quadratic forward), and with 6 texts a percentile bootstrap covered 84% in the
 simulation of tests/test_positions.py, t 93% for KL (per-text means with a coefficient of variation
 of 0.5, skewed like KL) and 92% for agreement; an interval over positions (as if independent) 38%.

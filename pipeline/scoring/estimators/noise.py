@@ -2,7 +2,7 @@
 run, sample by sample. Pure.
 
 Its paired interval per metric says how far the arithmetic alone moves the baseline's score (decide
-reports it; the verdicts are checked under the same arithmetic by evaluate, scoring/arith_check.py).
+reports it; the verdicts are checked under the same arithmetic by evaluate, scoring/verdict/arith_check.py).
 On choice tasks, `margin` is the largest log-likelihood margin (top choice minus runner-up, of the
 baseline) among the samples the arithmetic flipped: a variant's flip inside that margin is one the
 engine alone can make (docs/decision-rule.md "Engine noise").
@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 from pipeline.domain.result_json import Result
 from pipeline.schema import Bootstrap
-from pipeline.scoring import analysis
-from pipeline.scoring.analysis import Samples, metrics_of, paired_tasks
-from pipeline.scoring.stats import Flips, Interval
+from pipeline.scoring.estimators import analysis
+from pipeline.scoring.estimators.analysis import Samples, metrics_of, paired_tasks
+from pipeline.scoring.estimators.stats import Flips, Interval
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ tier under the baseline's KV mode. Pure: result.json's `long_context` records in
 
 Per bucket and text, the increase is KL(variant) - KL(same tier, baseline KV) of the text's mean over
 the bucket's positions (the baseline tier's own KL is 0 by definition); its interval is Student's t over
-texts (pipeline/scoring/positions.py: texts, not positions, are the independent unit). A bucket is
+texts (pipeline/scoring/estimators/positions.py: texts, not positions, are the independent unit). A bucket is
 `pass` when the upper bound is at most the tolerance, `fail` when the lower bound is above it, else
 `inconclusive`: a one-sided test at (1 - confidence) / 2 per side, as the task verdicts. "Non-inferior up
 to L tokens" needs every bucket up to L to pass: an intersection-union test, so the claim keeps that
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.scoring.positions import t_interval
-from pipeline.scoring.rows import Measured
+from pipeline.scoring.estimators.positions import t_interval
+from pipeline.scoring.verdict.rows import Measured
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 

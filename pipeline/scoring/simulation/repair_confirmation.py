@@ -1,6 +1,6 @@
 """A repair search's pick, then its confirmation: the false-pass rate of the verdict on the candidate a
-selection chose, replayed on a run's own paired samples (pipeline/scoring/replay.py). Pure (numpy);
-its command is `python -m pipeline.scoring.simulate ... --candidates K`.
+selection chose, replayed on a run's own paired samples (pipeline/scoring/simulation/replay.py). Pure (numpy);
+its command is `python -m pipeline.scoring.simulation.simulate ... --candidates K`.
 
 K candidates (groups promoted: 0, 1, ...): the first half truly at the margin (the worst case: a bad
 candidate as likely to pass as one can be), the rest closer to the baseline in even steps up to 0 (every
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.scoring.replay import Population, Rate, moved, replay
-from pipeline.scoring.sequential import Design, look_sizes
+from pipeline.scoring.simulation.replay import Population, Rate, moved, replay
+from pipeline.scoring.verdict.sequential import Design, look_sizes
 
 
 def true_deltas(candidates: int, margin: float) -> np.ndarray:

@@ -9,13 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pipeline.domain.metrics import split_id
 from pipeline.schema import Decision, Report, Tolerance
-from pipeline.scoring import analysis, decision
-from pipeline.scoring.analysis import KvLength, Regression, Samples, metrics_of, paired_tasks
-from pipeline.scoring.rows import Evidence, Key, Measured
-from pipeline.scoring import stats
-from pipeline.scoring.stats import Flips
+from pipeline.scoring.estimators import analysis
+from pipeline.scoring.planning import power
+from pipeline.scoring.verdict import judge
+from pipeline.scoring.estimators.analysis import KvLength, Regression, Samples, metrics_of, paired_tasks
+from pipeline.scoring.verdict.rows import Evidence, Key, Measured
+from pipeline.scoring.estimators import stats
+from pipeline.scoring.estimators.stats import Flips
 
 
 
@@ -37,7 +38,7 @@ def task_metrics(r: Measured, task: str) -> dict[str, str]:
 def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision, report: Report,
             tolerance: Callable[[str], Tolerance | None]) -> Comparison:
     """`samples`: every ok row's; `tolerance`: a metric id's tolerance (params.gate), None if not gated."""
-    bases = decision.baselines(rows, rule)
+    bases = judge.baselines(rows, rule)
     by_backend = {(r.model, r.tier, r.kv, r.backend): r for r in rows}
     found = Comparison()
     for r in rows:
@@ -45,31 +46,31 @@ def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision, r
             tied = ties(samples[r.key])
             if tied:
                 found.ties.setdefault(r.model, {})[r.variant] = tied
-        base = decision.baseline_for(r, bases)
+        base = judge.baseline_for(r, bases)
         if r.status != "ok" or base is None or base is r:
             continue
         mine, theirs = samples[r.key], samples[base.key]
-        intervals, power, regress = {}, {}, {}
+        intervals, planned, regress = {}, {}, {}
         for task, pairs in paired_tasks(theirs, mine, r.looks):
             conf = r.look_confidence(task)
             reported = task_metrics(r, task)
-            limits = {m: decision.allowed_drop(tol, base.metrics[mid]) for m, mid in reported.items()
+            limits = {m: judge.allowed_drop(tol, base.metrics[mid]) for m, mid in reported.items()
                       if (tol := tolerance(mid)) is not None and mid in base.metrics}
             ivs = analysis.intervals(list(reported), pairs, rule.bootstrap)
             if conf is not None:        # a task read in looks: the repeated interval of its last look
                 ivs = {m: stats.repeated(iv, conf) for m, iv in ivs.items()}
             intervals.update({reported[m]: iv for m, iv in ivs.items()})
-            pws = analysis.powers(list(reported), limits, rule.bootstrap.confidence, ivs,
+            pws = power.powers(list(reported), limits, rule.bootstrap.confidence, ivs,
                                   conf if conf is not None else rule.bootstrap.confidence)
-            power.update({reported[m]: p for m, p in pws.items()})
+            planned.update({reported[m]: p for m, p in pws.items()})
             if "logliks" in mine[task][0]:
                 found.flips.setdefault(r.model, {}).setdefault(r.variant, {})[task] = analysis.flips(pairs)
             regress[task] = analysis.largest_regressions(pairs, report.regressions_per_task)
         # the delta is its interval's wherever there is one (a task stopped at a look: over the documents
         # both read; stratified: the weighted estimate), so the page has one number for it
-        deltas = {**decision.deltas(r, base), **{m: iv.delta for m, iv in intervals.items()}}
+        deltas = {**judge.deltas(r, base), **{m: iv.delta for m, iv in intervals.items()}}
         scores = {m: base.metrics[m] + d for m, d in deltas.items() if m in base.metrics}
-        found.evidence[r.key] = Evidence(deltas, intervals, power, scores)
+        found.evidence[r.key] = Evidence(deltas, intervals, planned, scores)
         found.regressions.setdefault(r.model, {})[r.variant] = regress
         ref = by_backend.get((r.model, r.tier, rule.baseline.kv, r.backend))
         if r.kv != rule.baseline.kv and ref is not None and ref.status == "ok" and ref.compute_dtype == r.compute_dtype:

@@ -8,7 +8,7 @@ T of the metric's tolerance (docs/decision-rule.md):
   inconclusive  otherwise (at a look: still open)
 
 evaluate's looks (evaluation/looks_runner.settle), decide (scoring/decision.judge_metric) and the
-error-rate replays (scoring/replay.py, scoring/replay_strata.py) all call these functions, so a change
+error-rate replays (scoring/simulation/replay.py, scoring/simulation/replay_strata.py) all call these functions, so a change
 of the rule changes the simulated rates with it (tests/test_margin.py changes it and sees both move).
 No caller adds a slack of its own.
 """

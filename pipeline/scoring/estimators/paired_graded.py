@@ -27,10 +27,10 @@ change at all the interval is as wide as a tier at the margin that moves |d| / r
 by `reach` would allow. This is the variance-at-the-null idea of score intervals (Tango 1998, the
 binary case in paired_binary.py) carried to graded scores with the variance bound in place of the
 binomial one. Its error rates on zero-inflated, heavy-tailed, tied and Gaussian differences, and on
-a run's own differences, are simulated by `python -m pipeline.scoring.simulate`
+a run's own differences, are simulated by `python -m pipeline.scoring.simulation.simulate`
 (tests/test_simulate.py; docs/decisions/graded-interval.md).
 
-    from pipeline.scoring import paired_graded
+    from pipeline.scoring.estimators import paired_graded
     s = paired_graded.summary(diffs, base_scores)
     paired_graded.interval(s, confidence=0.99)      # (lo, hi) of the mean difference
 """

@@ -1,5 +1,5 @@
 """Error rates of stratified looks on a choice task, replayed on a run's own items, side by side with
-the same looks unstratified. Pure (numpy); its command is `python -m pipeline.scoring.simulate ...
+the same looks unstratified. Pure (numpy); its command is `python -m pipeline.scoring.simulation.simulate ...
 --strata` (simulate.py).
 
 The population is the run's items: each with its stratum (the baseline's label margin against
@@ -21,9 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.scoring import margin as rule, paired_binary, strata
-from pipeline.scoring.replay import SCALE, Rate
-from pipeline.scoring.sequential import Design, look_sizes
+from pipeline.scoring.verdict import margin as rule
+from pipeline.scoring.estimators import paired_binary, strata
+from pipeline.scoring.simulation.replay import SCALE, Rate
+from pipeline.scoring.verdict.sequential import Design, look_sizes
 
 PUTS = ("shape", "low", "high")
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from pipeline.domain import metrics
 from pipeline.schema import Bootstrap
-from pipeline.scoring import power, stats
+from pipeline.scoring.estimators import stats
 
 CORPUS_METRICS = ("bleu", "chrf")
 
@@ -73,21 +73,6 @@ def strata_of(pairs: list[tuple[dict, dict]]) -> tuple[list[int], list[int]] | N
     if not pairs or any("stratum" not in t for _, t in pairs):
         return None
     return [t["stratum"] for _, t in pairs], list(pairs[0][1]["strata"])
-
-
-def powers(task_metrics: list[str], limits: dict[str, float], confidence: float,
-           intervals: dict[str, stats.Interval], interval_confidence: float) -> dict[str, power.Power]:
-    """Power figures for each gated metric a task reports, planned from the interval its verdict was
-    read on (`intervals`, at `interval_confidence`; power.from_interval); `limits`: metric -> allowed
-    drop (the task's own metric names)."""
-    out = {}
-    for m in task_metrics:
-        iv = intervals.get(m)
-        if m in limits and iv is not None:
-            found = power.from_interval(iv.lo, iv.hi, iv.n, interval_confidence, limits[m], confidence)
-            if found is not None:
-                out[m] = found
-    return out
 
 
 def flips(pairs: list[tuple[dict, dict]]) -> stats.Flips:

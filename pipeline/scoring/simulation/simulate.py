@@ -1,15 +1,15 @@
 """The error rates of evaluate's verdicts on one metric, replayed on a run's own paired samples.
 
-    python -m pipeline.scoring.simulate <baseline samples.jsonl> <variant samples.jsonl> \\
+    python -m pipeline.scoring.simulation.simulate <baseline samples.jsonl> <variant samples.jsonl> \\
         --metric summarization/rougeL [--sims 4000] [--params params.yaml] [--method wald]
 
 The two files are samples/<task>.jsonl as results/ stores them (a baseline's, a variant's; a variant
 stopped at a look pairs its documents with the baseline's). The looks, cap, confidence and margin
 come from params.yaml (eval.sequential, eval.tasks.<task>.limit, decision); the replay itself is
-pipeline/scoring/replay.py. One line per rate with its Monte-Carlo SE, e.g. `false_pass 0.021 ± 0.002`.
+pipeline/scoring/simulation/replay.py. One line per rate with its Monte-Carlo SE, e.g. `false_pass 0.021 ± 0.002`.
 `--method wald` replays the procedure before 2026-12 (delta -/+ z x bootstrap SE), for comparison.
 `--candidates K` replays a repair search's pick among K candidates, then its verdict
-(pipeline/scoring/selection.py): picked apart from the verdicts, and picked by them.
+(pipeline/scoring/simulation/repair_confirmation.py): picked apart from the verdicts, and picked by them.
 `--strata` replays a choice task's stratified looks (eval.sequential.strata; replay_strata.py) beside
 the same looks unstratified, the extra losses at the margin put three ways; a variant's rows read in
 strata (the default for a choice task) are replayed only that way.
@@ -24,8 +24,9 @@ from pathlib import Path
 from pipeline.domain import metrics
 from pipeline.io import read_jsonl
 from pipeline.schema import builder
-from pipeline.scoring import analysis, replay_strata, selection, stats, strata
-from pipeline.scoring.replay import Population, rates
+from pipeline.scoring.estimators import analysis, stats, strata
+from pipeline.scoring.simulation import replay_strata, repair_confirmation as selection
+from pipeline.scoring.simulation.replay import Population, rates
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ def _corpus_value(rows: list[dict], metric: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m pipeline.scoring.simulate", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m pipeline.scoring.simulation.simulate", description=__doc__.split("\n")[0])
     ap.add_argument("baseline", type=Path, help="the baseline's samples/<task>.jsonl")
     ap.add_argument("variant", type=Path, help="the variant's samples/<task>.jsonl")
     ap.add_argument("--metric", required=True, help="<task>/<metric>, e.g. summarization/rougeL")

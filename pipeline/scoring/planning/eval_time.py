@@ -1,7 +1,7 @@
 """How long a variant's evaluation takes at the caps, from a probe's measured seconds per sample, and
 where a time budget would end it: at which look, and what to change so that it does not. Pure.
 
-    from pipeline.scoring import budget
+    from pipeline.scoring.planning import eval_time as budget
     found = budget.predict({"classification": 0.16, "summarization": 2.5}, {"classification": 1280,
                            "summarization": 96}, [0.25, 0.5, 0.75, 1.0], load_s=40.0, budget_s=210)
     budget.advice(found, "serving.vllm.budget.max_wall_s")

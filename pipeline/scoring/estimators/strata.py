@@ -27,7 +27,7 @@ The interval is the paired score interval (paired_binary) of the effective count
 variance: n_eff = (p10' + p01' - d^2) / V, the design's effective sample size (Kish), lost and
 gained as n_eff (q -/+ d) / 2 with q the floored discordance. n_eff never exceeds the pool.
 
-    from pipeline.scoring import strata
+    from pipeline.scoring.estimators import strata
     strata.effective([40, 1], [35, 0], [640, 160], [640, 640])    # (lost, gained, n) for paired_binary
 """
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """The order the recommendation tests its candidates in, and the fixed-sequence pick along it. Pure.
 
-Used by scoring/decision.py `recommend`; tests/test_sequence.py (the order), tests/test_pick.py (the
+Used by scoring/verdict/judge.py `recommend`; tests/test_sequence.py (the order), tests/test_pick.py (the
 pick's error rate, simulated). Decision record: docs/decisions/fixed-sequence-pick.md.
 """
 from __future__ import annotations
 
-from pipeline.scoring.rows import Row
+from pipeline.scoring.verdict.rows import Row
 
 # Weights within 1% of each other are one memory class: the order among them is params.yaml's, not a
 # kilobyte of scale tensors (fp8 and int8 W8A8 of SmolLM2-135M differ by 1,048 of 163 million bytes, and

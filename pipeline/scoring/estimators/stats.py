@@ -4,7 +4,7 @@ Every interval is a test inverted at the variance the hypothesised delta require
 paired differences of a close tier are mostly exact zeros and a bootstrap or Wald interval is then
 far too narrow (docs/decisions/graded-interval.md):
 - a metric whose every sample is 0 or 100 (accuracy, exact match): the paired score interval of its
-  discordant pairs (pipeline/scoring/paired_binary.py);
+  discordant pairs (pipeline/scoring/estimators/paired_binary.py);
 - a graded per-sample metric (ROUGE): the floored studentized interval (paired_graded.py);
 - a corpus metric (BLEU, chrF): the same interval on the jackknife pseudo-values of the corpus delta
   (per-sentence sufficient statistics as sacrebleu's paired bootstrap uses them), its changed pairs
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.scoring import paired_binary, paired_graded, strata
+from pipeline.scoring.estimators import paired_binary, paired_graded, strata
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Interval:
     # a graded or corpus metric's summary: its interval at any confidence (paired_graded)
     graded: paired_graded.Summary | None = None
     # stratified looks: the design's effective sample size, `discordant` then its effective counts
-    # (scoring/strata.py); n stays the items read
+    # (scoring/estimators/strata.py); n stays the items read
     effective_n: float | None = None
 
     def as_dict(self) -> dict:
@@ -65,7 +65,7 @@ def binary(lost: float, gained: float, n: int, confidence: float, se: float | No
 
 def stratified_binary(diff: np.ndarray, labels: np.ndarray, pool: Sequence[int], confidence: float) -> Interval:
     """A 0/100 metric read in strata (`labels` per sample, `pool` the strata's sizes): the stratified
-    estimate and its score interval (scoring/strata.py); the plain one when every stratum was read whole."""
+    estimate and its score interval (scoring/estimators/strata.py); the plain one when every stratum was read whole."""
     lost = [int(((diff < 0) & (labels == h)).sum()) for h in range(len(pool))]
     gained = [int(((diff > 0) & (labels == h)).sum()) for h in range(len(pool))]
     read = [int((labels == h).sum()) for h in range(len(pool))]

@@ -1,7 +1,7 @@
 """The per-variant time budget sized from this machine's own speed, so every variant can finish at least
 its first look of every gated task, within the user's total cap. Pure.
 
-    from pipeline.scoring import look_fit
+    from pipeline.scoring.planning import look_fit
     need = look_fit.first_look_s({"classification": 0.36}, {"classification": 320}, load_s=45.0, margin=2.0)
     per = look_fit.per_variant_s(need, floor_s=210, cap_s=3600, variants=13)    # max(210, need), <= 3600 / 13
 

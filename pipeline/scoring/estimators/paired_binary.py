@@ -22,7 +22,7 @@ fail side is anti-conservative when discordances are one-sided (3.7% false fails
 640); with it both sides stay within alpha at every cap simulated (20-640), at about 3 points of
 power at 640 for an unchanged tier. The interval {d : |Z(d)| < z} is found by bisection.
 
-    from pipeline.scoring import paired_binary
+    from pipeline.scoring.estimators import paired_binary
     paired_binary.interval(b=4, c=1, n=160, confidence=0.95)    # (lo, hi) of c/n - b/n
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Error rates of the verdict procedure, replayed on paired per-sample scores by resampling. Pure
-(numpy); its command is `python -m pipeline.scoring.simulate`.
+(numpy); its command is `python -m pipeline.scoring.simulation.simulate`.
 
 Takes a baseline's and a variant's paired per-sample scores of one metric, moves the variant so that its true delta sits exactly at the margin, at zero
 or at twice the margin, and replays what evaluate does with one gated metric: documents drawn with
@@ -27,8 +27,9 @@ from statistics import NormalDist
 
 import numpy as np
 
-from pipeline.scoring import margin as rule, paired_binary, paired_graded
-from pipeline.scoring.sequential import Design, look_sizes
+from pipeline.scoring.verdict import margin as rule
+from pipeline.scoring.estimators import paired_binary, paired_graded
+from pipeline.scoring.verdict.sequential import Design, look_sizes
 
 SCALE = paired_graded.SCALE
 

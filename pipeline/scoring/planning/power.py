@@ -1,7 +1,7 @@
 """Statistical power of the non-inferiority verdicts: what this sample size can show, and the sample
 size that would show it. Pure, stdlib only (so `python -m pipeline.config` stays fast).
 
-The verdict (pipeline/scoring/decision.py) passes a metric when the two-sided `confidence` interval of
+The verdict (pipeline/scoring/verdict/judge.py) passes a metric when the two-sided `confidence` interval of
 tier - baseline lies above -T, i.e. a one-sided test at alpha = (1 - confidence) / 2 with margin T.
 With paired per-sample differences of standard deviation s over n samples, the usual normal
 approximation for a paired non-inferiority test with a true difference of 0 (e.g. Chow, Shao & Wang,
@@ -76,6 +76,21 @@ def from_interval(lo: float, hi: float, n: int, interval_confidence: float, marg
     z = statistics.NormalDist().inv_cdf(0.5 + interval_confidence / 2)
     sd = (hi - lo) / 2 * math.sqrt(n) / z
     return Power(sd, n, min_detectable_drop(sd, n, confidence), samples_for_power(sd, margin, confidence))
+
+
+def powers(task_metrics: list[str], limits: dict[str, float], confidence: float,
+           intervals: dict, interval_confidence: float) -> dict[str, Power]:
+    """Power figures for each gated metric a task reports, planned from the interval its verdict was
+    read on (`intervals`, at `interval_confidence`; power.from_interval); `limits`: metric -> allowed
+    drop (the task's own metric names)."""
+    out = {}
+    for m in task_metrics:
+        iv = intervals.get(m)
+        if m in limits and iv is not None:
+            found = from_interval(iv.lo, iv.hi, iv.n, interval_confidence, limits[m], confidence)
+            if found is not None:
+                out[m] = found
+    return out
 
 
 @dataclass(frozen=True)

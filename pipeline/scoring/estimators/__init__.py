@@ -1,0 +1,1 @@
+"""Estimators: paired intervals, stratified reads, per-sample comparisons, fidelity, noise. Pure."""

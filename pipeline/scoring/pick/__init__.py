@@ -1,0 +1,1 @@
+"""The pick: the fixed sequence over the candidates and the recommendation along it. Pure."""
