@@ -27,6 +27,7 @@ from pipeline.schema.yaml_io import SafeLoader
 
 _VAR = re.compile(r"{{\s*([A-Za-z_]\w*)\s*}}")
 LANGUAGE_VARS = {"source_language": "source", "target_language": "target"}   # template var -> languages key
+POSITION = "position"       # a classification doc's row in its data file (lm-eval's doc_id): metrics.choose's tie rule
 
 
 @dataclass(frozen=True)
@@ -193,12 +194,14 @@ def field_map(task: Task, canonical: list[str]) -> dict[str, str]:
     return {c: task.fields.get(c, c) for c in canonical}
 
 
-def normalise(row: dict, mapping: dict[str, str], task: Task) -> dict:
+def normalise(row: dict, mapping: dict[str, str], task: Task, position: int) -> dict:
+    """The canonical doc of the row at `position` in its data file."""
     doc = {canon: row[user] for canon, user in mapping.items()}
     doc["id"] = str(row.get("id", ""))
     if task.kind == "classify":
         doc["choices"] = list(task.labels)
         doc["gold"] = task.labels.index(row[task.fields.get("label", "label")])
+        doc[POSITION] = position
     return doc
 
 
@@ -237,7 +240,8 @@ def build(name: str, task: Task, model: str | None = None, shared: bool = False)
     n = len(rows) if task.limit is None else min(task.limit, len(rows))
 
     def process_docs(dataset):
-        return dataset.map(lambda row: normalise(row, mapping, task), remove_columns=dataset.column_names)
+        return dataset.map(lambda row, i: normalise(row, mapping, task, i), with_indices=True,
+                           remove_columns=dataset.column_names)
 
     cfg = dict(cfg)
     if shared:
