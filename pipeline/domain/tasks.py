@@ -160,10 +160,13 @@ def template_fields(cfg: dict) -> list[str]:
     return names
 
 
+PROMPT_KEYS = ("doc_to_text", "gen_prefix")     # the prompt and the cue its answer follows
+
+
 def language_vars(cfg: dict) -> list[str]:
-    """The language placeholders the prompt template uses."""
-    text = cfg.get("doc_to_text")
-    return [n for n in _VAR.findall(text) if n in LANGUAGE_VARS] if isinstance(text, str) else []
+    """The language placeholders the prompt template and its cue use."""
+    return [n for key in PROMPT_KEYS if isinstance(cfg.get(key), str)
+            for n in _VAR.findall(cfg[key]) if n in LANGUAGE_VARS]
 
 
 def check_languages(name: str, task: Task, cfg: dict) -> None:
@@ -180,14 +183,13 @@ def check_languages(name: str, task: Task, cfg: dict) -> None:
 
 
 def with_languages(cfg: dict, task: Task) -> dict:
-    """The config with the entry's language names written into its prompt template."""
-    text = cfg.get("doc_to_text")
-    if not isinstance(text, str) or task.languages is None:
+    """The config with the entry's language names written into its prompt template and cue."""
+    if task.languages is None:
         return cfg
     def fill(m: re.Match) -> str:
         key = LANGUAGE_VARS.get(m.group(1))
         return getattr(task.languages, key) if key else m.group(0)
-    return {**cfg, "doc_to_text": _VAR.sub(fill, text)}
+    return {**cfg, **{k: _VAR.sub(fill, cfg[k]) for k in PROMPT_KEYS if isinstance(cfg.get(k), str)}}
 
 
 def field_map(task: Task, canonical: list[str]) -> dict[str, str]:
