@@ -8,7 +8,7 @@ import pytest
 
 from pipeline.evaluation.looks_runner import Gate, Looked, gates_from, run_looks, settle
 from pipeline.domain.tasks import report_only
-from pipeline.domain import looks, metrics
+from pipeline.domain import looks, metrics, task_rows
 from pipeline.domain.task_rows import TaskResult
 from pipeline.domain.tasks import TaskSpec
 from pipeline.schema import Bootstrap, Eval, Gate as ParamGate, Sequential, Tolerance
@@ -42,14 +42,14 @@ def test_the_order_is_a_seeded_permutation_the_same_for_every_variant():
 def test_scores_from_rows_aggregate_as_the_task_yamls_do():
     rows = [{"target": "Das ist gut.", "output": "Das ist gut.\nmore", "scores": {"rougeL": 50.0}},
             {"target": "Ein Haus.", "output": "Ein Baum.", "scores": {"rougeL": 0.0}}]
-    found = looks.scores_from_rows(TaskSpec("t", "generate", {}, "t", 2, {"bleu": True, "chrf": True,
+    found = task_rows.scores_from_rows(TaskSpec("t", "generate", {}, "t", 2, {"bleu": True, "chrf": True,
                                                                              "rougeL": True}), rows)
     assert found["bleu"] == metrics.corpus_bleu(["Das ist gut.", "Ein Haus."], ["Das ist gut.", "Ein Baum."])
     assert found["chrf"] == metrics.corpus_chrf(["Das ist gut.", "Ein Haus."], ["Das ist gut.", "Ein Baum."])
     assert found["rougeL"] == 25.0
     cls = [{"gold": 0, "pred": 0, "choices": ["a", "b"], "scores": {"acc": 100.0}},
            {"gold": 1, "pred": 0, "choices": ["a", "b"], "scores": {"acc": 0.0}}]
-    assert looks.scores_from_rows(spec(hib={"acc": True, "macro_f1": True}), cls) == {
+    assert task_rows.scores_from_rows(spec(hib={"acc": True, "macro_f1": True}), cls) == {
         "acc": 50.0, "macro_f1": metrics.macro_f1([0, 1], [0, 0], 2)}
 
 

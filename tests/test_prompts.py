@@ -24,8 +24,8 @@ TRANSLATE = "Translate this English sentence into German. Reply with the German 
 
 def test_throughput_prompts_are_the_first_generation_tasks_rendered_prompts(in_repo):
     specs = [tasks.build("classification", CLASSIFICATION), tasks.build("translation", TRANSLATION)]
-    assert throughput_prompts(specs, 2) == [TRANSLATE + "The train to Munich leaves at nine.",
-                                                     TRANSLATE + "It will rain tomorrow afternoon."]
+    assert throughput_prompts(specs, 2) == [TRANSLATE + "The train to Munich leaves at nine.\n\nGerman:",
+                                                     TRANSLATE + "It will rain tomorrow afternoon.\n\nGerman:"]
 
 
 def test_throughput_prompts_map_the_users_field_names(in_repo, tmp_path):
@@ -34,7 +34,7 @@ def test_throughput_prompts_map_the_users_field_names(in_repo, tmp_path):
     mine = Task(config=TRANSLATION.config, data=str(data), kind="generate", fields={"source": "en", "reference": "de"},
                 languages=EN_DE)
     assert throughput_prompts([tasks.build("translation", mine)], 5) == [
-        TRANSLATE + "One.", TRANSLATE + "Two.", TRANSLATE + "Three."]        # fewer rows than asked: all of them
+        TRANSLATE + f"{s}\n\nGerman:" for s in ("One.", "Two.", "Three.")]        # fewer rows than asked: all of them
 
 
 def test_throughput_prompts_without_a_generation_task_use_the_first_local_one(in_repo):

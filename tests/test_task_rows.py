@@ -31,7 +31,8 @@ def test_sample_row_classification_and_mean_acc_is_the_aggregate(in_repo):
              (1, [-4.0, -4.0 + 1e-3])]
     records = []
     for i, (gold, ll) in enumerate(cases):
-        doc = {"text": f"review {i}", "id": f"r{i}", "choices": ["negative", "positive"], "gold": gold}
+        doc = {"text": f"review {i}", "id": f"r{i}", "choices": ["negative", "positive"], "gold": gold,
+               "position": i}
         ctx = f"Is the sentiment of this review positive or negative?\n\nreview {i}"
         records.append(_record(i, doc, gold, [(x, False) for x in ll], [(ctx, c) for c in doc["choices"]]))
     rows = [task_rows.sample_row(spec, r) for r in records]
@@ -47,11 +48,40 @@ def test_sample_row_classification_and_mean_acc_is_the_aggregate(in_repo):
 
 def test_an_exact_tie_goes_to_no_label_in_particular_and_alike_on_both_sides_of_a_pair():
     """lm-eval's argmax gives every tie to the first choice: in bfloat16 that was 64 of 1,280 items."""
-    picks = [task_rows.choose([-2.0, -2.0], doc) for doc in range(6)]
+    picks = [metrics.choose([-2.0, -2.0], doc) for doc in range(6)]
     assert [p for p, _ in picks] == [0, 1, 0, 1, 0, 1] and all(t for _, t in picks)
-    assert task_rows.choose([-2.0, -2.0], 7) == task_rows.choose([-2.0, -2.0], 7)
-    assert task_rows.choose([-1.0, -3.0, -1.0], 5) == (2, True)
-    assert task_rows.choose([-1.0, -0.5], 4) == (1, False)
+    assert metrics.choose([-2.0, -2.0], 7) == metrics.choose([-2.0, -2.0], 7)
+    assert metrics.choose([-1.0, -3.0, -1.0], 5) == (2, True)
+    assert metrics.choose([-1.0, -0.5], 4) == (1, False)
+
+
+def _tied_classification(spec):
+    """Six reviews whose two labels' log-likelihoods tie exactly; the gold label alternates (0, 1, ...)."""
+    records = []
+    for i in range(6):
+        doc = {"text": f"review {i}", "id": f"r{i}", "choices": ["negative", "positive"], "gold": i % 2,
+               "position": i}
+        records.append(_record(i, doc, i % 2, [(-2.0, False), (-2.0, False)],
+                               [(f"review {i}", c) for c in doc["choices"]]))
+    return records
+
+
+def test_an_exact_tie_is_scored_by_one_rule_whichever_path_scores_the_task(in_repo):
+    """Issue 53 item 4: the rows rotate a tie by the document's position; lm-eval's argmax gave every tie to
+    label 0, and a task run whole took that aggregate (50 here) while its rows and its looks said 100."""
+    spec = tasks.build("classification", CL)
+    records = _tied_classification(spec)
+    rows = [task_rows.sample_row(spec, r) for r in records]
+    assert [r["pred"] for r in rows] == [0, 1, 0, 1, 0, 1] and all(r["tied"] for r in rows)
+    argmax = [max(range(2), key=[ll for ll, _ in r["filtered_resps"]].__getitem__) for r in records]
+    assert metrics.mean([100.0 * (p == r["gold"]) for p, r in zip(argmax, rows)]) == 50.0   # the old hook's rule
+    hook = _aggregate(spec, records)                           # what lm-eval reports through the YAML's hook
+    assert hook["acc"] == 100.0
+    whole = task_rows.task_result(spec, {f"{m},none": v for m, v in hook.items()}, records).metrics
+    looked = task_rows.scores_from_rows(spec, rows)              # the looks' and the sample cache's path
+    assert whole == looked == {"acc": 100.0, "macro_f1": 100.0}
+    # a task run whole takes its rows' scores even where lm-eval's aggregate says otherwise
+    assert task_rows.task_result(spec, {"acc,none": 50.0, "macro_f1,none": 33.3}, records).metrics == whole
 
 
 def test_sample_row_generation_and_mean_rouge_is_the_aggregate(in_repo):

@@ -35,8 +35,17 @@ def test_user_field_names_are_mapped(tmp_path, in_repo):
                 languages=EN_DE)
     spec = tasks.build("translation", task)
     mapping = tasks.field_map(task, ["source", "reference"])
-    assert tasks.normalise({"en": "Hello", "de": "Hallo"}, mapping, task)["source"] == "Hello"
+    assert tasks.normalise({"en": "Hello", "de": "Hallo"}, mapping, task, 0)["source"] == "Hello"
     assert spec.num_docs == 1
+
+
+def test_a_classification_doc_carries_its_row_for_the_tie_rule(in_repo):
+    """metrics.choose breaks a tie by the row's position; lm-eval's hook sees only the doc."""
+    from datasets import Dataset    # lm-eval's own input type (imports torch: kept out of the module)
+
+    rows = [{"text": "fine", "label": "positive"}, {"text": "bad", "label": "negative"}]
+    docs = tasks.build("classification", CL).config["process_docs"](Dataset.from_list(rows))
+    assert [d[tasks.POSITION] for d in docs] == [0, 1] and [d["gold"] for d in docs] == [1, 0]
 
 
 BAD_DATA = {   # file text, task, expected error (tests/test_bad_inputs.py: the same through the check stage)

@@ -1,10 +1,12 @@
 """lm-eval hooks for the qtier task YAMLs (referenced as `!function qtier_hooks.<name>`).
 
-Thin adapters: the scoring itself lives in pipeline/domain/metrics.py and is unit-tested there.
+Thin adapters: the scoring itself lives in pipeline/domain/metrics.py and is unit-tested there. qtier
+scores a local task from its per-sample rows (task_rows.scores_from_rows), not from these aggregates;
+they follow the same rules, so lm-eval's own table says the same.
 Documents reach these hooks already normalised by pipeline/domain/tasks.py to the canonical fields
 (translation: source/reference; summarization: document/reference; classification: text/choices/gold).
 """
-from pipeline.domain import metrics, retrieval
+from pipeline.domain import metrics, retrieval, tasks
 
 
 def process_translation(doc, results):
@@ -22,8 +24,8 @@ def process_retrieval(doc, results):
 
 
 def process_classification(doc, results):
-    logliks = [ll for ll, _ in results]
-    pred = max(range(len(logliks)), key=logliks.__getitem__)
+    # the rows' rule and tie rule (qtier scores the task from its rows: task_rows.scores_from_rows)
+    pred, _ = metrics.choose([ll for ll, _ in results], doc[tasks.POSITION])
     gold = doc["gold"]
     return {"acc": 100.0 * (pred == gold), "macro_f1": (gold, pred, len(doc["choices"]))}
 

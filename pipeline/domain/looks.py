@@ -1,5 +1,6 @@
-"""Which rows of a task a sequential evaluation reads, in which order, and a task's scores recomputed from
-the rows one variant evaluated (eval.sequential; pipeline/evaluation/looks_runner.py runs the looks). Pure.
+"""Which rows of a task a sequential evaluation reads, and in which order (eval.sequential;
+pipeline/evaluation/looks_runner.py runs the looks; a task's scores over the rows read come from
+task_rows.scores_from_rows, as for a task run whole). Pure.
 
 Each local task's rows are read in one seeded order, fixed by the data and eval.seed: every prefix is
 a random sample of the data file, and the baseline and every variant read the same prefix, so a look
@@ -10,10 +11,8 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from pipeline.domain import metrics, probe_sets
+from pipeline.domain import probe_sets
 from pipeline.domain.tasks import TaskSpec, data_file
-
-CORPUS = {"bleu": metrics.corpus_bleu, "chrf": metrics.corpus_chrf}
 
 
 def order(pool: int, seed: int, task: str) -> list[int]:
@@ -42,32 +41,3 @@ def chunk(spec: TaskSpec, start: int, stop: int) -> TaskSpec:
     """The task restricted to rows [start, stop) of its order: one look's new documents."""
     docs = tuple(spec.doc_ids[start:stop])
     return replace(spec, docs=docs, num_docs=len(docs))
-
-
-def scores_from_rows(spec: TaskSpec, rows: list[dict]) -> dict[str, float]:
-    """The task's scores over `rows` (several looks' lm-eval runs), as its YAML aggregates them: corpus
-    BLEU/chrF over the cleaned outputs, macro-F1 over the predictions, every other metric the mean of
-    its per-sample score."""
-    out: dict[str, float] = {}
-    for m in spec.higher_is_better:
-        if m in CORPUS:
-            out[m] = CORPUS[m]([str(r["target"]) for r in rows], [metrics.clean_generation(r["output"]) for r in rows])
-        elif m == "macro_f1":
-            out[m] = metrics.macro_f1([r["gold"] for r in rows], [r["pred"] for r in rows],
-                                              len(rows[0]["choices"]))
-        elif rows and all(m in r["scores"] for r in rows):
-            out[m] = _weighted_mean(rows, m)
-    return out
-
-
-def _weighted_mean(rows: list[dict], m: str) -> float:
-    """The mean of a per-sample score; over rows read in strata (tagged `stratum`, `strata`), each
-    stratum's mean weighted by its share of the pool, as the stratified estimate is."""
-    if not all("stratum" in r for r in rows):
-        return metrics.mean([r["scores"][m] for r in rows])
-    pool = rows[0]["strata"]
-    total = 0.0
-    for h, size in enumerate(pool):
-        mine = [r["scores"][m] for r in rows if r["stratum"] == h]
-        total += size / sum(pool) * metrics.mean(mine) if mine else 0.0
-    return total

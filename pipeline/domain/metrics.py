@@ -4,7 +4,7 @@
   Scores"); default 13a tokenization, chrF with char order 6, beta 2.
 - ROUGE-1/2/L: rouge-score (Lin, 2004) F-measure with the Porter stemmer, mean over samples, x100.
 - Macro-F1 over the label set (as scikit-learn's f1_score(average="macro")); accuracy is the mean of
-  per-sample 0/100 scores (eval_sets/tasks/qtier_hooks.py: the log-likelihood choice over the labels).
+  per-sample 0/100 scores (`choose`: the log-likelihood choice over the labels, one tie rule).
 
 Scales: every metric is reported on 0-100, so tolerances read the same way for all of them.
 
@@ -34,6 +34,17 @@ def clean_generation(text: str) -> str:
         if line.strip():
             return line.strip()
     return ""
+
+
+def choose(logliks: Sequence[float], position: int) -> tuple[int, bool]:
+    """(the predicted choice, whether the best log-likelihood was tied exactly): the one classification
+    rule, for the per-sample rows and lm-eval's hook alike. A tie goes to the tied choice at index
+    position mod (number tied), `position` being the document's row in its data file (lm-eval's doc_id):
+    the same choice on both sides of a pair, and no label favoured across documents (a plain argmax
+    gives every tie to the first label)."""
+    best = max(logliks)
+    tied = [i for i, x in enumerate(logliks) if x == best]
+    return tied[position % len(tied)], len(tied) > 1
 
 
 def corpus_bleu(refs: Sequence[str], hyps: Sequence[str]) -> float:

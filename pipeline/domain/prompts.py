@@ -8,6 +8,7 @@ from pipeline.domain import tasks
 def throughput_prompts(specs: list[tasks.TaskSpec], n: int) -> list[str]:
     """The first n prompts of the first generation task, rendered by lm-eval's template engine (with
     only registry tasks: the first one's prompts, rendered by lm-eval's Task)."""
+    from lm_eval.api.utils import maybe_delimit
     from lm_eval.utils import apply_template
 
     local = [s for s in specs if s.kind != "lm_eval"]
@@ -18,7 +19,9 @@ def throughput_prompts(specs: list[tasks.TaskSpec], n: int) -> list[str]:
     data = spec.config["dataset_kwargs"]["data_files"]["test"]
     rows = io.read_jsonl(data)[:n]
     dataset = spec.config["process_docs"](_to_dataset(rows))
-    return [apply_template(spec.config["doc_to_text"], doc) for doc in dataset]
+    cue = spec.config.get("gen_prefix")      # plain text as lm-eval builds it: prompt, delimiter, cue
+    return [maybe_delimit(apply_template(spec.config["doc_to_text"], doc), cue and apply_template(cue, doc),
+                          spec.config.get("target_delimiter", " ")) for doc in dataset]
 
 
 def _to_dataset(rows: list[dict]):

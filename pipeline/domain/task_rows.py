@@ -1,5 +1,10 @@
 """What lm-eval's logged samples become: one compact row per document (sample_row, the JSONL evaluate
 writes under samples/), its per-sample scores for paired comparisons, and a task's result.
+
+A local task's scores come from its rows on every path (scores_from_rows: a task run whole, its looks,
+its cached chunks), never from lm-eval's aggregate: one classification rule (metrics.choose, which the
+YAML's hook uses too) and one tie rule. A registry task's are lm-eval's own (registry.scores keeps a
+per-sample score only where its mean is lm-eval's aggregate).
 """
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import paths
-from pipeline.domain import metrics, registry, retrieval
+from pipeline.domain import metrics, registry, retrieval, tasks
 from pipeline.domain.tasks import TaskSpec
 from pipeline.io import read_jsonl
 
@@ -23,28 +28,19 @@ def sample_row(spec: TaskSpec, s: dict[str, Any]) -> dict:
     """A compact per-sample log row from one lm-eval sample record."""
     doc = s["doc"]
     row: dict[str, Any] = {"id": doc.get("id", ""), "doc_id": s["doc_id"]}
-    row["input"] = {k: v for k, v in doc.items() if k not in ("id", "choices", "gold")}
+    row["input"] = {k: v for k, v in doc.items() if k not in ("id", "choices", "gold", tasks.POSITION)}
     row["target"] = s.get("target")
     if spec.kind == "classify":
         row["choices"] = doc["choices"]
         row["gold"] = doc["gold"]
         row["logliks"] = [float(r[0]) for r in s["filtered_resps"]]
-        row["pred"], row["tied"] = choose(row["logliks"], int(s["doc_id"]))
+        row["pred"], row["tied"] = metrics.choose(row["logliks"], int(s["doc_id"]))
     else:
         resp = s["filtered_resps"][0]
         row["output"] = resp if isinstance(resp, str) else resp[0]
     row["prompt_chars"] = len(str(s["arguments"][0][0])) if s.get("arguments") else None
     row["scores"] = per_sample_scores(spec, row)
     return row
-
-
-def choose(logliks: list[float], doc_id: int) -> tuple[int, bool]:
-    """(the predicted choice, whether the best log-likelihood was tied exactly). A tie goes to the
-    tied choice at position doc_id mod (number tied): the same choice on both sides of a pair, and
-    no label favoured across documents (lm-eval's argmax gives every tie to the first label)."""
-    best = max(logliks)
-    tied = [i for i, x in enumerate(logliks) if x == best]
-    return tied[doc_id % len(tied)], len(tied) > 1
 
 
 def per_sample_scores(spec: TaskSpec, row: dict) -> dict[str, float]:
@@ -85,6 +81,37 @@ def task_result(spec: TaskSpec, results: dict, samples: list[dict]) -> TaskResul
                 seen.add(s["doc_id"])
                 rows.append(registry.sample_row(s, per[s["doc_id"]]))
         return TaskResult(agg, rows, hib)
-    found = {m: float(results[f"{m},none"]) for m in spec.higher_is_better if f"{m},none" in results}
-    return TaskResult(found, [sample_row(spec, r) for r in samples],
-                      {m: spec.higher_is_better[m] for m in found})
+    rows = [sample_row(spec, r) for r in samples]
+    return TaskResult(scores_from_rows(spec, rows), rows, dict(spec.higher_is_better))
+
+
+CORPUS = {"bleu": metrics.corpus_bleu, "chrf": metrics.corpus_chrf}
+
+
+def scores_from_rows(spec: TaskSpec, rows: list[dict]) -> dict[str, float]:
+    """A local task's scores over `rows` (one lm-eval run, several looks' runs, or cached chunks), as its
+    YAML aggregates them: corpus BLEU/chrF over the cleaned outputs, macro-F1 over the rows' predictions,
+    every other metric the mean of its per-sample score."""
+    out: dict[str, float] = {}
+    for m in spec.higher_is_better:
+        if m in CORPUS:
+            out[m] = CORPUS[m]([str(r["target"]) for r in rows], [metrics.clean_generation(r["output"]) for r in rows])
+        elif m == "macro_f1":
+            out[m] = metrics.macro_f1([r["gold"] for r in rows], [r["pred"] for r in rows],
+                                      len(rows[0]["choices"]))
+        elif rows and all(m in r["scores"] for r in rows):
+            out[m] = _weighted_mean(rows, m)
+    return out
+
+
+def _weighted_mean(rows: list[dict], m: str) -> float:
+    """The mean of a per-sample score; over rows read in strata (tagged `stratum`, `strata`), each
+    stratum's mean weighted by its share of the pool, as the stratified estimate is."""
+    if not all("stratum" in r for r in rows):
+        return metrics.mean([r["scores"][m] for r in rows])
+    pool = rows[0]["strata"]
+    total = 0.0
+    for h, size in enumerate(pool):
+        mine = [r["scores"][m] for r in rows if r["stratum"] == h]
+        total += size / sum(pool) * metrics.mean(mine) if mine else 0.0
+    return total

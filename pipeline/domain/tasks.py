@@ -27,6 +27,7 @@ from pipeline.schema.yaml_io import SafeLoader
 
 _VAR = re.compile(r"{{\s*([A-Za-z_]\w*)\s*}}")
 LANGUAGE_VARS = {"source_language": "source", "target_language": "target"}   # template var -> languages key
+POSITION = "position"       # a classification doc's row in its data file (lm-eval's doc_id): metrics.choose's tie rule
 
 
 @dataclass(frozen=True)
@@ -159,10 +160,13 @@ def template_fields(cfg: dict) -> list[str]:
     return names
 
 
+PROMPT_KEYS = ("doc_to_text", "gen_prefix")     # the prompt and the cue its answer follows
+
+
 def language_vars(cfg: dict) -> list[str]:
-    """The language placeholders the prompt template uses."""
-    text = cfg.get("doc_to_text")
-    return [n for n in _VAR.findall(text) if n in LANGUAGE_VARS] if isinstance(text, str) else []
+    """The language placeholders the prompt template and its cue use."""
+    return [n for key in PROMPT_KEYS if isinstance(cfg.get(key), str)
+            for n in _VAR.findall(cfg[key]) if n in LANGUAGE_VARS]
 
 
 def check_languages(name: str, task: Task, cfg: dict) -> None:
@@ -179,26 +183,27 @@ def check_languages(name: str, task: Task, cfg: dict) -> None:
 
 
 def with_languages(cfg: dict, task: Task) -> dict:
-    """The config with the entry's language names written into its prompt template."""
-    text = cfg.get("doc_to_text")
-    if not isinstance(text, str) or task.languages is None:
+    """The config with the entry's language names written into its prompt template and cue."""
+    if task.languages is None:
         return cfg
     def fill(m: re.Match) -> str:
         key = LANGUAGE_VARS.get(m.group(1))
         return getattr(task.languages, key) if key else m.group(0)
-    return {**cfg, "doc_to_text": _VAR.sub(fill, text)}
+    return {**cfg, **{k: _VAR.sub(fill, cfg[k]) for k in PROMPT_KEYS if isinstance(cfg.get(k), str)}}
 
 
 def field_map(task: Task, canonical: list[str]) -> dict[str, str]:
     return {c: task.fields.get(c, c) for c in canonical}
 
 
-def normalise(row: dict, mapping: dict[str, str], task: Task) -> dict:
+def normalise(row: dict, mapping: dict[str, str], task: Task, position: int) -> dict:
+    """The canonical doc of the row at `position` in its data file."""
     doc = {canon: row[user] for canon, user in mapping.items()}
     doc["id"] = str(row.get("id", ""))
     if task.kind == "classify":
         doc["choices"] = list(task.labels)
         doc["gold"] = task.labels.index(row[task.fields.get("label", "label")])
+        doc[POSITION] = position
     return doc
 
 
@@ -237,7 +242,8 @@ def build(name: str, task: Task, model: str | None = None, shared: bool = False)
     n = len(rows) if task.limit is None else min(task.limit, len(rows))
 
     def process_docs(dataset):
-        return dataset.map(lambda row: normalise(row, mapping, task), remove_columns=dataset.column_names)
+        return dataset.map(lambda row, i: normalise(row, mapping, task, i), with_indices=True,
+                           remove_columns=dataset.column_names)
 
     cfg = dict(cfg)
     if shared:

@@ -221,7 +221,7 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
     state = arith_check.state(first, other if checking else first, list(mine),
                               at_cap=cut is None and not halted and k == len(sizes) - 1)
     rows.sort(key=lambda r: r["doc_id"])
-    done.metrics[spec.name] = task_rows.TaskResult(looks.scores_from_rows(spec, rows), rows,
+    done.metrics[spec.name] = task_rows.TaskResult(task_rows.scores_from_rows(spec, rows), rows,
                                                dict(spec.higher_is_better))
     done.samples[spec.name] = rows
     done.record[spec.name] = {"cap": cap, "sizes": sizes, "looks": k + 1, "of": len(sizes),

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from pipeline import io, paths
-from pipeline.domain import looks, task_rows
+from pipeline.domain import task_rows
 from pipeline.domain.machine import cpu_info
 
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -180,7 +180,7 @@ def cached(cache: SampleCache, task_keys: dict[str, str], run: Callable, counts:
     computes the whole chunk, for the tasks in `task_keys` (the others are run as they are); `counts` gets {"cached": n, "computed": n}
     summed over calls, and "tasks": task -> {"computed": n, "seconds": s} for the tasks that computed any
     (what a sample of each task costs this variant: decide's fixed-n estimate, report/looks.py). A cached
-    task's scores are recomputed from its rows (looks.scores_from_rows), so a score is the same whether
+    task's scores are recomputed from its rows (task_rows.scores_from_rows), so a score is the same whether
     its rows were computed now or read."""
     def run_cached(session, specs, ev):
         direct = [s for s in specs if s.name not in task_keys]
@@ -206,7 +206,7 @@ def cached(cache: SampleCache, task_keys: dict[str, str], run: Callable, counts:
                 cache.add(name, [{**r, BATCH: chunk} for r in rows[s.name]])
                 have.update({r["doc_id"]: r for r in rows[s.name]})
             rows = [{k: v for k, v in have[d].items() if k != BATCH} for d in s.doc_ids]
-            found[s.name] = task_rows.TaskResult(looks.scores_from_rows(s, rows), rows, dict(s.higher_is_better))
+            found[s.name] = task_rows.TaskResult(task_rows.scores_from_rows(s, rows), rows, dict(s.higher_is_better))
             samples[s.name] = rows
         return found, samples
     return run_cached
