@@ -3,7 +3,7 @@ back empty, and choice tasks scored at chance, each reported with its likely cau
 format (chat template, BOS), a tokenizer mismatch or a server without prompt log-probs all look like
 this, and every variant judged against such a baseline inherits it. Pure.
 
-    from pipeline.scoring import sanity; sanity.findings(baseline_samples_by_task)
+    from pipeline.scoring.estimators import sanity; sanity.findings(baseline_samples_by_task)
 """
 from __future__ import annotations
 
