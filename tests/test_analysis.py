@@ -108,3 +108,20 @@ def test_by_length_buckets_by_prompt_chars():
         Bucket(1000, None, 0, None),       # empty bucket: no delta
     ]
     assert analysis.by_length([], [0, 100]) == []
+
+
+def test_a_stratified_read_is_weighted_by_length_as_its_delta_is():
+    """Two strata of a pool of 100 + 100, read 4 + 1: the one read item of the sure stratum stands for
+    100 items, not a fifth of the read; the bucket's delta equals the stratified delta over the pool."""
+    def row(doc, right, stratum):
+        r = cls(doc, 0, [-1.0, -2.0] if right else [-2.0, -1.0], prompt_chars=50)
+        return {**r, "stratum": stratum, "strata": [100, 100]}
+    base = [row(i, True, 0 if i < 4 else 1) for i in range(5)]
+    tier = [row(0, False, 0)] + [row(i, True, 0 if i < 4 else 1) for i in range(1, 5)]
+    pairs = list(zip(base, tier))
+    (bucket,) = analysis.by_length(pairs, [0])
+    # stratified: stratum 0 loses 1 of 4 (-25 points) at half the pool, stratum 1 loses none: -12.5
+    assert bucket.delta == pytest.approx(-12.5) and bucket.n == 5
+    iv = analysis.intervals(["acc"], pairs, BOOT)["acc"]
+    assert iv.delta == pytest.approx(bucket.delta)
+    assert analysis.flips(pairs).share == pytest.approx(0.125)        # the plain share read would be 0.2

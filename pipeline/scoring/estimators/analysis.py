@@ -82,12 +82,9 @@ def flips(pairs: list[tuple[dict, dict]]) -> stats.Flips:
     design = strata_of(pairs)
     if design is None:
         return found
-    labels, pool = design
-    share = 0.0
-    for h, size in enumerate(pool):
-        mine = [(b["pred"] == b["gold"]) != (t["pred"] == b["gold"]) for (b, t), lab in zip(pairs, labels) if lab == h]
-        share += size / sum(pool) * (sum(mine) / len(mine)) if mine else 0.0
-    return dataclasses.replace(found, share=share)
+    weights = design_weights(pairs)
+    flipped = [(b["pred"] == b["gold"]) != (t["pred"] == b["gold"]) for b, t in pairs]
+    return dataclasses.replace(found, share=sum(w for w, f in zip(weights, flipped) if f) / sum(weights))
 
 
 @dataclass(frozen=True)
@@ -129,17 +126,32 @@ class Bucket:
     delta: float | None      # mean per-sample score delta, tier - reference
 
 
+def design_weights(pairs: list[tuple[dict, dict]]) -> list[float]:
+    """Each pair's weight in an estimate over the pool: 1 for a plain read; over a stratified read its
+    stratum's pool size over the items read from it (the weights of the stratified delta), so a bucket
+    or a share reads the close calls at their share of the pool, not at the share the design read."""
+    design = strata_of(pairs)
+    if design is None:
+        return [1.0] * len(pairs)
+    labels, pool = design
+    read = {h: labels.count(h) for h in set(labels)}
+    return [pool[h] / read[h] for h in labels]
+
+
 def by_length(pairs: list[tuple[dict, dict]], edges: list[int]) -> list[Bucket]:
-    """Mean per-sample score delta per prompt-length bucket (edges are lower bounds, in characters)."""
+    """Mean per-sample score delta per prompt-length bucket (edges are lower bounds, in characters),
+    weighted as the read's own estimate is (design_weights)."""
     if not pairs:
         return []
     key = sample_score_key([b for b, _ in pairs])
+    weights = design_weights(pairs)
     out = []
     for i, lo in enumerate(edges):
         hi = edges[i + 1] if i + 1 < len(edges) else None
-        sel = [(b, t) for b, t in pairs
+        sel = [(b, t, w) for (b, t), w in zip(pairs, weights)
                if (b.get("prompt_chars") or 0) >= lo and (hi is None or (b.get("prompt_chars") or 0) < hi)]
-        delta = metrics.mean([t["scores"][key] - b["scores"][key] for b, t in sel]) if sel else None
+        delta = (sum(w * (t["scores"][key] - b["scores"][key]) for b, t, w in sel) / sum(w for _, _, w in sel)
+                 if sel else None)
         out.append(Bucket(lo, hi, len(sel), delta))
     return out
 
