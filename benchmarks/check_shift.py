@@ -39,7 +39,7 @@ def main() -> None:
             ids = {r["doc_id"] for r in rows2}
             p1 = analysis.align(base[task], [r for r in first[task] if r["doc_id"] in ids], subset=True)
             p2 = analysis.align(noise[task], rows2, subset=True)
-            conf = (looks.get(task) or {}).get("confidence", BOOT.confidence)
+            conf = looks[task].confidence if task in looks and looks[task].confidence else BOOT.confidence
             a = repeated(analysis.intervals(["acc"], p1, BOOT)["acc"], conf)
             b = repeated(analysis.intervals(["acc"], p2, BOOT)["acc"], conf)
             differ = sum(1 for (_, x), (_, y) in zip(p1, p2) if x["pred"] != y["pred"])

@@ -2,6 +2,7 @@ import dataclasses
 
 import pytest
 
+from pipeline.domain.result_records import ArithmeticCheck
 from pipeline.schema import Baseline, Decision, FieldError, Gate, Task, Tolerance, gate
 from pipeline.scoring.verdict import judge
 from pipeline.scoring.pick import recommend
@@ -262,16 +263,16 @@ def test_registry_task_is_inferred_and_rejects_local_keys():
 
 def test_a_verdict_the_second_arithmetic_did_not_read_is_unchecked_and_never_a_pass():
     base = row("fp16", acc=90.0)
-    skipped = dataclasses.replace(row("int8", acc=90.0), arithmetic_check={"status": "not needed",
-                                                                          "why": "the variant cannot pass"})
-    no_second = dataclasses.replace(row("int4", w=50, acc=90.0), arithmetic_check={"status": "impossible", "why": "this backend has no second arithmetic"})
+    skipped = dataclasses.replace(row("int8", acc=90.0), arithmetic_check=ArithmeticCheck(
+        "not needed", "the variant cannot pass"))
+    no_second = dataclasses.replace(row("int4", w=50, acc=90.0), arithmetic_check=ArithmeticCheck("impossible", "this backend has no second arithmetic"))
     rows = judged([base, skipped, no_second], {"int8-auto": {"acc": iv(0.0)}, "int4-auto": {"acc": iv(0.0)}})
     v = rows[1].judgement.verdicts["acc"]
     assert (v.verdict, v.unchecked) == (INCONCLUSIVE, PASS) and v.why.startswith("unchecked pass")
     assert rows[1].judgement.overall == INCONCLUSIVE
     # a backend with no second arithmetic at all: nothing was skipped, the verdict stands
     assert rows[2].judgement.overall == PASS
-    failed = dataclasses.replace(row("int8", acc=80.0), arithmetic_check={"status": "not needed"})
+    failed = dataclasses.replace(row("int8", acc=80.0), arithmetic_check=ArithmeticCheck("not needed"))
     (_, f) = judged([base, failed], {"int8-auto": {"acc": iv(-10.0)}})
     assert f.judgement.overall == INCONCLUSIVE and f.judgement.verdicts["acc"].unchecked == FAIL
 

@@ -2,6 +2,7 @@
 read against a fixed-n run, the evaluate seconds against a fixed-n run's at each variant's own cost per sample."""
 from dataclasses import replace
 
+from pipeline.domain.result_records import TaskLooks, parse
 from pipeline.report import looks
 from pipeline.scoring.verdict.rows import Evidence, Measured
 from pipeline.scoring.estimators.stats import Interval
@@ -9,7 +10,7 @@ from tests.test_report import judged, model_report
 
 
 def measured(tier, acc, n, seconds, computing, stopped=None):
-    lk = {"classification": {"cap": 640, "sizes": [160, 320, 480, 640], "looks": n // 160, "of": 4, "n": n}}
+    lk = {"classification": TaskLooks(cap=640, sizes=[160, 320, 480, 640], looks=n // 160, of=4, n=n)}
     return Measured("m", tier, "auto", "ok", scheme=tier, hardware="fp16", backend="reference",
                     compute_dtype="float32", metrics={"classification/acc": acc}, stopped=stopped,
                     looks=lk if tier != "fp16" else {}, seconds=seconds,
@@ -96,7 +97,7 @@ def test_a_variant_the_time_budget_ended_says_at_which_look_and_what_it_did_not_
 
     r = report()
     f = r.rows[1].facts
-    cut = {"classification": {**f.looks["classification"], "budget": True}}
+    cut = {"classification": replace(f.looks["classification"], budget=True)}
     r.rows[1] = replace(r.rows[1], facts=replace(f, looks=cut, not_run={"retrieval_1024": "time budget"}))
     want = "stopped by the time budget at look 2 of 4 of classification; not run: retrieval_1024"
     assert r.rows[1].facts.budget_cut() == want and r.rows[2].facts.budget_cut() is None
@@ -112,10 +113,10 @@ def test_a_stratified_task_is_counted_against_the_same_looks_unstratified_and_fi
     summary, the table and the seconds say both (its 0.625 s a sample: 120 more unstratified)."""
     r = report()
     f = r.rows[1].facts
-    strat = {"classification": {**f.looks["classification"], "n": 200, "sizes": [100, 200, 300, 400],
-                                "strata": {"below": 0.5, "share": 0.25, "pool": [320, 320],
-                                           "reads": [[80, 20], [160, 40], [240, 60], [320, 80]],
-                                           "plain": [160, 320, 480, 640]}}}
+    strat = {"classification": parse(TaskLooks, {
+        "cap": 640, "looks": 2, "of": 4, "n": 200, "sizes": [100, 200, 300, 400],
+        "strata": {"below": 0.5, "share": 0.25, "pool": [320, 320], "reads": [[80, 20], [160, 40], [240, 60], [320, 80]],
+                   "plain": [160, 320, 480, 640]}}, "looks.classification")}
     r.rows[1] = replace(r.rows[1], facts=replace(f, looks=strat, task_seconds={"classification": (200, 125.0)}))
     assert looks.plain_reads(r.rows[1]) == {"classification": 320}
     line = looks.summary_line(r)[0]

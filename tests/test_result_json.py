@@ -1,5 +1,6 @@
 """result.json's contract (pipeline/domain/result_json.py): versioned, typed, and loud when partial."""
 import json
+import re
 
 import pytest
 
@@ -14,8 +15,17 @@ def write(tmp_path, data):
 
 
 def test_a_complete_result_loads_typed(tmp_path):
-    res = result_json.load(write(tmp_path, result_files.variant(metrics={"c/acc": 90.0}, looks={"c": {"n": 8}})))
-    assert res.status == "ok" and res.metrics == {"c/acc": 90.0} and res.looks["c"]["n"] == 8
+    looks = {"c": {"cap": 16, "sizes": [8, 16], "looks": 1, "of": 2, "n": 8, "confidence": 0.99,
+                   "settled": {"acc": {"verdict": "fail", "look": 1, "n": 8}}}}
+    check = {"status": "checked", "arithmetic": "float32", "seconds": 1.5,
+             "metrics": {"c/acc": {"first": "fail", "second": "fail", "status": "stable"}},
+             "sample_cache": {"cached": 0, "computed": 8, "tasks": {"c": {"computed": 8, "seconds": 2.0}}}}
+    res = result_json.load(write(tmp_path, result_files.variant(metrics={"c/acc": 90.0}, looks=looks,
+                                                                arithmetic_check=check)))
+    assert res.status == "ok" and res.metrics == {"c/acc": 90.0} and res.looks["c"].n == 8
+    assert res.looks["c"].settled["acc"].verdict == "fail" and res.looks["c"].reach() == (16, 16)
+    assert res.arithmetic_check.metrics["c/acc"].status == "stable"
+    assert res.arithmetic_check.sample_cache.tasks["c"].seconds == 2.0
     assert res.not_run == {} and res.stopped is None and res.raw["schema_version"] == result_json.VERSION
 
 
@@ -71,3 +81,16 @@ def test_a_task_not_run_says_one_of_the_known_reasons(tmp_path):
     # version 1 wrote {"tasks": [...], "why": ...}: not this contract, and said so
     with pytest.raises(result_json.ResultError, match=r"not_run\['tasks'\] is \['r'\], not one of"):
         result_json.load(write(tmp_path, {**result_files.variant(), "not_run": {"tasks": ["r"]}}))
+
+
+@pytest.mark.parametrize("field, bad, named", [
+    ("looks", {"c": {"looks": 1, "n": 8}}, "looks.c: missing key 'cap'"),
+    ("looks", {"c": {"cap": 8, "looks": 1, "n": 8, "settle": {}}}, "looks.c: unknown key 'settle'"),
+    ("looks", {"c": {"cap": 8, "looks": 1, "n": "8"}}, "looks.c.n: a int, got '8'"),
+    ("arithmetic_check", {"status": "checked", "metrics": {"c/acc": {"first": "pass"}}},
+     "arithmetic_check.metrics.c/acc: missing key 'second'")])
+def test_a_record_of_the_wrong_shape_is_refused_naming_its_key(tmp_path, field, bad, named):
+    data = result_files.variant()
+    data[field] = bad
+    with pytest.raises(result_json.ResultError, match=re.escape(named)):
+        result_json.load(write(tmp_path, data))

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import io
+from pipeline.domain import result_records
+from pipeline.domain.result_records import ArithmeticCheck, SampleCounts, TaskLooks
 
 VERSION = 4             # 2: not_run is task -> why (NOT_RUN); 3: stopped and cut say where, not_run what was left;
                         # 4: arithmetic_check.status is one of CHECK_STATES
@@ -72,15 +74,15 @@ class Result:
     versions: dict[str, str] = field(default_factory=dict)
     throughput: dict[str, Any] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)
-    sample_cache: dict[str, Any] = field(default_factory=dict)
+    sample_cache: SampleCounts | None = None
     fidelity: dict[str, Any] | None = None
     long_context: dict[str, Any] | None = None
-    looks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    looks: dict[str, TaskLooks] = field(default_factory=dict)
     stopped: str | None = None                    # the look where a gated metric failed (the tasks left: not_run)
     cut: str | None = None                        # where a time budget cut the looks (the tasks left: not_run)
     cannot_pass: str | None = None
     not_run: dict[str, str] = field(default_factory=dict)        # task -> why (NOT_RUN)
-    arithmetic_check: dict[str, Any] = field(default_factory=dict)
+    arithmetic_check: ArithmeticCheck | None = None
     refused: dict[str, str] = field(default_factory=dict)
     reused: dict[str, Any] = field(default_factory=dict)
     copied_from: str | None = None                # a baseline row: the stage baseline's folder
@@ -107,7 +109,7 @@ def problems(data: dict[str, Any]) -> list[str]:
     need = ALWAYS[kind] + (OK[kind] if status == "ok" else NOT_OK if status != "off" else ())
     found = [f"missing field {k!r} (status {status})" for k in need if k not in data]
     check = data.get("arithmetic_check") or {}
-    if check and check.get("status") not in CHECK_STATES:
+    if check and (not isinstance(check, dict) or check.get("status") not in CHECK_STATES):
         found.append(f"arithmetic_check.status {check.get('status')!r} is not one of {', '.join(CHECK_STATES)}")
     found += [f"not_run[{t!r}] is {why!r}, not one of {', '.join(NOT_RUN)}"
               for t, why in (data.get("not_run") or {}).items() if why not in NOT_RUN]
@@ -117,8 +119,13 @@ def problems(data: dict[str, Any]) -> list[str]:
 def stamp(data: dict[str, Any], kind: str) -> dict[str, Any]:
     """`data` with its version and kind, checked: a writer cannot write what `load` would refuse."""
     out = {"schema_version": VERSION, "kind": kind, **data}
+    where = f"result.json of {data.get('model')}/{data.get('tier')}-{data.get('kv')}"
     if found := problems(out):
-        raise ValueError(f"result.json of {data.get('model')}/{data.get('tier')}-{data.get('kv')}: " + "; ".join(found))
+        raise ValueError(f"{where}: " + "; ".join(found))
+    try:
+        parse(out, where)                 # its records too: the looks, the check, the cache's counts
+    except ResultError as e:
+        raise ValueError(str(e)) from None
     return out
 
 
@@ -126,7 +133,20 @@ def parse(data: dict[str, Any], where: str) -> Result:
     if found := problems(data):
         raise ResultError(f"{where}: " + "; ".join(found) + "; re-run the stage that writes it (dvc repro)")
     # a null where the field is a mapping (a producer with nothing to say) reads as empty
-    return Result(**{k: v for k, v in data.items() if v is not None or k not in MAPPINGS}, raw=data)
+    fields_ = {k: v for k, v in data.items() if v is not None or k not in MAPPINGS}
+    try:
+        for key, cls in TYPED.items():
+            if fields_.get(key) is not None:
+                fields_[key] = result_records.parse(cls, fields_[key], key)
+        fields_["looks"] = {t: result_records.parse(TaskLooks, lk, f"looks.{t}")
+                            for t, lk in (fields_.get("looks") or {}).items()}
+    except result_records.RecordError as e:
+        raise ResultError(f"{where}: {e}; re-run the stage that writes it (dvc repro)") from None
+    return Result(**fields_, raw=data)
+
+
+# result.json's records read into their types (the looks: one TaskLooks per task)
+TYPED = {"arithmetic_check": ArithmeticCheck, "sample_cache": SampleCounts}
 
 
 MAPPINGS = {f.name for f in fields(Result) if f.default_factory is dict}

@@ -58,7 +58,8 @@ def row_json(r: Row, m: ModelReport, base: Row | None) -> dict:
             "power": {k: p.as_dict() for k, p in e.power.items()}, "fidelity": f.fidelity,
             "measured_on": f.measured_on,
             # what it cost: where each task's looks stopped, the stage's seconds and their parts
-            "looks": f.looks, "seconds": f.seconds, "phases": f.phases}
+            "looks": {t: dataclasses.asdict(lk) for t, lk in f.looks.items()}, "seconds": f.seconds,
+            "phases": f.phases}
 
 
 def recommended_json(rec: Recommendation, with_why: bool = True) -> dict | None:

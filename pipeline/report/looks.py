@@ -18,14 +18,13 @@ def looked(m: ModelReport) -> list[Row]:
 
 def samples_read(r: Row, caps: dict[str, int]) -> tuple[int, int]:
     """(samples the variant read, samples a fixed-n run reads at the same caps)."""
-    return sum(lk["n"] for lk in r.facts.looks.values()), sum(caps.values())
+    return sum(lk.n for lk in r.facts.looks.values()), sum(caps.values())
 
 
 def plain_reads(r: Row) -> dict[str, int]:
     """task -> the samples the same looks would have read unstratified (a stratified task: its record's
     `plain` at the look it stopped; any other: what it read)."""
-    return {t: (lk["strata"]["plain"][lk["looks"] - 1] if lk.get("strata") else lk["n"])
-            for t, lk in r.facts.looks.items()}
+    return {t: (lk.strata.plain[lk.looks - 1] if lk.strata else lk.n) for t, lk in r.facts.looks.items()}
 
 
 def summary_line(m: ModelReport) -> list[str]:
@@ -74,7 +73,7 @@ def fixed_n_seconds(r: Row, base: Row, caps: dict[str, int]) -> float | None:
              if shared and all(theirs[t][1] > 0 for t in shared) else None)
     extra = 0.0
     for task, cap in caps.items():
-        unread = cap - (r.facts.looks.get(task) or {}).get("n", 0)
+        unread = cap - (lk.n if (lk := r.facts.looks.get(task)) is not None else 0)
         if unread <= 0:
             continue
         n, spent = own.get(task, (0, 0.0))
@@ -141,7 +140,7 @@ def looks_lines(m: ModelReport) -> list[str]:
         cells = []
         for t in tasks:
             lk = r.facts.looks.get(t)
-            cells.append("-" if lk is None else f"{lk['looks']}/{lk.get('of', 1)}: {lk['n']:,} of {lk['cap']:,}")
+            cells.append("-" if lk is None else f"{lk.looks}/{lk.of or 1}: {lk.n:,} of {lk.cap:,}")
         n, total = samples_read(r, m.num_samples)
         stop = r.facts.stopped or r.facts.budget_cut() or ""
         if unpassable := [t for t, why in r.facts.not_run.items() if why == CANNOT_PASS]:

@@ -52,9 +52,9 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
         if hf else None,
         fidelity=fidelity_summary(res.fidelity, out, params.decision.bootstrap),
         looks=dict(res.looks), seconds=res.seconds, long_context=res.long_context,
-        task_seconds={t: (v["computed"], v["seconds"]) for t, v in (res.sample_cache.get("tasks") or {}).items()},
+        task_seconds={t: (v.computed, v.seconds) for t, v in (res.sample_cache.tasks if res.sample_cache else {}).items()},
         phases=dict(res.phases), not_run=dict(res.not_run),
-        arithmetic_check=dict(res.arithmetic_check), tokenizer_check=res.tokenizer_check,
+        arithmetic_check=res.arithmetic_check, tokenizer_check=res.tokenizer_check,
         repair=record.get("repair"))
 
 

@@ -34,8 +34,8 @@ def seconds_per_sample(res: Result | None) -> dict[str, float]:
     wholly from the cache has none."""
     if res is None or res.status != "ok":
         return {}
-    tasks = (res.sample_cache or {}).get("tasks") or {}
-    return {t: v["seconds"] / v["computed"] for t, v in tasks.items() if v.get("computed")}
+    tasks = res.sample_cache.tasks if res.sample_cache else {}
+    return {t: v.seconds / v.computed for t, v in tasks.items() if v.computed}
 
 
 def first_look(params: schema.Params, base: Result) -> dict[str, int]:

@@ -68,8 +68,3 @@ def metrics_record(record: dict[str, dict[str, Any]]) -> dict[str, dict[str, str
                                   "status": UNSTABLE if m in r.get("unstable", []) else STABLE if b == a["verdict"]
                                   else None}
     return out
-
-
-def unstable(check: dict[str, Any]) -> list[str]:
-    """The metric ids a result.json `arithmetic_check` found unstable."""
-    return [m for m, c in (check.get("metrics") or {}).items() if c.get("status") == UNSTABLE]

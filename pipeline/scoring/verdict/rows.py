@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.domain.result_json import CHECKED, NOT_NEEDED, ONE_ARITHMETIC, TIME_BUDGET
+from pipeline.domain.result_records import ArithmeticCheck, TaskLooks
 from pipeline.scoring.planning.power import Power
 from pipeline.scoring.estimators.stats import Interval
 
@@ -47,7 +48,7 @@ class Measured:
     throughput: dict[str, Any] = field(default_factory=dict)
     kv_formula: str | None = None                     # the planner's KV formula beside the engine's figure
     fidelity: dict[str, Any] | None = None            # next-token KL / top-1 agreement vs the baseline
-    looks: dict[str, dict[str, Any]] = field(default_factory=dict)     # task -> its looks (eval.sequential)
+    looks: dict[str, TaskLooks] = field(default_factory=dict)          # task -> its looks (eval.sequential)
     seconds: float | None = None                      # the stage that measured it (the baseline's: stage baseline)
     long_context: dict[str, Any] | None = None        # fidelity by position (result.json; eval.long_context)
     # task -> (samples computed, seconds computing them) in this stage (result.json sample_cache.tasks)
@@ -57,7 +58,7 @@ class Measured:
     # task -> why evaluate did not run it (result_json.NOT_RUN: failed, cannot pass, time budget)
     not_run: dict[str, str] = field(default_factory=dict)
     # the settled verdicts checked under the engine's second arithmetic (result.json; scoring/verdict/arith_check.py)
-    arithmetic_check: dict[str, Any] = field(default_factory=dict)
+    arithmetic_check: ArithmeticCheck | None = None
     # prepare's tokenizer check as evaluate read it: {"findings": [...], "overridden": bool}; None: not recorded
     tokenizer_check: dict[str, Any] | None = None
     # a repaired tier's search as quantize recorded it (groups, promoted, effective_bits, proxy, stopped)
@@ -65,40 +66,41 @@ class Measured:
 
     def second(self, metric: str) -> tuple[str, str] | None:
         """(the metric's verdict under the second arithmetic, that arithmetic) where evaluate checked it."""
-        c = (self.arithmetic_check.get("metrics") or {}).get(metric)
-        if c is None or c.get("status") is None:
+        c = self.arithmetic_check.metrics.get(metric) if self.arithmetic_check else None
+        if c is None or c.status is None:
             return None
-        return c["second"], self.arithmetic_check.get("arithmetic") or "the second arithmetic"
+        return c.second, self.arithmetic_check.arithmetic or "the second arithmetic"
 
     def check_expected(self) -> bool:
         """Whether this variant's settled verdicts needed the second arithmetic's check: it was run or
         not needed (result.json arithmetic_check status checked or not needed), so a settled verdict it
         did not read is unchecked. Skipped or impossible: the verdicts rest on one arithmetic."""
-        return self.arithmetic_check.get("status") in (CHECKED, NOT_NEEDED)
+        return self.arithmetic_check is not None and self.arithmetic_check.status in (CHECKED, NOT_NEEDED)
 
     def one_arithmetic(self) -> str | None:
         """Why this variant's verdicts rest on the run's arithmetic alone (the check skipped by the user
         or impossible here), None where the check ran or was not needed."""
         c = self.arithmetic_check
-        return f"{c['status']}: {c.get('why')}" if c.get("status") in ONE_ARITHMETIC else None
+        return f"{c.status}: {c.why}" if c is not None and c.status in ONE_ARITHMETIC else None
 
     def look_confidence(self, task: str) -> float | None:
         """The confidence of the task's last look (its repeated interval's), None for a fixed-n task."""
-        return (self.looks.get(task) or {}).get("confidence")
+        lk = self.looks.get(task)
+        return lk.confidence if lk is not None else None
 
     def reach(self, task: str) -> tuple[int, int] | None:
         """(the most items the task's looks read by the cap, the pool they read from), None for a
         fixed-n task. A stratified read reaches only part of its pool."""
-        lk = self.looks.get(task) or {}
-        return (lk["sizes"][-1], lk["cap"]) if lk.get("sizes") and lk.get("cap") else None
+        lk = self.looks.get(task)
+        return lk.reach() if lk is not None else None
 
     def look_text(self, task: str) -> str | None:
         """Where the task stopped: 'look 2 of 4, 160 of 320 samples'; None for a fixed-n task."""
-        lk = self.looks.get(task) or {}
-        if "of" not in lk:
+        lk = self.looks.get(task)
+        if lk is None or lk.of is None:
             return None
-        text = f"look {lk['looks']} of {lk['of']}, {lk['n']:,} of {lk['cap']:,} samples"
-        return f"{text}; stopped by the time budget" if lk.get("budget") else text
+        text = f"look {lk.looks} of {lk.of}, {lk.n:,} of {lk.cap:,} samples"
+        return f"{text}; stopped by the time budget" if lk.budget else text
 
     def not_run_text(self, task: str) -> str | None:
         """'not run: <why>' for a task evaluate did not run (result.json not_run), else None."""
@@ -108,7 +110,7 @@ class Measured:
     def budget_cut(self) -> str | None:
         """Where a time budget ended the looks ('look 2 of 4 of classification, ...'), from the looks
         evaluate recorded; None where none did."""
-        cut = [f"look {lk['looks']} of {lk['of']} of {t}" for t, lk in self.looks.items() if lk.get("budget")]
+        cut = [f"look {lk.looks} of {lk.of} of {t}" for t, lk in self.looks.items() if lk.budget]
         late = [t for t, why in self.not_run.items() if why == TIME_BUDGET]
         if not cut and not late:
             return None

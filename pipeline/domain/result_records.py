@@ -1,0 +1,133 @@
+"""The records inside result.json that decide reads, typed: a task's looks, the second arithmetic's
+check and the sample cache's counts. Built by `parse` from the dict evaluate wrote, which names the
+record and the key when one is missing, unknown or of the wrong type. Pure.
+
+    looks = result_records.parse(TaskLooks, data["looks"]["classification"], "looks.classification")
+    looks.confidence, looks.reach()
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+
+
+class RecordError(ValueError):
+    """A record that is not the shape its dataclass says; the message names the key."""
+
+
+@dataclass(frozen=True)
+class Settled:
+    """A metric settled at a look: its verdict, the look (1-based) and the items read there."""
+    verdict: str
+    look: int
+    n: int
+
+
+@dataclass(frozen=True)
+class Strata:
+    """A stratified read's design (evaluation/stratified.py Plan.record)."""
+    below: float
+    share: float
+    pool: list[int]
+    reads: list[list[int]]
+    plain: list[int]
+
+
+@dataclass(frozen=True)
+class TaskLooks:
+    """One task's looks (evaluation/looks_runner.py); a task read whole (a registry task) has no sizes."""
+    cap: int
+    looks: int
+    n: int
+    sizes: list[int] = field(default_factory=list)
+    of: int | None = None
+    confidence: float | None = None               # the last look's repeated interval's
+    settled: dict[str, Settled] = field(default_factory=dict)
+    strata: Strata | None = None
+    first: dict[str, Settled] | None = None       # settled in the run's arithmetic, where the check ran
+    second: dict[str, Settled] | None = None      # settled in the second arithmetic
+    unstable: list[str] = field(default_factory=list)
+    budget: bool = False                          # the time budget ended the task at this look
+    halted: bool = False                          # the variant failed on another task first
+    whole: bool = False
+
+    def reach(self) -> tuple[int, int] | None:
+        """(the most items the looks read by the cap, the pool they read from), None for a whole read."""
+        return (self.sizes[-1], self.cap) if self.sizes else None
+
+
+@dataclass(frozen=True)
+class MetricCheck:
+    """One metric's two verdicts under the check; status stable, unstable, or None (not yet settled)."""
+    first: str
+    second: str
+    status: str | None = None
+
+
+@dataclass(frozen=True)
+class TaskSpend:
+    computed: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class SampleCounts:
+    """The sample cache's counts: samples read from it, computed, and per task what computing cost."""
+    cached: int = 0
+    computed: int = 0
+    tasks: dict[str, TaskSpend] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ArithmeticCheck:
+    """The second arithmetic's one state (result_json.CHECK_STATES) and what it found."""
+    status: str
+    why: str | None = None
+    arithmetic: str | None = None
+    metrics: dict[str, MetricCheck] = field(default_factory=dict)
+    sample_cache: SampleCounts | None = None
+    seconds: float | None = None
+
+
+T = typing.TypeVar("T")
+
+
+def parse(cls: type[T], data: object, where: str) -> T:
+    """`data` as a `cls`, every field checked; RecordError naming `where` and the key."""
+    return _value(cls, data, where)
+
+
+def _value(tp, data, where: str):
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if data is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _value(inner, data, where)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(data, dict):
+            raise RecordError(f"{where}: a mapping, got {type(data).__name__}")
+        hints = typing.get_type_hints(tp)
+        known = {f.name for f in dataclasses.fields(tp)}
+        if unknown := sorted(set(data) - known):
+            raise RecordError(f"{where}: unknown key {unknown[0]!r}")
+        required = [f.name for f in dataclasses.fields(tp)
+                    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        if missing := [k for k in required if k not in data]:
+            raise RecordError(f"{where}: missing key {missing[0]!r}")
+        return tp(**{k: _value(hints[k], v, f"{where}.{k}") for k, v in data.items()})
+    if origin is list:
+        if not isinstance(data, list):
+            raise RecordError(f"{where}: a list, got {type(data).__name__}")
+        return [_value(args[0], x, f"{where}[{i}]") for i, x in enumerate(data)]
+    if origin is dict:
+        if not isinstance(data, dict):
+            raise RecordError(f"{where}: a mapping, got {type(data).__name__}")
+        return {k: _value(args[1], v, f"{where}.{k}") for k, v in data.items()}
+    if tp is float and isinstance(data, (int, float)) and not isinstance(data, bool):
+        return float(data)
+    if not isinstance(data, tp) or (tp is int and isinstance(data, bool)):
+        raise RecordError(f"{where}: a {tp.__name__}, got {data!r}")
+    return data
