@@ -364,12 +364,14 @@ def rescale(model, pairs: list[tuple[str, list[str]]]) -> None:
 
 def check_awq(model, recipe: dict, input_ids, key: str) -> dict:
     """Each AWQ mapping's fold applied alone (all its layers), its KL before rounding against
-    KL_ROUNDING: the KLs by mapping ({} without AWQModifier or in half precision), or SmoothingError
-    naming the mapping."""
+    KL_ROUNDING: the KLs by mapping that matched any layer ({} without AWQModifier or in half
+    precision), or SmoothingError naming the mapping."""
     if modifier(recipe, AWQ) is None or not measurable(model):
         return {}
     before, found = logits(model, input_ids), {}
     for shown, pairs in awq_mappings(model, recipe):
+        if not pairs:                       # no layer matched (GQA's v_proj -> o_proj): AWQ skips it too
+            continue
         layers = {n for s, bal in pairs for n in (s, *bal)}
         found[shown] = kl_in_place(model, layers, lambda x, p=pairs: rescale(x, p), input_ids, before)
         if found[shown] > KL_ROUNDING:
