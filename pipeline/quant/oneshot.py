@@ -108,11 +108,14 @@ def quantize(params: schema.Params, model_name: str, tier_name: str, out: Path, 
     place = load_placement(model_cfg)
     info["compute"] = {"device": place.device, "dtype": place.dtype}
     model = AutoModelForCausalLM.from_pretrained(src, dtype=getattr(torch, place.dtype))
-    # SmoothQuant's mappings held against a traced forward before any rounding (smoothing.py)
+    # SmoothQuant's and AWQ's mappings held against a traced forward before any rounding (smoothing.py)
     probe = tokenizer(calibration.texts(cal)[0], return_tensors="pt").input_ids[:, :64]
-    recipe, used = smoothing.checked(model, recipe, probe, f"tiers.{tier_name}")
-    if used:
-        info.update(recipe=recipe, smoothquant_mappings=used)
+    done = smoothing.checked(model, recipe, probe, f"tiers.{tier_name}")
+    recipe = done.recipe
+    if done.mappings:
+        info.update(recipe=recipe, smoothquant_mappings=done.mappings)
+    if done.kl:
+        info["kl_before_rounding"] = done.kl
     if tier.repair is not None:
         recipe = info["recipe"] = repaired(model, tokenizer, params, tier, group_size, recipe, info)
     data: dict = {}
