@@ -90,7 +90,8 @@ def test_a_failing_variant_stops_at_its_first_failing_look_and_runs_nothing_afte
     assert [name for name, _ in calls] == ["c"]              # the log-likelihood task first; g never runs
     assert calls[0][1] == list(c.docs[:80])
     rec = done.record["c"]
-    assert rec["looks"] == 1 and rec["n"] == 80 and rec["settled"]["acc"] == {"verdict": "fail", "look": 1, "n": 80}
+    assert rec["looks"] == 1 and rec["n"] == 80 and {k: rec["settled"]["acc"][k] for k in ("verdict", "look", "n")} == {"verdict": "fail", "look": 1, "n": 80}
+    assert rec["settled"]["acc"]["hi"] < -3.0       # the interval it was settled on is recorded with it
     assert rec["confidence"] > 0.999
     assert done.stopped == "stopped at look 1 of 4 of c (80 of 320 samples): c/acc failed"
     assert done.not_run == {"g": "the variant failed"}
@@ -260,7 +261,8 @@ def test_a_fail_stops_the_variant_only_once_both_arithmetics_give_it():
     second_calls: list = []
     done = run_looks(None, [g, c], EV, {"c": baseline_rows(c, base)}, {"c/acc": Gate(3.0)}, BOOT,
                      run=fake_run(broken, []), second=Second(broken, {"c": baseline_rows(c, base)}, second_calls))
-    assert done.record["c"]["settled"]["acc"] == {"verdict": "fail", "look": 1, "n": 80} and done.stopped
+    assert {k: done.record["c"]["settled"]["acc"][k] for k in ("verdict", "look", "n")} == {
+        "verdict": "fail", "look": 1, "n": 80} and done.stopped
     assert second_calls == [("c", 0, 80)]
     fine = {d: True for d in range(400)}        # the second arithmetic does not fail it: the looks go on
     done = run_looks(None, [c], EV, {"c": baseline_rows(c, base)}, {"c/acc": Gate(3.0)}, BOOT,

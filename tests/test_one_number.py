@@ -65,3 +65,22 @@ def test_the_checker_finds_a_score_that_is_not_baseline_plus_delta(project):
 def test_the_committed_run_speaks_with_one_voice(root):
     """results/decision.json as committed (README command 1's run)."""
     assert inconsistencies(json.loads((root / "results/decision.json").read_text())) == []
+
+
+def test_decide_reads_a_verdict_from_the_interval_evaluate_settled_it_on(project):
+    """acc settled at look 1 of 2 on 100 items; the task read on to look 2 (another metric was open).
+    decide's verdict, interval, delta and score for acc are look 1's as evaluate recorded them, not a
+    second computation over all 200 items at look 2's confidence."""
+    folder = paths.eval_dir("m", "int8", "auto")
+    res = json.loads((folder / "result.json").read_text())
+    at = {"verdict": "pass", "look": 1, "n": 100, "delta": -0.5, "lo": -1.75, "hi": 0.25, "confidence": 0.995}
+    res["looks"] = {"classification": {"cap": 200, "sizes": [100, 200], "looks": 2, "of": 2, "n": 200,
+                                       "confidence": 0.96, "settled": {"acc": at}}}
+    io.atomic_write_json(folder / "result.json", res)
+    decide.main()
+    data = json.loads(open("results/decision.json").read())
+    int8 = next(r for r in data["rows"] if (r["tier"], r["kv"]) == ("int8", "auto"))
+    iv, v = int8["intervals"]["classification/acc"], int8["verdicts"]["classification/acc"]
+    assert (iv["delta"], iv["lo"], iv["hi"], iv["n"]) == (-0.5, -1.75, 0.25, 100)
+    assert v["verdict"] == "pass" and v["confidence"] == 0.995 and "read at look 1 of 2, 100 of 200 samples" in v["why"]
+    assert int8["deltas"]["classification/acc"] == -0.5 and inconsistencies(data) == []

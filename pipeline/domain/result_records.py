@@ -19,10 +19,15 @@ class RecordError(ValueError):
 
 @dataclass(frozen=True)
 class Settled:
-    """A metric settled at a look: its verdict, the look (1-based) and the items read there."""
+    """A metric settled at a look: its verdict, the look (1-based), the items read there, and the
+    repeated interval of tier - baseline it was read on, at that look's confidence."""
     verdict: str
     look: int
     n: int
+    delta: float | None = None
+    lo: float | None = None
+    hi: float | None = None
+    confidence: float | None = None
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,12 @@ class TaskLooks:
     budget: bool = False                          # the time budget ended the task at this look
     halted: bool = False                          # the variant failed on another task first
     whole: bool = False
+
+    def read_on(self, metric: str) -> Settled | None:
+        """The look a metric settled at in the run's arithmetic, with its interval (None: open at the
+        last look, or recorded before intervals were)."""
+        found = (self.first if self.first is not None else self.settled).get(metric)
+        return found if found is not None and found.lo is not None else None
 
     def reach(self) -> tuple[int, int] | None:
         """(the most items the looks read by the cap, the pool they read from), None for a whole read."""

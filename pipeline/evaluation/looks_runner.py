@@ -268,7 +268,10 @@ def _check_whole(spec: tasks.TaskSpec, mine: dict[str, Gate], baseline: dict[str
 
 def _settled(open_: dict[str, Gate], base: list[dict], rows: list[dict], boot: Bootstrap, conf: float, k: int,
              n: int) -> dict[str, dict]:
-    """metric -> {"verdict", "look", "n"} for the open metrics this look's repeated interval settles."""
+    """metric -> {"verdict", "look", "n", "delta", "lo", "hi", "confidence"} for the open metrics this
+    look's repeated interval settles: the interval is recorded with the verdict, and decide reads the
+    verdict from it (result_records.Settled), never from a second computation at another look."""
     pairs = analysis.align(base, rows, subset=True)
     ivs = {m: repeated(iv, conf) for m, iv in analysis.intervals(list(open_), pairs, boot).items()}
-    return {m: {"verdict": v, "look": k + 1, "n": n} for m, v in settle(ivs, open_).items()}
+    return {m: {"verdict": v, "look": k + 1, "n": n, "delta": ivs[m].delta, "lo": ivs[m].lo, "hi": ivs[m].hi,
+                "confidence": conf} for m, v in settle(ivs, open_).items()}

@@ -79,15 +79,15 @@ def from_interval(lo: float, hi: float, n: int, interval_confidence: float, marg
 
 
 def powers(task_metrics: list[str], limits: dict[str, float], confidence: float,
-           intervals: dict, interval_confidence: float) -> dict[str, Power]:
+           intervals: dict, interval_confidence: dict[str, float]) -> dict[str, Power]:
     """Power figures for each gated metric a task reports, planned from the interval its verdict was
-    read on (`intervals`, at `interval_confidence`; power.from_interval); `limits`: metric -> allowed
-    drop (the task's own metric names)."""
+    read on (`intervals`, each at its `interval_confidence`; power.from_interval); `limits`: metric ->
+    allowed drop (the task's own metric names)."""
     out = {}
     for m in task_metrics:
         iv = intervals.get(m)
         if m in limits and iv is not None:
-            found = from_interval(iv.lo, iv.hi, iv.n, interval_confidence, limits[m], confidence)
+            found = from_interval(iv.lo, iv.hi, iv.n, interval_confidence[m], limits[m], confidence)
             if found is not None:
                 out[m] = found
     return out

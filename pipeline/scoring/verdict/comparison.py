@@ -59,9 +59,13 @@ def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision, r
             ivs = analysis.intervals(list(reported), pairs, rule.bootstrap)
             if conf is not None:        # a task read in looks: the repeated interval of its last look
                 ivs = {m: stats.repeated(iv, conf) for m, iv in ivs.items()}
+            confs = {m: conf if conf is not None else rule.bootstrap.confidence for m in ivs}
+            # a metric evaluate settled at an earlier look: the interval it was settled on, as recorded
+            for m, mid in reported.items():
+                if (at := r.settled_at(mid)) is not None:
+                    ivs[m], confs[m] = stats.Interval(at.delta, at.lo, at.hi, at.n), at.confidence
             intervals.update({reported[m]: iv for m, iv in ivs.items()})
-            pws = power.powers(list(reported), limits, rule.bootstrap.confidence, ivs,
-                                  conf if conf is not None else rule.bootstrap.confidence)
+            pws = power.powers(list(reported), limits, rule.bootstrap.confidence, ivs, confs)
             planned.update({reported[m]: p for m, p in pws.items()})
             if "logliks" in mine[task][0]:
                 found.flips.setdefault(r.model, {}).setdefault(r.variant, {})[task] = analysis.flips(pairs)

@@ -170,11 +170,12 @@ def judgement(r: Measured, ev: Evidence, base_rows: dict[Pairing, Measured], rul
             verdicts[metric] = Verdict(INCONCLUSIVE, missing_baseline(r, base_rows))
             continue
         task = split_id(metric)[0]
+        at = r.settled_at(metric)          # the look evaluate settled it at: its interval's confidence
         found = judge_metric(metric, base.metrics.get(metric), ev.intervals.get(metric), tol, floor,
                              r.higher_is_better.get(metric, True),
-                             r.look_confidence(task) or rule.bootstrap.confidence, r.second(metric),
-                             r.check_expected(), r.reach(task))
-        verdicts[metric] = dataclasses.replace(found, look=r.look_text(task)) if found.lo is not None else found
+                             (at.confidence if at else r.look_confidence(task)) or rule.bootstrap.confidence,
+                             r.second(metric), r.check_expected(), r.reach(task))
+        verdicts[metric] = dataclasses.replace(found, look=r.look_text(task, at)) if found.lo is not None else found
     return Judgement(overall(verdicts), verdicts)
 
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.domain.result_json import CHECKED, NOT_NEEDED, ONE_ARITHMETIC, TIME_BUDGET
-from pipeline.domain.result_records import ArithmeticCheck, TaskLooks
+from pipeline.domain.metrics import split_id
+from pipeline.domain.result_records import ArithmeticCheck, Settled, TaskLooks
 from pipeline.scoring.planning.power import Power
 from pipeline.scoring.estimators.stats import Interval
 
@@ -94,13 +95,22 @@ class Measured:
         lk = self.looks.get(task)
         return lk.reach() if lk is not None else None
 
-    def look_text(self, task: str) -> str | None:
-        """Where the task stopped: 'look 2 of 4, 160 of 320 samples'; None for a fixed-n task."""
+    def settled_at(self, metric: str) -> Settled | None:
+        """Where evaluate settled a metric in the run's arithmetic, with the interval it read (None:
+        open at the task's last look, or a fixed-n task): decide's verdict is read from it."""
+        task, name = split_id(metric)
+        lk = self.looks.get(task)
+        return lk.read_on(name) if lk is not None else None
+
+    def look_text(self, task: str, at: Settled | None = None) -> str | None:
+        """Where the task stopped, or the metric settled (`at`): 'look 2 of 4, 160 of 320 samples'; None
+        for a fixed-n task."""
         lk = self.looks.get(task)
         if lk is None or lk.of is None:
             return None
-        text = f"look {lk.looks} of {lk.of}, {lk.n:,} of {lk.cap:,} samples"
-        return f"{text}; stopped by the time budget" if lk.budget else text
+        look, n = (at.look, at.n) if at is not None else (lk.looks, lk.n)
+        text = f"look {look} of {lk.of}, {n:,} of {lk.cap:,} samples"
+        return f"{text}; stopped by the time budget" if lk.budget and at is None else text
 
     def not_run_text(self, task: str) -> str | None:
         """'not run: <why>' for a task evaluate did not run (result.json not_run), else None."""
