@@ -29,6 +29,7 @@ RIGHT = {("big", "fp16"): lambda i: i % 10 != 0, ("big", "int8"): lambda i: i % 
 PROMPTS = {"big": {"chat_template": False, "add_bos_token": True},      # a base model: plain prompts, BOS
            "small": {"chat_template": True, "add_bos_token": False}}    # an instruct model: its chat template
 N = 200
+REAL_ACROSS_PLOT = across_plot.quality_vs_memory
 
 
 def classification(right, ids):
@@ -146,3 +147,22 @@ def test_without_a_reference_across_models_decision_json_has_no_across_entry(pro
     data = run(project)
     assert "across" not in data and data["baseline"] == {"tier": "fp16", "kv": "auto"}
     assert "## Across models" not in (project / "results/decision.md").read_text()
+
+
+def test_the_plot_is_drawn_with_its_front_and_zoom(project, monkeypatch):
+    monkeypatch.setattr(across_plot, "quality_vs_memory", REAL_ACROSS_PLOT)
+    run(project)
+    assert (project / "results" / paths.ACROSS_PLOT).stat().st_size > 10_000
+    assert "![quality against memory, every model](plots/across-models-quality_vs_memory.png)" in \
+        (project / "results/decision.md").read_text()
+
+
+def test_the_pareto_front_keeps_what_no_smaller_variant_beats():
+    pts = [(4.0, 0.0), (3.0, 10.0), (2.0, -25.0), (1.5, 0.5), (1.0, -40.0)]
+    assert across_plot.pareto(pts) == [4, 3, 1]
+    assert across_plot.pareto([(1.0, 0.0), (2.0, 0.0)]) == [0]
+
+
+def test_the_y_range_is_zoomed_to_the_margin_not_the_failures():
+    bottom, top = across_plot.y_range([(0.0, -2.0, 2.0), (-30.0, -35.0, -25.0)], 3.0)
+    assert -10.0 < bottom < -3.0 and top > 2.0      # the -30-point failure is drawn at the edge, not the scale

@@ -63,9 +63,9 @@ def quality_vs_memory(a: AcrossReport, gpus: dict[str, TargetGpu], out: Path) ->
                 color="black", lw=0.8, ls=":", zorder=0)
         ax.axhline(0, color="grey", lw=0.8)
         ax.axhline(-limit, color="red", lw=0.8, ls="--")
-        for g, gpu in gpus.items():
-            ax.axvline(gpu.memory_gib, color="grey", lw=0.6, ls="-.")
-            ax.annotate(g, (gpu.memory_gib, top), rotation=90, fontsize=7, va="top", ha="right")
+        for gib, names in by_memory(gpus).items():     # one line per memory size, its GPUs named once
+            ax.axvline(gib, color="grey", lw=0.6, ls="-.")
+            ax.annotate(", ".join(names), (gib, top), rotation=90, fontsize=7, va="top", ha="right")
         ax.set_xscale("log")
         ax.set_ylim(bottom, top)
         ax.set_xlabel("weights (GiB, log scale)")
@@ -86,6 +86,13 @@ def quality_vs_memory(a: AcrossReport, gpus: dict[str, TargetGpu], out: Path) ->
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)
     plt.close(fig)
+
+
+def by_memory(gpus: dict[str, TargetGpu]) -> dict[float, list[str]]:
+    out: dict[float, list[str]] = {}
+    for g, gpu in gpus.items():
+        out.setdefault(float(gpu.memory_gib), []).append(g)
+    return out
 
 
 def marker_style(verdict: str, colour: str) -> dict:
