@@ -19,6 +19,7 @@ from pipeline.engines import Unsupported, endpoint
 from pipeline.quant import recipes
 from pipeline.schema import PARAMS_FILE, ConfigError, Params, Task, near
 from pipeline.schema import load as load_schema
+from pipeline.schema import yaml_io
 from pipeline.scoring.planning import power
 from pipeline.scoring.verdict import sequential
 
@@ -135,9 +136,34 @@ def check_group_sizes(p: Params, root: Path) -> None:
                 raise ConfigError(f"{e} (model {name})") from None
 
 
+# Keys with a default that dvc.yaml names one by one (evaluate, baseline, noise, fidelity_base read them,
+# decide reads the rest of `decision`): DVC stops with "missing params" on a key params.yaml leaves out,
+# so check asks for them written out. Narrow, so that decision.baseline.model re-runs decide only.
+DVC_TRACKED = ("decision.baseline.kv", "decision.min_baseline", "decision.bootstrap")
+
+
+def check_tracked_keys(path: Path) -> None:
+    """Each of DVC_TRACKED present in the file itself (a default is not enough for DVC)."""
+    raw = yaml_io.safe_load(path.read_text(encoding="utf-8")) or {}
+    for key in DVC_TRACKED:
+        node = raw
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+            if node is None:
+                raise ConfigError(f"{key}: write it out in params.yaml (dvc.yaml tracks it as a params key, and "
+                                  "DVC stops on one the file leaves out; the default would be "
+                                  f"{default_of(key)})")
+
+
+def default_of(key: str) -> str:
+    return {"decision.baseline.kv": "auto", "decision.min_baseline": "{}",
+            "decision.bootstrap": "{resamples: 1000, seed: 12345, confidence: 0.95}"}[key]
+
+
 def load(path: str | Path = PARAMS_FILE) -> Params:
     path = Path(path)
     params = load_schema(path)
+    check_tracked_keys(path)
     check(params, path.parent)
     return params
 

@@ -118,6 +118,9 @@ def plot_file(model: str) -> str:
     return f"plots/{model}-quality_vs_memory.png"
 
 
+ACROSS_PLOT = "plots/across-models-quality_vs_memory.png"   # decision.baseline.model set: relative to results/
+
+
 def position_plot(model: str) -> str:
     """A model's KL-by-position plot (eval.long_context), relative to results/."""
     return f"plots/{model}-kl_by_position.png"

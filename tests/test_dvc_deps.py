@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline import config
 from pipeline.schema.yaml_io import safe_load
 from scripts import dvc_deps
 from scripts.dvc_deps import ROOT, closure, trace_problems
@@ -185,3 +186,30 @@ def test_a_dep_or_param_no_run_of_the_stage_read_is_needless(trace, expected):
     assert dvc_deps.needless_problems(DVC, PARAMS, [trace]) == expected
     assert "evaluate: dvc.yaml lists artifacts/eval_data, which no run of the stage read" in \
         dvc_deps.needless_problems(DVC, PARAMS, [trace], unseen={})
+
+
+def stages_reading(dvc: dict, key: str) -> set[str]:
+    """The stages whose declared params cover `key` (the key itself or a section above it)."""
+    return {name for name, entry in dvc["stages"].items()
+            for k in (entry.get("do", entry).get("params") or [])
+            if isinstance(k, str) and (key == k or key.startswith(k + "."))}
+
+
+def test_changing_the_reference_across_models_re_runs_decide_only():
+    """decision.baseline.model (docs/across-models.md) is decide's alone: no evaluation, baseline, noise or
+    fidelity stage declares it, the whole decision.baseline, or the whole decision section."""
+    dvc = load_dvc()
+    assert stages_reading(dvc, "decision.baseline.model") == {"decide"}
+    assert stages_reading(dvc, "decision.baseline.tier") >= {"evaluate", "baseline", "noise", "fidelity_base"}
+    # the test can fail: the section declared whole, as evaluate did before
+    dvc["stages"]["evaluate"]["params"].append("decision")
+    assert stages_reading(dvc, "decision.baseline.model") == {"decide", "evaluate"}
+
+
+def test_every_decision_key_a_stage_names_is_one_params_yaml_must_write_out():
+    """A declared key with a schema default must be in config.DVC_TRACKED (check asks for it), or DVC
+    stops with "missing params" on a params.yaml that leaves it to the default."""
+    required = {"decision.baseline.tier", "decision.tolerances"}       # no default in pipeline/schema/decision.py
+    named = {k for entry in load_dvc()["stages"].values() for k in (entry.get("do", entry).get("params") or [])
+             if isinstance(k, str) and k.startswith("decision.")}
+    assert named - required <= set(config.DVC_TRACKED), named - required - set(config.DVC_TRACKED)

@@ -8,7 +8,7 @@ import yaml
 import pytest
 
 from pipeline.io import atomic_write_jsonl as write_jsonl
-from pipeline.scoring.simulation import replay, simulate
+from pipeline.scoring.simulation import pick_across, replay, simulate
 from pipeline.scoring.simulation.replay import Population, rates
 
 LOOKS = [0.25, 0.5, 0.75, 1.0]
@@ -181,3 +181,21 @@ def test_a_stratified_read_is_replayed_only_as_one(tmp_path, capsys):
     simulate.main([str(tmp_path / "b.jsonl"), str(tmp_path / "t.jsonl"), "--metric", "classification/acc",
                    "--strata", "--sims", "100"])
     assert "stratified, losses shape" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("good", [0, 2])
+def test_the_pick_across_models_is_false_at_most_one_verdict_s_alpha(good):
+    """Eight candidates of several models in one fixed sequence (scoring/simulation/pick_across.py), the
+    bad ones exactly at the margin: the fixed sequence's false picks stay within the stated rate, the
+    smallest-passing rule's do not (so the test would fail if the pick walked past a non-pass)."""
+    rng = np.random.default_rng(21)
+    base = np.where(rng.random(1280) < 0.85, 100.0, 0.0)
+    tier = np.where(rng.random(1280) < 0.04, 100.0 - base, base)
+    sims = 1500
+    found = {r.name: r.value for r in pick_across.rates(Population.of(base, tier), [0.25, 0.5, 0.75, 1.0], 1280,
+                                                          0.95, 3.0, 8, good, sims=sims)}
+    bound = found["stated_rate"] + 2 * np.sqrt(0.025 * 0.975 / sims)
+    assert found["false_pick_fixed_sequence"] <= bound
+    assert found["false_pick_smallest_passing"] > 2 * bound
+    seq, _ = pick_across.picks(np.array([[True, True], [True, False], [False, True]]))
+    assert list(seq) == [1, 0]          # run 1: passes, passes, stops at 2; run 2: stops at 1

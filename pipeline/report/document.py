@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 
 from pipeline.schema import Baseline, Bootstrap, Memory, TargetGpu
 from pipeline.scoring.estimators.analysis import KvLength, Regression
+from pipeline.scoring.pick.across_pick import Difference, GpuPick
 from pipeline.scoring.pick.recommend import Recommendation
+from pipeline.scoring.verdict.across import Across
 from pipeline.scoring.verdict.rows import Row
 from pipeline.scoring.verdict.long_kv import LongKv
 from pipeline.scoring.estimators.noise import NoiseFloor
@@ -74,3 +76,17 @@ class ModelReport:
     retrieval: list[ByLength] = field(default_factory=list)  # the retrieval suite's lengths, per variant
     repaired: dict[str, str | None] = field(default_factory=dict)  # repaired tier -> its uniform tier (params)
     kv_barred: set[tuple[str, str]] = field(default_factory=set)  # (tier, kv) no pick may take (decide_picks.kv_barred)
+
+
+@dataclass(frozen=True)
+class AcrossReport:
+    """The decision across models (decision.baseline.model): every row against the reference, the pick
+    per target GPU with its `vllm serve` line, the paired differences along each GPU's passing run."""
+    across: Across
+    picks: dict[str, GpuPick]                        # GPU name -> its pick across models
+    commands: dict[str, str]                         # GPU name -> the pick's `vllm serve` line
+    differences: dict[str, list[Difference]]         # GPU name -> consecutive passing candidates
+    formats: dict[str, str]                          # model -> its prompt format (chat template, BOS)
+    confidence: float                                # decision.bootstrap.confidence
+    limits: dict[str, float] = field(default_factory=dict)   # gated metric -> allowed drop vs the reference
+    plot: str | None = None                          # the plot, relative to results/

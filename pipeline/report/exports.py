@@ -80,7 +80,8 @@ def decision_json(models: dict[str, ModelReport], header: Header) -> dict:
         "generated": header.generated, "versions": header.versions,
         "machines": {key: desc for desc, key in provenance.machines(rows).items()},
         "engines": provenance.engines_of(rows),
-        "baseline": dataclasses.asdict(header.baseline),
+        # decision.baseline.model only where set: a run without a reference across models writes what it did
+        "baseline": {k: v for k, v in dataclasses.asdict(header.baseline).items() if k != "model" or v is not None},
         "bootstrap": dataclasses.asdict(header.bootstrap), "budget": dataclasses.asdict(header.budget),
         "recommended": {n: recommended_json(m.recommendation) for n, m in models.items()},
         "per_gpu": {n: {g: recommended_json(rec, with_why=False) for g, rec in m.gpu_recs.items()}

@@ -85,7 +85,8 @@ def details(m: ModelReport, header: Header) -> list[str]:
     return lines
 
 
-def render(models: dict[str, ModelReport], header: Header) -> str:
+def render(models: dict[str, ModelReport], header: Header, across: list[str] | None = None) -> str:
+    """`across`: the section across models (report/across_page.py), after every model's page one."""
     rows = [r for m in models.values() for r in m.rows]
     machines = provenance.machines(rows)
     lines = ["# qtier decision", ""]
@@ -94,6 +95,7 @@ def render(models: dict[str, ModelReport], header: Header) -> str:
         if len(models) > 1:
             lines += [f"## {m.name}", ""]
         lines += page_one.lines(m, header, where, summary.recommendation_lines(m))
+    lines += across or []
     lines += ["## Every variant", ""]
     for m in models.values():
         lines += noise.summary_line(m) + looks.summary_line(m)

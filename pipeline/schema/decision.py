@@ -28,8 +28,12 @@ class Tolerance:
 
 @dataclass(frozen=True)
 class Baseline:
+    """Every model's baseline variant (tier, kv); `model`, when set, also names the reference across
+    models: every variant of every model is judged against that model's baseline as well
+    (docs/across-models.md). decide alone reads `model`, so changing it re-runs decide only."""
     tier: str
     kv: str = "auto"
+    model: str | None = None
 
 
 @dataclass(frozen=True)

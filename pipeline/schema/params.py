@@ -56,6 +56,9 @@ class Params:
         if b.kv not in self.kv_modes:
             raise FieldError("decision.baseline.kv",
                              f"{b.kv!r} is not a kv mode (kv_modes: {', '.join(self.kv_modes)})")
+        if b.model is not None and b.model not in self.models:
+            raise FieldError("decision.baseline.model",
+                             f"{b.model!r} is not a model (models: {', '.join(self.models)})")
 
     def gate(self, metric_id: str) -> Gate:
         return gate(self.decision, self.eval.tasks, metric_id)

@@ -14,14 +14,14 @@ import sys
 from pipeline import io, paths, schema
 from pipeline.domain import hardware, result_json, task_rows
 from pipeline.quant import repair
-from pipeline.report import exports, markdown, plots, regressions, speed
-from pipeline.report.document import Header, KvPair, ModelReport, PlotSpec
+from pipeline.report import across_page, across_plot, exports, markdown, plots, regressions, speed
+from pipeline.report.document import AcrossReport, Header, KvPair, ModelReport, PlotSpec
 from pipeline.scoring.estimators import analysis, noise, sanity
 from pipeline.scoring.verdict import comparison, judge, long_kv, retrieval_length
 from pipeline.scoring.planning import planner
 from pipeline.scoring.verdict.comparison import Comparison
 from pipeline.scoring.verdict.rows import Measured, Row
-from pipeline.stages import runner
+from pipeline.stages import decide_across, runner
 from pipeline.stages.decide_picks import gpu_recommendations, kv_barred, overall_recommendation
 from pipeline.stages.decide_inputs import Samples, baseline_of, build_row, fidelity_summary, read_all_samples
 
@@ -179,8 +179,9 @@ def lock_digest() -> str:
     return hashlib.sha256(json.dumps(sources, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def write(models: dict[str, ModelReport], head: Header) -> None:
-    """decision.md, speed.md, decision.json, the DVC metrics file, and each model's regressions pages and plot."""
+def write(models: dict[str, ModelReport], head: Header, across: AcrossReport | None = None) -> None:
+    """decision.md, speed.md, decision.json, the DVC metrics file, and each model's regressions pages and plot;
+    with a reference across models, its section, decision.json's "across" and its plot."""
     for m in models.values():
         for variant, link in m.regression_links.items():
             io.atomic_write_text(paths.RESULTS / link,
@@ -194,9 +195,14 @@ def write(models: dict[str, ModelReport], head: Header) -> None:
         if m.retrieval:
             plots.retrieval_by_length(m.retrieval, paths.RESULTS / paths.retrieval_plot(m.name),
                                       f"{m.name}: retrieval accuracy by prompt length", head.baseline.kv)
-    io.atomic_write_text(paths.DECISION_MD, markdown.render(models, head))
+    if across is not None and across.plot is not None:
+        across_plot.quality_vs_memory(across, head.gpus, paths.RESULTS / across.plot)
+    io.atomic_write_text(paths.DECISION_MD, markdown.render(models, head, across_page.lines(across) if across else []))
     io.atomic_write_text(paths.RESULTS / speed.FILE, speed.render(models, head))
-    io.atomic_write_json(paths.DECISION_JSON, exports.decision_json(models, head))
+    data = exports.decision_json(models, head)
+    if across is not None:
+        data["across"] = across_page.as_json(across)
+    io.atomic_write_json(paths.DECISION_JSON, data)
     io.atomic_write_json(paths.DVC_METRICS, {n: exports.dvc_metrics(m.rows) for n, m in models.items()})
 
 
@@ -235,7 +241,7 @@ def main(st: runner.Stage) -> None:
     planned = plan_rows(params, rows)
     models = {name: model_report(params, rows, name, found, planned, samples, floors[name])
               for name in params.models}
-    write(models, header(params, rows, planned))
+    write(models, header(params, rows, planned), decide_across.build(params, measured, samples, planned, models))
     st.done("ok", None, [line for line in summary(models) if line.strip()])
     exit_if_failed(rows)
 

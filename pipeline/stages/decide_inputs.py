@@ -106,3 +106,16 @@ def baseline_of(params: schema.Params, measured: list[Measured], model: str) -> 
     """`model`'s baseline row (decision.baseline), None when it did not run."""
     b = params.decision.baseline
     return next((r for r in measured if (r.model, r.tier, r.kv) == (model, b.tier, b.kv) and r.status == "ok"), None)
+
+
+def prompt_format(model: str, tier: str, kv: str) -> str:
+    """How evaluate formatted `model`'s prompts (result.json chat_template, add_bos_token), as the page
+    names it: 'chat template, BOS' / 'plain, no BOS'; 'not recorded' without a result."""
+    result_file = paths.eval_result(model, tier, kv)
+    if not result_file.is_file():
+        return "not recorded"
+    res = result_json.load(result_file)
+    if res.chat_template is None and res.add_bos_token is None:
+        return "not recorded"
+    return (("chat template" if res.chat_template else "plain") + ", "
+            + ("BOS" if res.add_bos_token else "no BOS"))

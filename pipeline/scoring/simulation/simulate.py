@@ -10,6 +10,8 @@ pipeline/scoring/simulation/replay.py. One line per rate with its Monte-Carlo SE
 `--method wald` replays the procedure before 2026-12 (delta -/+ z x bootstrap SE), for comparison.
 `--candidates K` replays a repair search's pick among K candidates, then its verdict
 (pipeline/scoring/simulation/repair_confirmation.py): picked apart from the verdicts, and picked by them.
+`--sequence K [--good G]` replays the pick across models (one fixed sequence over K candidates, the first
+G unchanged, the rest at the margin; pipeline/scoring/simulation/pick_across.py) beside the smallest-passing rule.
 `--strata` replays a choice task's stratified looks (eval.sequential.strata; replay_strata.py) beside
 the same looks unstratified, the extra losses at the margin put three ways; a variant's rows read in
 strata (the default for a choice task) are replayed only that way.
@@ -25,7 +27,7 @@ from pipeline.domain import metrics
 from pipeline.io import read_jsonl
 from pipeline.schema import builder
 from pipeline.scoring.estimators import analysis, stats, strata
-from pipeline.scoring.simulation import replay_strata, repair_confirmation as selection
+from pipeline.scoring.simulation import pick_across, replay_strata, repair_confirmation as selection
 from pipeline.scoring.simulation.replay import Population, rates
 
 
@@ -115,6 +117,9 @@ def main(argv: list[str] | None = None) -> None:
                     help="a choice task's stratified looks (eval.sequential.strata) beside the plain ones")
     ap.add_argument("--candidates", type=int, default=0,
                     help="K >= 2: a repair search's pick among K candidates, then its verdict")
+    ap.add_argument("--sequence", type=int, default=0,
+                    help="K >= 2: the pick across models, one fixed sequence over K candidates")
+    ap.add_argument("--good", type=int, default=0, help="with --sequence: the first G candidates unchanged")
     a = ap.parse_args(argv)
     try:
         setup = load(a.baseline, a.variant, a.metric, a.params, strata_ok=a.strata)
@@ -137,7 +142,10 @@ def main(argv: list[str] | None = None) -> None:
                                                share, sims=a.sims, seed=a.seed).items():
             print(f"{name}: " + "; ".join(r.line() for r in found))
         return
-    if a.candidates:
+    if a.sequence:
+        found = pick_across.rates(pop, setup.looks, setup.cap, setup.confidence, setup.margin, a.sequence,
+                                  a.good, sims=a.sims, seed=a.seed)
+    elif a.candidates:
         found = selection.rates(pop, setup.looks, setup.cap, setup.confidence, setup.margin, a.candidates,
                                 sims=a.sims, seed=a.seed)
     else:
