@@ -64,7 +64,7 @@ def project(tmp_path, monkeypatch, root):
         if (model, tier) == ("small", "int8"):      # stopped at look 2 of 4: half the items, in its own order
             ids = ids[:N // 2]
             looks = {"classification": {"cap": N, "sizes": [50, 100, 150, 200], "looks": 2, "of": 4, "n": N // 2,
-                                        "confidence": 0.9938, "settled": True}}
+                                        "confidence": 0.9938, "settled": {}}}
         rows = classification(RIGHT[(model, tier)], ids)
         random.Random(len(model)).shuffle(rows)     # each model's log in its own order: pairing is by doc_id
         out = paths.eval_dir(model, tier, "auto")

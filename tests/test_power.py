@@ -80,11 +80,11 @@ def test_powers_plan_every_gated_metric_from_its_own_interval():
     from pipeline.scoring.estimators.stats import Interval
 
     ivs = {"bleu": Interval(-1.0, -3.0, 1.0, 4), "chrf": Interval(-0.5, -2.0, 1.0, 4)}
-    out = power.powers(["bleu", "chrf", "acc"], {"bleu": 1.0, "chrf": 2.0, "acc": 3.0}, 0.95, ivs, 0.95)
+    out = power.powers(["bleu", "chrf", "acc"], {"bleu": 1.0, "chrf": 2.0, "acc": 3.0}, 0.95, ivs, {"bleu": 0.95, "chrf": 0.95})
     assert set(out) == {"bleu", "chrf"}
     assert out["bleu"].sd == pytest.approx(2.0 * 2 / 1.959964, abs=1e-4)
     assert out["chrf"].sd == pytest.approx(1.5 * 2 / 1.959964, abs=1e-4)
-    assert power.powers(["bleu"], {}, 0.95, ivs, 0.95) == {}
+    assert power.powers(["bleu"], {}, 0.95, ivs, {"bleu": 0.95}) == {}
 
 
 def test_the_bootstrap_standard_error_is_the_spread_of_the_resampled_deltas():

@@ -44,7 +44,7 @@ def reference_of(rows: list[Measured], rule: Decision) -> Measured | None:
 def read_confidence(a: Measured, b: Measured, task: str, rule: Decision) -> tuple[float, str | None]:
     """The confidence two rows' task is compared at, and the look it is read at: the earlier look of the
     two (fewer documents) where either stopped at one, else the run's."""
-    looks = [(r.looks[task].get("n", 0), r.look_confidence(task), r.look_text(task))
+    looks = [(r.looks[task].n, r.look_confidence(task), r.look_text(task))
              for r in (a, b) if r.look_confidence(task) is not None]
     if not looks:
         return rule.bootstrap.confidence, None
