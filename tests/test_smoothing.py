@@ -34,43 +34,43 @@ def tiny(config_class, **shape):
 def test_the_llama_shape_keeps_llm_compressor_s_mappings_and_records_them():
     from transformers import LlamaConfig
 
-    from pipeline.quant import smoothing
+    from pipeline.quant import smoothing, smoothing_kl, smoothing_maps  # noqa: F401
 
     model, ids = tiny(LlamaConfig)
     done = smoothing.checked(model, RECIPE, ids, "tiers.int8")
     recipe, used = done.recipe, done.mappings
-    assert set(done.kl) == {f"SmoothQuant {m.shown()}" for m in smoothing.default_mappings(model)}
-    assert max(done.kl.values()) < smoothing.KL_ROUNDING
-    assert used == [m.as_recipe() for m in smoothing.default_mappings(model)] == [
+    assert set(done.kl) == {f"SmoothQuant {m.shown()}" for m in smoothing_maps.default_mappings(model)}
+    assert max(done.kl.values()) < smoothing_kl.KL_ROUNDING
+    assert used == [m.as_recipe() for m in smoothing_maps.default_mappings(model)] == [
         [["re:.*q_proj", "re:.*k_proj", "re:.*v_proj"], "re:.*input_layernorm"],
         [["re:.*gate_proj", "re:.*up_proj"], "re:.*post_attention_layernorm"]]
-    assert smoothing.modifier(recipe)["mappings"] == used and "mappings" not in smoothing.modifier(RECIPE)
+    assert smoothing_maps.modifier(recipe)["mappings"] == used and "mappings" not in smoothing_maps.modifier(RECIPE)
 
 
 @pytest.mark.parametrize("family", ["Gemma2Config", "Gemma3TextConfig"])
 def test_the_sandwich_norm_mlp_mapping_is_corrected_and_folds_at_rounding_level(family):
     import transformers
 
-    from pipeline.quant import smoothing
+    from pipeline.quant import smoothing, smoothing_kl, smoothing_maps  # noqa: F401
 
     model, ids = tiny(getattr(transformers, family))
-    registry = smoothing.default_mappings(model)
+    registry = smoothing_maps.default_mappings(model)
     assert registry[1].smooth == "re:.*post_attention_layernorm"        # llm-compressor 0.14's, Llama-style
     done = smoothing.checked(model, RECIPE, ids, "tiers.int8")
     assert done.mappings == [registry[0].as_recipe(), [["re:.*gate_proj", "re:.*up_proj"], CORRECTED]]
-    assert max(done.kl.values()) < smoothing.KL_ROUNDING
+    assert max(done.kl.values()) < smoothing_kl.KL_ROUNDING
     # the fold as llm-compressor makes it (1 + weight norms converted, w' = (1 + w) / s - 1)
-    mappings = [smoothing.Mapping(tuple(m[0]), m[1]) for m in done.mappings]
-    smoothed = smoothing.smoothed(model, mappings, ids, 0.8)
+    mappings = [smoothing_maps.Mapping(tuple(m[0]), m[1]) for m in done.mappings]
+    smoothed = smoothing_kl.smoothed(model, mappings, ids, 0.8)
     assert "model.layers.1.pre_feedforward_layernorm.weight" in changed(model, smoothed)
-    assert smoothing.kl_before_rounding(model, smoothed, ids) < 1e-12     # measured 1.5e-15 to 4.2e-15
+    assert smoothing_kl.kl_before_rounding(model, smoothed, ids) < 1e-12     # measured 1.5e-15 to 4.2e-15
 
 
 def test_an_offset_norm_llm_compressor_does_not_convert_is_refused_as_it_does_not_fold():
     from transformers import Gemma2Config
     from transformers.models.gemma2.modeling_gemma2 import Gemma2RMSNorm
 
-    from pipeline.quant import smoothing
+    from pipeline.quant import smoothing, smoothing_kl, smoothing_maps  # noqa: F401
 
     class UnknownOffsetNorm(Gemma2RMSNorm):                 # 1 + weight, a class name not in its registry
         pass
@@ -78,7 +78,7 @@ def test_an_offset_norm_llm_compressor_does_not_convert_is_refused_as_it_does_no
     model, ids = tiny(Gemma2Config)
     for layer in model.model.layers:
         layer.input_layernorm.__class__ = UnknownOffsetNorm
-    with pytest.raises(smoothing.SmoothingError, match=r"^tiers\.int8: SmoothQuant cannot fold into "
+    with pytest.raises(smoothing_maps.SmoothingError, match=r"^tiers\.int8: SmoothQuant cannot fold into "
                                                        r"model\.layers\.0\.input_layernorm \(UnknownOffsetNorm\)"):
         smoothing.checked(model, RECIPE, ids, "tiers.int8")
 
@@ -86,16 +86,16 @@ def test_an_offset_norm_llm_compressor_does_not_convert_is_refused_as_it_does_no
 def test_a_mapping_no_single_norm_feeds_is_refused_naming_the_layer():
     from transformers import LlamaConfig
 
-    from pipeline.quant import smoothing
+    from pipeline.quant import smoothing, smoothing_kl, smoothing_maps  # noqa: F401
 
     model, ids = tiny(LlamaConfig)
-    io, first_in = smoothing.trace(model, ids)
-    wrong = smoothing.Mapping(("re:.*down_proj",), "re:.*post_attention_layernorm")
-    with pytest.raises(smoothing.SmoothingError, match=r"^tiers\.int8: SmoothQuant mapping \[re:\.\*down_proj\] <- "
+    io, first_in = smoothing_maps.trace(model, ids)
+    wrong = smoothing_maps.Mapping(("re:.*down_proj",), "re:.*post_attention_layernorm")
+    with pytest.raises(smoothing_maps.SmoothingError, match=r"^tiers\.int8: SmoothQuant mapping \[re:\.\*down_proj\] <- "
                                                        r"re:\.\*post_attention_layernorm: model\.layers\.0\."
                                                        r"post_attention_layernorm's output is not the input of "
                                                        r"model\.layers\.0\.mlp\.down_proj"):
-        smoothing.check_mapping(model, io, first_in, wrong, "tiers.int8")
+        smoothing_maps.check_mapping(model, io, first_in, wrong, "tiers.int8")
 
 
 AWQ_RECIPE = {"quant_stage": {"quant_modifiers": {"AWQModifier": {"duo_scaling": True}}}}
@@ -111,29 +111,29 @@ def changed(a, b) -> list[str]:
 def test_llm_compressor_s_smoothing_of_the_llama_shape_moves_the_logits_at_rounding_level_only():
     from transformers import LlamaConfig
 
-    from pipeline.quant import smoothing
+    from pipeline.quant import smoothing, smoothing_kl, smoothing_maps  # noqa: F401
 
     model, ids = tiny(LlamaConfig)
-    smoothed = smoothing.smoothed(model, smoothing.default_mappings(model), ids, 0.8)
+    smoothed = smoothing_kl.smoothed(model, smoothing_maps.default_mappings(model), ids, 0.8)
     assert "model.layers.1.post_attention_layernorm.weight" in changed(model, smoothed)    # it did smooth
-    assert smoothing.kl_before_rounding(model, smoothed, ids) < 1e-12       # measured 7e-17 in float32
+    assert smoothing_kl.kl_before_rounding(model, smoothed, ids) < 1e-12       # measured 7e-17 in float32
 
 
 @pytest.mark.parametrize("family", ["Gemma2Config", "Gemma3TextConfig"])
 def test_the_registry_s_mlp_mapping_on_sandwich_norms_changes_the_function_and_is_refused(family):
     import transformers
 
-    from pipeline.quant import smoothing
+    from pipeline.quant import smoothing, smoothing_kl, smoothing_maps  # noqa: F401
 
     model, ids = tiny(getattr(transformers, family))
-    registry = smoothing.default_mappings(model)[1]
-    kl = smoothing.kl_before_rounding(model, smoothing.smoothed(model, [registry], ids, 0.8), ids)
+    registry = smoothing_maps.default_mappings(model)[1]
+    kl = smoothing_kl.kl_before_rounding(model, smoothing_kl.smoothed(model, [registry], ids, 0.8), ids)
     assert kl > 1e-3                                            # measured 6.9e-3 (Gemma 2), 1.1e-2 (Gemma 3)
-    with pytest.raises(smoothing.SmoothingError, match=r"^tiers\.int8: SmoothQuant mapping \[re:\.\*gate_proj, "
+    with pytest.raises(smoothing_maps.SmoothingError, match=r"^tiers\.int8: SmoothQuant mapping \[re:\.\*gate_proj, "
                                                        r"re:\.\*up_proj\] <- re:\.\*post_attention_layernorm changes "
                                                        r"the model before rounding \(KL \d\.\d\de-0[23] > 1e-06 on the probe\); "
                                                        r"set SmoothQuantModifier\.mappings in the recipe$"):
-        smoothing.check_numerically(model, [registry], ids, 0.8, "tiers.int8")
+        smoothing_kl.check_numerically(model, [registry], ids, 0.8, "tiers.int8")
 
 
 def test_llm_compressor_s_oneshot_keeps_the_function_with_the_corrected_mapping_and_breaks_it_with_the_registry_s(
@@ -146,7 +146,7 @@ def test_llm_compressor_s_oneshot_keeps_the_function_with_the_corrected_mapping_
     from llmcompressor import oneshot
     from transformers import AutoModelForCausalLM, Gemma2Config
 
-    from pipeline.quant import smoothing
+    from pipeline.quant import smoothing, smoothing_kl, smoothing_maps  # noqa: F401
     from tests.tiny_model import tokenizer
 
     model, ids = tiny(Gemma2Config)
@@ -160,39 +160,39 @@ def test_llm_compressor_s_oneshot_keeps_the_function_with_the_corrected_mapping_
             "smoothing_strength": 0.8, "mappings": [[["re:.*gate_proj", "re:.*up_proj"], smooth]]}}}}
         oneshot(model=run, recipe=recipes.to_yaml(recipe), dataset=data, num_calibration_samples=1, log_dir=None)
         assert f"model.layers.1.{smooth.split('*')[1].rstrip('$')}.weight" in changed(model, run)
-        kls[smooth] = smoothing.kl_before_rounding(model, run, ids)
+        kls[smooth] = smoothing_kl.kl_before_rounding(model, run, ids)
     assert kls["re:.*post_attention_layernorm"] > 1e-3 and kls[CORRECTED] < 1e-12, kls
 
 
 def test_awq_s_registry_folds_at_rounding_level_on_the_llama_and_sandwich_norm_shapes():
     from transformers import Gemma2Config, LlamaConfig
 
-    from pipeline.quant import smoothing
+    from pipeline.quant import smoothing, smoothing_kl, smoothing_maps  # noqa: F401
 
     for config in (LlamaConfig, Gemma2Config):
         model, ids = tiny(config)
         before = copy.deepcopy(model)
         kls = smoothing.checked(model, AWQ_RECIPE, ids, "tiers.int4-awq").kl
-        assert len(kls) == 3 and max(kls.values()) < smoothing.KL_ROUNDING, kls
+        assert len(kls) == 3 and max(kls.values()) < smoothing_kl.KL_ROUNDING, kls
         assert "AWQ [re:.*o_proj$] <- re:.*v_proj$" not in kls          # GQA: no layer matches, AWQ skips it
         smoothing.checked(model, RECIPE, ids, "tiers.int8")
         assert not changed(before, model)               # the checks leave the model bit-identical
     # without llm-compressor's conversion of its 1 + weight norms, AWQ's input_layernorm fold would not hold
-    with pytest.raises(smoothing.SmoothingError, match=r"^tiers\.int4-awq: AWQ mapping \[re:\.\*q_proj\$, "
+    with pytest.raises(smoothing_maps.SmoothingError, match=r"^tiers\.int4-awq: AWQ mapping \[re:\.\*q_proj\$, "
                                                        r"re:\.\*k_proj\$, re:\.\*v_proj\$\] <- "
                                                        r"re:\.\*input_layernorm\$ changes the model before rounding"):
-        smoothing.check_awq(model, AWQ_RECIPE, ids, "tiers.int4-awq")
+        smoothing_kl.check_awq(model, AWQ_RECIPE, ids, "tiers.int4-awq")
 
 
 def test_a_half_precision_model_is_not_held_to_the_float32_bar():
     import torch
     from transformers import LlamaConfig
 
-    from pipeline.quant import smoothing
+    from pipeline.quant import smoothing, smoothing_kl, smoothing_maps  # noqa: F401
 
     model, ids = tiny(LlamaConfig)
     model = model.to(torch.bfloat16)
-    assert smoothing.check_numerically(model, smoothing.default_mappings(model), ids, 0.8, "tiers.int8") == {}
+    assert smoothing_kl.check_numerically(model, smoothing_maps.default_mappings(model), ids, 0.8, "tiers.int8") == {}
 
 
 def test_awq_s_fold_through_attention_holds_where_value_equality_cannot_see_it():
@@ -200,8 +200,8 @@ def test_awq_s_fold_through_attention_holds_where_value_equality_cannot_see_it()
     fold holds though the tensors differ (checked only where the heads match: AWQ skips GQA's)."""
     from transformers import LlamaConfig
 
-    from pipeline.quant import smoothing
+    from pipeline.quant import smoothing, smoothing_kl, smoothing_maps  # noqa: F401
 
     model, ids = tiny(LlamaConfig, num_key_value_heads=2)
     kls = smoothing.checked(model, AWQ_RECIPE, ids, "tiers.int4-awq").kl
-    assert kls["AWQ [re:.*o_proj$] <- re:.*v_proj$"] < smoothing.KL_ROUNDING, kls
+    assert kls["AWQ [re:.*o_proj$] <- re:.*v_proj$"] < smoothing_kl.KL_ROUNDING, kls
