@@ -84,10 +84,12 @@ def test_the_old_config_gave_the_same_model_an_empty_answer(in_repo, task, name)
     assert all(v == 0 for v in result.metrics.values())
 
 
-def test_an_instruct_model_gets_the_cue_as_the_start_of_its_own_turn(in_repo):
+def test_an_instruct_model_is_asked_the_request_alone_in_its_own_turn(in_repo):
+    """Its chat template opens the answer's turn; the cue there cost the default instruct model 17 of 24
+    translations (empty) and 4 points of ROUGE-L (tasks.in_prompt_format)."""
     model = BaseModel("Der Zug nach München fährt um neun ab.")
     _, rows = run(TR, "translation", model, chat=True)
     first = model.contexts[0]
     assert first.startswith("<user>Translate this English sentence into German.")
-    assert first.endswith("</user><assistant>German:")                 # not a trailing line of the request
+    assert first.endswith("</user><assistant>")                         # no cue: the template opens the turn
     assert metrics.clean_generation(rows[0]["output"]) == "Der Zug nach München fährt um neun ab."

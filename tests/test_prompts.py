@@ -24,8 +24,10 @@ TRANSLATE = "Translate this English sentence into German. Reply with the German 
 
 def test_throughput_prompts_are_the_first_generation_tasks_rendered_prompts(in_repo):
     specs = [tasks.build("classification", CLASSIFICATION), tasks.build("translation", TRANSLATION)]
-    assert throughput_prompts(specs, 2) == [TRANSLATE + "The train to Munich leaves at nine.\n\nGerman:",
+    assert throughput_prompts(specs, 2, chat=False) == [TRANSLATE + "The train to Munich leaves at nine.\n\nGerman:",
                                                      TRANSLATE + "It will rain tomorrow afternoon.\n\nGerman:"]
+    # an instruct model is asked the request alone: its chat template opens the answer's turn
+    assert throughput_prompts(specs, 1, chat=True) == [TRANSLATE + "The train to Munich leaves at nine."]
 
 
 def test_throughput_prompts_map_the_users_field_names(in_repo, tmp_path):
@@ -33,13 +35,13 @@ def test_throughput_prompts_map_the_users_field_names(in_repo, tmp_path):
     data.write_text("".join(json.dumps({"en": s, "de": "x"}) + "\n" for s in ("One.", "Two.", "Three.")))
     mine = Task(config=TRANSLATION.config, data=str(data), kind="generate", fields={"source": "en", "reference": "de"},
                 languages=EN_DE)
-    assert throughput_prompts([tasks.build("translation", mine)], 5) == [
+    assert throughput_prompts([tasks.build("translation", mine)], 5, chat=False) == [
         TRANSLATE + f"{s}\n\nGerman:" for s in ("One.", "Two.", "Three.")]        # fewer rows than asked: all of them
 
 
 def test_throughput_prompts_without_a_generation_task_use_the_first_local_one(in_repo):
     specs = [tasks.build("classification", CLASSIFICATION)]
-    assert throughput_prompts(specs, 1) == [
+    assert throughput_prompts(specs, 1, chat=False) == [
         "Is the sentiment of this review positive or negative? Answer with one word.\n\n"
         "The app keeps crashing, so the smart scale is basically useless."]
 
@@ -55,4 +57,4 @@ def test_throughput_prompts_of_registry_tasks_only_come_from_the_first_tasks_doc
     other = SimpleNamespace(doc_to_text=lambda doc: "never", eval_docs=[{"q": 9}])
     specs = [tasks.TaskSpec("arc", "lm_eval", RegistryTask(), "arc_easy", 3, {}),
              tasks.TaskSpec("other", "lm_eval", other, "other", 1, {})]
-    assert throughput_prompts(specs, 2) == ["Q1?", "Q2?"]
+    assert throughput_prompts(specs, 2, chat=False) == ["Q1?", "Q2?"]

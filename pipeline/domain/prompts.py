@@ -5,9 +5,10 @@ from pipeline import io
 from pipeline.domain import tasks
 
 
-def throughput_prompts(specs: list[tasks.TaskSpec], n: int) -> list[str]:
-    """The first n prompts of the first generation task, rendered by lm-eval's template engine (with
-    only registry tasks: the first one's prompts, rendered by lm-eval's Task)."""
+def throughput_prompts(specs: list[tasks.TaskSpec], n: int, chat: bool) -> list[str]:
+    """The first n prompts of the first generation task, rendered by lm-eval's template engine in the
+    model's prompt format (`chat`: the request alone, its template added by the engine; with only
+    registry tasks: the first one's prompts, rendered by lm-eval's Task)."""
     from lm_eval.api.utils import maybe_delimit
     from lm_eval.utils import apply_template
 
@@ -19,7 +20,7 @@ def throughput_prompts(specs: list[tasks.TaskSpec], n: int) -> list[str]:
     data = spec.config["dataset_kwargs"]["data_files"]["test"]
     rows = io.read_jsonl(data)[:n]
     dataset = spec.config["process_docs"](_to_dataset(rows))
-    cue = spec.config.get("gen_prefix")      # plain text as lm-eval builds it: prompt, delimiter, cue
+    cue = tasks.in_prompt_format(spec.config, chat).get("gen_prefix")     # as lm-eval builds it
     return [maybe_delimit(apply_template(spec.config["doc_to_text"], doc), cue and apply_template(cue, doc),
                           spec.config.get("target_delimiter", " ")) for doc in dataset]
 

@@ -26,7 +26,7 @@ def run_tasks(session, specs: list[tasks.TaskSpec], ev: Eval,
         # every task arrives built (a config dict or a registry Task): lm-eval's default manager would
         # index its ~10,000 task YAMLs first, 4 s per variant for nothing
         task_manager=TaskManager(include_defaults=False),
-        tasks=[s.config for s in specs],
+        tasks=[tasks.in_prompt_format(s.config, session.chat) for s in specs],
         # sorted: lm-eval 0.4.13 numbers the selected documents in data order and logs doc_id as
         # samples[k] (evaluator.py, doc_id_true), right only if the list is sorted
         samples={s.lm_eval_name: selected(s) for s in specs},

@@ -148,7 +148,7 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
                 clock.lap("long_context")
             if not skip:
                 tp = params.eval.throughput
-                prompts = throughput_prompts(specs, tp.batch_size)
+                prompts = throughput_prompts(specs, tp.batch_size, variant.chat)
                 result["throughput"] = measured(served, "throughput", [dataclasses.asdict(tp), prompts],
                                                 lambda: session.throughput(prompts, tp.new_tokens, tp.repeats), result)
                 clock.lap("throughput")
