@@ -87,7 +87,11 @@ def word(v, mark: dict[str, str] = MARK) -> str:
 def confidence(v) -> str:
     """A verdict's interval's confidence: 95%, or 98.2% for a look's repeated interval."""
     c = 100 * v.confidence
-    return f"{c:.0f}%" if abs(c - round(c)) < 1e-6 else f"{c:.1f}%"
+    if abs(c - round(c)) < 1e-6:
+        return f"{c:.0f}%"
+    # never rounded up to 100%: a look's 99.997% reads as itself, not as certainty
+    digits = next((d for d in range(1, 6) if float(f"{c:.{d}f}") < 100), 6)
+    return f"{c:.{digits}f}%"
 
 
 def status_cell(r: Row) -> str:

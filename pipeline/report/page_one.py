@@ -19,6 +19,7 @@ from pipeline.scoring.verdict.judge import not_capable
 from pipeline.scoring.verdict.rows import Row
 
 WIDTH = 120
+NOT_RUN = "not run"
 MAX_LINES = 44    # a screen: 40 before the close-call line (report/close_call.py), which may take 3 or 4
 
 
@@ -102,7 +103,9 @@ def cell(m: ModelReport, r: Row, base: Row, task: str) -> str:
     mid, v = found
     shown = word(v, PLAIN)
     if v.lo is None:
-        return r.facts.not_run_text(task) or (f"{shown} (not measured)" if "not measured" in (v.note or "") else shown)
+        # why it was not run stands in *Every variant*; page 1's row keeps to a screen's width
+        return NOT_RUN if r.facts.not_run_text(task) else (
+            f"{shown} (not measured)" if "not measured" in (v.note or "") else shown)
     delta = r.evidence.deltas.get(mid)
     return f"{shown} {delta:+.1f} [{v.lo:+.1f},{v.hi:+.1f}] at {confidence(v)}" if delta is not None else shown
 
@@ -148,7 +151,8 @@ def table(m: ModelReport, base: Row, tasks: list[str]) -> list[str]:
                      + [flips_cell(m, r, t)] * flipped[t]]
         lines.append(md_row([f.tier, f.kv, verdict] + cells + [f"{mib(f.weight_bytes):.1f}" if f.weight_bytes else "–"]))
     return lines + ["", *wrap("Task cells: verdict, delta in points [interval] at its confidence; recovery: variant / "
-                              "baseline; flips: items flipped."), ""]
+                              f"baseline; flips: items flipped; {NOT_RUN}: the variant failed or could no longer pass "
+                              "first (*Every variant* says which)."), ""]
 
 
 def lines(m: ModelReport, header: Header, provenance_line: str, opening: list[str]) -> list[str]:
