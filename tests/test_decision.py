@@ -287,6 +287,20 @@ def test_the_pick_stops_at_the_first_larger_candidate_that_does_not_pass():
     assert rec.row.key == ("m", "int8", "auto") and "family-wise" in rec.why
 
 
+def test_a_held_variant_stops_the_sequence_where_it_stands():
+    """A KV mode barred on the run's data (the long-context KL) is held as not passing in its place: the
+    sequence stops there, as at any non-pass, and never walks past it to a smaller variant (removing it
+    from the candidates would: the choice to remove depends on the data, and the family-wise error with it)."""
+    rows = [row("fp16", w=1000, acc=90.0), row("fp16", kv="fp8", w=1000, kvb=5, acc=90.0),
+            row("int8", w=500, acc=90.0)]
+    rows = judged(rows, {"fp16-fp8": {"acc": iv(0.0)}, "int8-auto": {"acc": iv(0.0)}})
+    assert recommend.recommend(rows, "m").row.key == ("m", "int8", "auto")
+    rec = recommend.recommend(rows, "m", held={("fp16", "fp8")})
+    assert rec.row is rows[0] and "held" in rec.why and "`fp16-fp8`" in rec.why
+    # the GPU filter is known before any verdict: removing what a GPU cannot serve is the sequence's own
+    assert recommend.recommend(rows, "m", allowed={("fp16", "auto"), ("int8", "auto")}).row is rows[2]
+
+
 def test_closest_names_no_metric_list_when_every_metric_is_not_capable():
     rows = [row("fp16", w=1000, bleu=1.0), row("int8", w=500, bleu=0.9)]
     rows = judged(rows, {"int8-auto": {"bleu": iv(-0.1)}})

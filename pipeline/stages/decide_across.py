@@ -17,10 +17,14 @@ from pipeline.stages.decide_picks import serve_command
 
 def allowed(rows, model_reports: dict[str, ModelReport], name: str, gpu: schema.TargetGpu,
             planned: planner.Planned) -> set[tuple[str, str, str]]:
-    """(model, tier, kv) a GPU can serve (recommend.gpu_candidates per model), less each model's barred
-    KV modes (the same bar as its own picks)."""
-    return {(m, t, k) for m, rep in model_reports.items()
-            for t, k in recommend.gpu_candidates(rows, m, name, gpu, planned.for_model(m)) - rep.kv_barred}
+    """(model, tier, kv) a GPU can serve (recommend.gpu_candidates per model)."""
+    return {(m, t, k) for m in model_reports
+            for t, k in recommend.gpu_candidates(rows, m, name, gpu, planned.for_model(m))}
+
+
+def held(model_reports: dict[str, ModelReport]) -> set[tuple[str, str, str]]:
+    """Each model's barred KV modes (the same bar as its own picks), held as not passing."""
+    return {(m, t, k) for m, rep in model_reports.items() for t, k in rep.kv_barred}
 
 
 def build(params: schema.Params, measured: list[Measured], samples: Samples, planned: planner.Planned,
@@ -32,7 +36,8 @@ def build(params: schema.Params, measured: list[Measured], samples: Samples, pla
     found = across.judge_all(measured, samples, rule, params.eval.tasks)
     picks, commands, diffs = {}, {}, {}
     for name, gpu in planned.gpus.items():
-        p = across_pick.pick(found.rows, name, allowed(found.rows, model_reports, name, gpu, planned))
+        p = across_pick.pick(found.rows, name, allowed(found.rows, model_reports, name, gpu, planned),
+                             held(model_reports))
         picks[name] = p
         if p.pick is not None:
             m = p.pick.facts.model

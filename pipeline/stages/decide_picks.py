@@ -32,10 +32,9 @@ def kv_barred(params: schema.Params, rows: list[Row], model: str,
 
 def overall_recommendation(params: schema.Params, rows: list[Row], model: str,
                            barred: set[tuple[str, str]]) -> Recommendation:
-    """Page 1's pick: the fixed sequence over the model's variants less `barred` (kv_barred, as each target
-    GPU's); where leaving them out changed the pick, its reason says so."""
-    mine = {(r.facts.tier, r.facts.kv) for r in rows if r.facts.model == model}
-    rec = recommend.recommend(rows, model, mine - barred if barred else None)
+    """Page 1's pick: the fixed sequence over the model's variants, `barred` (kv_barred, as each target
+    GPU's) held as not passing where they stand in it; where that changed the pick, its reason says so."""
+    rec = recommend.recommend(rows, model, held=barred)
     if barred:
         unbarred = recommend.recommend(rows, model).row
         if unbarred is not None and unbarred is not rec.row:
@@ -51,13 +50,13 @@ def overall_recommendation(params: schema.Params, rows: list[Row], model: str,
 
 def gpu_recommendations(params: schema.Params, rows: list[Row], model: str, planned: planner.Planned,
                         barred: set[tuple[str, str]] | None = None) -> dict[str, Recommendation]:
-    """Per target GPU: the recommendation among the variants that GPU can serve, with its command, less
-    `barred` (kv_barred: the same KV modes page 1's pick leaves out)."""
+    """Per target GPU: the recommendation among the variants that GPU can serve, with its command, `barred`
+    held as not passing (kv_barred: the same KV modes page 1's pick holds)."""
     plans = planned.for_model(model)
     barred = barred or set()
     recs = {}
     for name, gpu in planned.gpus.items():
-        rec = recommend.recommend(rows, model, recommend.gpu_candidates(rows, model, name, gpu, plans) - barred)
+        rec = recommend.recommend(rows, model, recommend.gpu_candidates(rows, model, name, gpu, plans), held=barred)
         if rec.row is not None:
             rec = dataclasses.replace(rec, command=serve_command(params, model, rec.row, planned.budget,
                                                                  plans[rec.row.variant][name]))

@@ -38,13 +38,14 @@ class GpuPick:
     runner_up: Row | None = None
 
 
-def pick(rows: list[Row], gpu: str, allowed: set[Key]) -> GpuPick:
+def pick(rows: list[Row], gpu: str, allowed: set[Key], held: frozenset[Key] | set[Key] = frozenset()) -> GpuPick:
     """`rows`: every model's rows judged against the reference (one of them judged "baseline");
-    `allowed`: (model, tier, kv) the GPU can serve."""
+    `allowed`: (model, tier, kv) the GPU can serve; `held`: those no pick may take for a reason read from
+    the run's data (a barred KV mode), kept in the sequence as not passing (recommend.recommend)."""
     mine = [r for r in rows if r.key in allowed]
     ref = next((r for r in mine if r.judgement.overall == "baseline"), None)
     chain = in_sequence([r for r in mine if r.facts.status in CANDIDATES and r is not ref])
-    at = sequence_pick([r.judgement.overall == PASS for r in chain])
+    at = sequence_pick([r.judgement.overall == PASS and r.key not in held for r in chain])
     if at is None:
         if ref is not None:
             why = ("the reference itself: " + (f"the largest candidate, `{name(chain[0])}`, does not pass "

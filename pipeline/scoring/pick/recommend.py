@@ -21,16 +21,20 @@ class Recommendation:
     command: str | None = None
 
 
-def recommend(rows: list[Row], model: str, allowed: set[tuple[str, str]] | None = None) -> Recommendation:
+def recommend(rows: list[Row], model: str, allowed: set[tuple[str, str]] | None = None,
+              held: frozenset[tuple[str, str]] | set[tuple[str, str]] = frozenset()) -> Recommendation:
     """The smallest-memory variant of `model` reached by the fixed sequence (sequence_pick) over the
     variants that ran, in decreasing memory; the baseline itself when the first candidate does not
     pass (it is the reference, so it cannot be worse than itself). `allowed` restricts the candidates
-    (e.g. to what a GPU can run); no row comes back only when neither a variant nor the baseline is
-    allowed."""
+    to what is known before any verdict (what a GPU can run); no row comes back only when neither a
+    variant nor the baseline is allowed. `held`: (tier, kv) that no pick may take for a reason read from
+    the run's data (a KV mode the long-context KL does not clear): they keep their place in the sequence
+    and stop it as a variant that does not pass would, so leaving them out cannot carry the sequence past
+    them to a smaller variant and the family-wise error stays the test's."""
     mine = [r for r in rows if r.facts.model == model and (allowed is None or (r.facts.tier, r.facts.kv) in allowed)]
     base = next((r for r in mine if r.judgement.overall == "baseline"), None)
     chain = in_sequence([r for r in mine if r.facts.status in CANDIDATES and r is not base])
-    at = sequence_pick([r.judgement.overall == PASS for r in chain])
+    at = sequence_pick([r.judgement.overall == PASS and (r.facts.tier, r.facts.kv) not in held for r in chain])
     if at is not None:
         run = at + 1
         # equal memory: the first in params.yaml's order (all passed in the run: no cost in error control)
@@ -44,7 +48,10 @@ def recommend(rows: list[Row], model: str, allowed: set[tuple[str, str]] | None 
                f"a margin is at most one verdict's, over all {len(chain)} candidates (fixed-sequence test)")
         if run < len(chain):
             beyond = [r.variant for r in chain[run + 1:] if r.judgement.overall == PASS]
-            why += (f"; the sequence stops at `{chain[run].variant}` ({chain[run].judgement.overall})"
+            stop = chain[run]
+            word = ("held: its KV mode not shown non-inferior by the long-context KL"
+                    if (stop.facts.tier, stop.facts.kv) in held else stop.judgement.overall)
+            why += (f"; the sequence stops at `{stop.variant}` ({word})"
                     + (f", so {', '.join(f'`{v}`' for v in beyond)} (passing beyond it) cannot be claimed"
                        if beyond else ""))
         return Recommendation(best, why)
@@ -53,8 +60,10 @@ def recommend(rows: list[Row], model: str, allowed: set[tuple[str, str]] | None 
             return Recommendation(base, "the baseline is the only variant that ran here; nothing smaller was shown "
                                         "to be as good")
         first = chain[0]
+        word = ("held: its KV mode not shown non-inferior by the long-context KL"
+                if (first.facts.tier, first.facts.kv) in held else first.judgement.overall)
         return Recommendation(base, f"the baseline itself: the largest candidate, `{first.variant}`, does not pass "
-                                    f"({first.judgement.overall}), and the fixed sequence claims nothing past a "
+                                    f"({word}), and the fixed sequence claims nothing past a "
                                     "candidate that does not pass (see the verdicts below the table)" + closest(chain))
     if not chain:
         return Recommendation(None, "no variant ran successfully"
