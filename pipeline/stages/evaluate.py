@@ -22,6 +22,7 @@ from pipeline.evaluation import longctx, sample_cache, second_arithmetic
 from pipeline.evaluation.lm_eval_runner import WallBudgetExceeded, before_first_look, wall_limit
 from pipeline.evaluation.looks_runner import Looked, gates_from, run_looks
 from pipeline.domain import fidelity_set, result_json, task_rows, tasks
+from pipeline.engines.selection import select
 from pipeline.stages import look_budget, runner
 from pipeline.stages.evaluation import Served, evaluate, measured, reading_cache, run_stage
 
@@ -125,8 +126,10 @@ def main(st: runner.Stage) -> None:
     calibrated = params.kv_modes[kv].calibrated
 
     def work() -> dict:
-        # the budget this machine's measured speed sizes; a total too small stops here, before serving
-        params = look_budget.fitted_params(st.params, model)
+        # on vLLM, the budget this machine's measured speed sizes; a total too small stops here, before
+        # serving (the reference backend has no time budget: nothing to size, nothing read for it)
+        params = (look_budget.fitted_params(st.params, model)
+                  if select(st.params, tier=st.params.tiers[tier]).name == "vllm" else st.params)
         record = io.read_json(paths.serving_record(model, tier, kv, calibrated))
         # a tier that has no checkpoint is a row at once: nothing to judge, so nothing else to read
         against = baseline_samples(params, model) if record.get("status") == "ok" else None

@@ -51,10 +51,14 @@ def variants_of(params: schema.Params, model: str) -> int:
     return sum(1 for m, t, k in params.variants() if m == model and (t, k) != (b.tier, b.kv))
 
 
-def fit(params: schema.Params, model: str, base: Result, noise: Result | None) -> Fitted:
+def fit(params: schema.Params, model: str, base: Result, noise: Result | None, count: bool = True) -> Fitted:
     """The model's per-variant budgets (CPU and GPU) from the baseline's and the noise floor's measured
-    speed. look_fit.CapTooSmall when the user's total cannot fit one look per variant."""
-    budget, n = params.serving.vllm.budget, variants_of(params, model)
+    speed. look_fit.CapTooSmall when the user's total cannot fit one look per variant. `count`: read the
+    model's variants from params (every tier and KV mode) even without a total to share: stage baseline's
+    prediction does; evaluate only when max_total_s is set, so that a variant's stage depends on its own
+    tier and KV mode alone (dvc.yaml)."""
+    budget = params.serving.vllm.budget
+    n = variants_of(params, model) if count or budget.max_total_s is not None else 1
     base_s, noise_s = seconds_per_sample(base), seconds_per_sample(noise)
     per = {t: s + noise_s.get(t, 0.0) for t, s in base_s.items()}
     first = first_look(params, base) if base.status == "ok" else {}
@@ -83,7 +87,7 @@ def fitted_params(params: schema.Params, model: str) -> schema.Params:
     """`params` with the variant's fitted budgets (stage evaluate, before the variant is served); a cap
     that cannot fit one look per variant is a ConfigError: one line, exit 2 (stages/evaluation.run_stage)."""
     try:
-        found = fit(params, model, *load(model))
+        found = fit(params, model, *load(model), count=False)
     except look_fit.CapTooSmall as e:
         raise schema.ConfigError(str(e)) from None
     return with_wall_budget(params, found.max_wall_s, found.gpu_max_wall_s)
