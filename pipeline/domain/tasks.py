@@ -164,11 +164,8 @@ PROMPT_KEYS = ("doc_to_text", "gen_prefix")     # the prompt and the cue its ans
 
 
 def in_prompt_format(cfg: dict, chat: bool) -> dict:
-    """A task's config as a model of this prompt format is asked it: a base model's prompt ends with the
-    cue its answer follows (`gen_prefix`); an instruct model's chat template already opens the answer's
-    turn, so it gets the request alone. Measured on the default instruct model (SmolLM2-135M): with the
-    cue opening its turn, 17 of 24 translations came back empty and ROUGE-L fell from 31.3 to 27.0
-    (docs/tasks.md "Generation prompts")."""
+    """The config as a model of this prompt format is asked it: a base model's prompt ends with its cue
+    (`gen_prefix`); a chat template opens the answer's turn itself (docs/tasks.md "Generation prompts")."""
     if not chat or not isinstance(cfg, dict) or "gen_prefix" not in cfg:
         return cfg
     return {k: v for k, v in cfg.items() if k != "gen_prefix"}
