@@ -6,7 +6,6 @@ import pytest
 from pipeline.domain import result_json
 from pipeline.schema import Bootstrap, Tolerance
 from pipeline.scoring.estimators import noise, stats
-from pipeline.scoring.verdict.judge import FAIL, INCONCLUSIVE, PASS, judge_metric, settled
 from pipeline.scoring.verdict.rows import Measured
 from tests import result_files
 

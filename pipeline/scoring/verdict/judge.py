@@ -69,7 +69,7 @@ def judge_metric(metric: str, base: float | None, interval: Interval | None, tol
     lo, hi = sorted((sign * interval.lo, sign * interval.hi))
     limit = allowed_drop(tol, base)
     found = {"lo": lo, "hi": hi, "n": interval.n, "limit": limit, "confidence": confidence, "second": second}
-    on_sampling = settled(lo, hi, limit)
+    on_sampling = margin.verdict(lo, hi, limit)
     if second is not None and on_sampling != INCONCLUSIVE and second[0] != on_sampling:
         return Verdict(INCONCLUSIVE, **found, unstable=on_sampling)
     if second is None and check_expected and on_sampling != INCONCLUSIVE:
@@ -78,11 +78,6 @@ def judge_metric(metric: str, base: float | None, interval: Interval | None, tol
         return Verdict(on_sampling, **found)
     return Verdict(INCONCLUSIVE, **found, settle=samples_to_settle(sign * interval.delta, lo, hi, limit, interval.n,
                                                                    reach))
-
-
-def settled(lo: float, hi: float, limit: float) -> str:
-    """pass, fail or inconclusive for an oriented interval against the allowed drop (scoring/verdict/margin.py)."""
-    return margin.verdict(lo, hi, limit)
 
 
 def samples_to_settle(delta: float, lo: float, hi: float, limit: float, n: int,

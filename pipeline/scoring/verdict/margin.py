@@ -36,10 +36,10 @@ def verdict(lo: float, hi: float, margin: float) -> str:
     return OPEN
 
 
-def settle_open(state, lo, hi, margin, open_word: str = "open"):
+def settle_open(state, lo, hi, margin):
     """Arrays: mark the still-open runs of `state` that this look settles (in place); the masks
     (passed, failed) of the runs it settled. The replays' per-look step."""
-    open_ = state == open_word
+    open_ = state == "open"
     passed, failed = open_ & passes(lo, margin), open_ & fails(hi, margin)
     state[passed], state[failed] = PASS, FAIL
     return passed, failed
