@@ -104,6 +104,8 @@ def set_in(path: str, value):
 CASES = {
     "unknown key": (set_in("tiers.int4-gptq.grup_size", 64), "tiers.int4-gptq.grup_size: unknown key (did you mean 'group_size'?)"),
     "wrong type": (set_in("eval.batch_size", "eight"), "eval.batch_size: expected an integer, got 'eight'"),
+    "a batch of no samples": (set_in("eval.batch_size", -3), "eval.batch_size: must be >= 1, got -3"),
+    "a load test of no tokens": (set_in("eval.throughput.new_tokens", 0), "eval.throughput.new_tokens: must be >= 1, got 0"),
     "unknown method": (set_in("tiers.int4-gptq.method", "gptqq"), "tiers.int4-gptq.method: unknown method 'gptqq' (did you mean 'gptq'?)"),
     "unknown kv mode": (set_in("kv_modes.fp8.cache_dtype", "fp4"), "kv_modes.fp8.cache_dtype: 'fp4' is not one of"),
     "misspelt calibrated scale": (set_in("kv_modes.fp8.scale", "calibratd"),

@@ -68,6 +68,11 @@ class Throughput:
     new_tokens: int = 32
     repeats: int = 1
 
+    def __post_init__(self) -> None:
+        for name in ("batch_size", "new_tokens", "repeats"):
+            if getattr(self, name) < 1:
+                raise FieldError(name, f"must be >= 1, got {getattr(self, name)}")
+
 
 @dataclass(frozen=True)
 class Fidelity:
@@ -175,13 +180,17 @@ class Eval:
     throughput: Throughput = field(default_factory=Throughput)
     fidelity: Fidelity | None = None            # unset: no fidelity stage, no KL columns
     # stage noise@<model>: the baseline re-evaluated under a second, equally valid arithmetic (reference:
-    # serving.reference.noise_arithmetic; vLLM: another batch composition); decide widens every verdict's
-    # interval by what that moved (docs/decision-rule.md "Engine noise")
+    # serving.reference.noise_arithmetic; vLLM: another batch composition), each settled verdict read again
+    # in it; false: verdicts on the run's arithmetic alone (docs/decision-rule.md "Engine noise")
     noise_floor: bool = True
     # unset: every variant runs every task to its limit, read once at the fixed confidence
     sequential: Sequential | None = None
     # unset: no fidelity by position (the KV cache judged on the tasks' prompt lengths only)
     long_context: LongContext | None = None
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1:
+            raise FieldError("batch_size", f"must be >= 1, got {self.batch_size}")
 
     # keys no longer read, each rejected with where it went (pipeline/schema/builder.py)
     RETIRED = {"apply_chat_template": "moved to models.<name>.apply_chat_template (auto | true | false, per "
