@@ -35,10 +35,11 @@ class Run:
 def kv_rounding(res: result_json.Result) -> str | None:
     """How a result's fp8 KV cache rounded K/V: the engine's own, read by the vLLM backend
     (serving.kv_write), or the reference's simulation (to nearest, as a GPU). Pure."""
-    written = (res.serving.get("kv_write") or {}).get("rounding")
+    s = res.serving
+    written = s.kv_write.rounding if s is not None and s.kv_write is not None else None
     if written:
         return written
-    if res.backend == "reference" and str(res.serving.get("kv_cache", "")).startswith("fp8"):
+    if res.backend == "reference" and s is not None and (s.kv_cache or "").startswith("fp8"):
         return "nearest"
     return None
 
@@ -105,9 +106,9 @@ def describe(results_dir: Path) -> str:
         res = result_json.load(f)
         if res.backend:
             backends.add(res.backend)
-        cpu = (res.measured_on or {}).get("cpu") or {}
-        if cpu.get("model"):
-            machines.add(f"{cpu['model']} ({', '.join(cpu.get('isa') or []) or 'no AVX2'})")
+        if res.measured_on is not None:
+            cpu = res.measured_on.cpu
+            machines.add(f"{cpu.model} ({', '.join(cpu.isa) or 'no AVX2'})")
     where = "; ".join(sorted(machines)) or "machine not recorded"
     return f"{'/'.join(sorted(backends)) or 'no backend recorded'} on {where}"
 

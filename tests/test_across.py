@@ -15,9 +15,9 @@ from tests import result_files
 
 # two architectures: the big model has twice the layers and KV heads of the small one
 GEOMETRY = {"big": {"num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 4, "head_dim": 16,
-                    "hidden_size": 64, "intermediate_size": 256},
+                    "hidden_size": 64},
             "small": {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
-                      "hidden_size": 64, "intermediate_size": 128}}
+                      "hidden_size": 64}}
 SIZES = {("big", "fp16"): 8000, ("big", "int8"): 4000, ("big", "int4-gptq"): 2000,
          ("small", "fp16"): 3000, ("small", "int8"): 1500, ("small", "int4-gptq"): 750}
 # classification: which items each row gets right. The reference (big fp16) misses every 10th item;

@@ -18,7 +18,8 @@ def write_run(root, variant, status="ok", preds=(1, 0, 1, 1), backend="reference
     if status == "ok":
         result = result_files.variant(tier=tier, kv=kv, backend=backend, serving=serving or {},
                                       metrics={"classification/acc": sum(acc) / len(acc)},
-                                      measured_on={"cpu": {"model": cpu, "isa": ["avx2"], "cores": 2}} if cpu else None)
+                                      measured_on={"cpu": {"model": cpu, "isa": ["avx2"], "cores": 2},
+                                                   "engine": {"name": backend}} if cpu else None)
     else:
         result = result_files.variant(status, tier=tier, kv=kv, backend=backend, reason=reason)
     (d / "result.json").write_text(json.dumps(result))

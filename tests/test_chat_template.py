@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pipeline import io, paths, schema
-from pipeline.domain import chat
+from pipeline.domain import chat, serving_record
 
 TEMPLATE = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
 
@@ -119,12 +119,12 @@ def test_a_variant_takes_the_recorded_value_not_the_param(params_dict, tmp_path,
     p = copy.deepcopy(params_dict)
     p["models"]["smollm2-135m"]["apply_chat_template"] = "auto"
     params = schema.parse(p)
-    record = {"serve_path": str(tmp_path), "storage_dtype": "float16"}
+    record = {"status": "ok", "serve_path": str(tmp_path), "storage_dtype": "float16"}
     for value in (True, False):
         io.atomic_write_json(paths.source_dir("smollm2-135m") / paths.SOURCE_SPEC,
                              {"source": "embedded:smollm2-135m-instruct", chat.RECORD_KEY: value,
                               "add_bos_token": False})
-        v = Variant.of(params, "smollm2-135m", "fp16", "auto", tmp_path, record)
+        v = Variant.of(params, "smollm2-135m", "fp16", "auto", tmp_path, serving_record.parse(record, "record"))
         assert v.chat is value and v.model_cfg.apply_chat_template is value
     unresolved = schema.Model(source="x", dtype="float16")
     with pytest.raises(ValueError, match="apply_chat_template is still auto"):

@@ -7,14 +7,15 @@ import sys
 import pytest
 
 from pipeline import io, paths
-from pipeline.domain import machine, result_json
+from pipeline.domain import machine, result_json, result_records
+from pipeline.domain.result_facts import Serving
 from pipeline.report import plots
 from pipeline.schema.yaml_io import safe_dump, safe_load
 from pipeline.stages import decide, decide_inputs
 from tests import result_files
 
 HF = {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
-      "hidden_size": 64, "intermediate_size": 128}
+      "hidden_size": 64}
 
 
 REAL_PLOT = plots.quality_vs_memory
@@ -141,9 +142,9 @@ def test_decide_renders_every_section(project, monkeypatch):
     assert "| int4-gptq-auto | 42.6 / 18.9 / 16 | 42.5 / 18.8 / 16 | 44.8 / 8.9 / 1,750 |" in power
     metrics = json.loads((project / "results/metrics.json").read_text())
     assert metrics["m"]["int4-gptq-auto"]["delta_classification/acc"] == -25.0
-    # where each result was measured comes from the results (the unsupported one did not record it)
-    assert "- **A**: Test CPU 9000 (avx2), 3 cores, no accelerator; torch threads 3 (7 of 8 results)" in md
-    assert "- not recorded: 1 of 8 results were written before evaluate recorded `measured_on`" in md
+    # where each result was measured comes from the results (the unsupported one served nothing: no machine)
+    assert "- **A**: Test CPU 9000 (avx2), 3 cores, no accelerator; torch threads 3 (7 of 7 results)" in md
+    assert "- not recorded:" not in md
     assert "engine reference 5.17.0." in md and data["rows"][0]["measured_on"] == MEASURED_ON
 
 
@@ -228,7 +229,7 @@ def test_a_tier_at_another_compute_dtype_is_not_compared_with_the_baseline(proje
 def test_fidelity_is_summarized_with_intervals_and_shown(project):
     out = paths.eval_dir("m", "int4-gptq", "auto")
     res = io.read_json(out / "result.json")
-    res["fidelity"] = {"status": "ok", "support": "the baseline's top-4", "k": 4, "full_logits": True}
+    res["fidelity"] = {"status": "ok", "support": "the baseline's top-4", "k": 4, "exact": False}
     io.atomic_write_json(out / "result.json", res)
     # 3 texts; token-weighted mean = (0.1*2 + 0.4*1 + 0.2*3) / 6 = 0.2
     io.atomic_write_jsonl(out / paths.FIDELITY_ROWS, [{"kl": [0.1, 0.1], "agree": [True, False]},
@@ -259,16 +260,22 @@ def test_decide_and_the_report_import_no_torch_and_no_backend(root):
     assert out.stdout.strip() == "[]", out.stdout
 
 
+def kv_check(hf, cache_dtype, serving, block_size):
+    """decide_inputs.engine_kv_check on the serving record as vLLM's backend writes it."""
+    found = result_records.parse(Serving, {"backend": "vllm", "device": "cpu", **serving}, "serving")
+    return decide_inputs.engine_kv_check(hf, cache_dtype, found, block_size)
+
+
 def test_the_engine_kv_check_uses_the_planner_s_block_size_and_needs_the_engine_s_dtype():
     serving = {"kv_cache_gib": 1.0, "kv_cache_tokens": 16000, "engine": {"dtype": "torch.bfloat16"}}
     # 2 layers x 2 KV heads x 16 dims x 2 (K, V) x 2 bytes = 256 B/token: 2^30 / 256 = 4,194,304 tokens
-    assert decide_inputs.engine_kv_check(HF, "auto", serving, 16).startswith("4,194,304 tokens (")
-    assert decide_inputs.engine_kv_check(HF, "auto", serving, 16).endswith("x 256 B/token in blocks of 16")
+    assert kv_check(HF, "auto", serving, 16).startswith("4,194,304 tokens (")
+    assert kv_check(HF, "auto", serving, 16).endswith("x 256 B/token in blocks of 16")
     # 1.5 GiB at 256 B/token: 6,291,456 tokens, a whole number of 16-token blocks but not of 5,000-token ones
     serving["kv_cache_gib"] = 1.5
-    assert decide_inputs.engine_kv_check(HF, "auto", serving, 16).startswith("6,291,456 tokens")
-    assert decide_inputs.engine_kv_check(HF, "auto", serving, 5000).startswith("6,290,000 tokens")
-    assert decide_inputs.engine_kv_check(HF, "auto", {**serving, "engine": {}}, 16) is None
+    assert kv_check(HF, "auto", serving, 16).startswith("6,291,456 tokens")
+    assert kv_check(HF, "auto", serving, 5000).startswith("6,290,000 tokens")
+    assert kv_check(HF, "auto", {**serving, "engine": {}}, 16) is None
 
 
 @pytest.mark.parametrize("ratio, note", [(0.1, True), (0.01, False), (None, False)])
@@ -297,26 +304,26 @@ def test_engine_kv_check_applies_the_planners_formula_to_the_memory_vllm_reporte
     # 0.5 GiB = 536,870,912 B; bf16: 23,040 B/token, a 16-token block 368,640 B -> 1,456 whole blocks
     # (1,456 x 368,640 = 536,739,840) = 23,296 tokens, vs the 23,000 vLLM logged: +1.29%
     serving = {"kv_cache_gib": 0.5, "kv_cache_tokens": 23_000, "engine": {"dtype": "torch.bfloat16"}}
-    assert decide_inputs.engine_kv_check(SMOL_KV, "auto", serving, 16) == \
+    assert kv_check(SMOL_KV, "auto", serving, 16) == \
         "23,296 tokens (+1.29%) from 0.5 GiB x 23,040 B/token in blocks of 16"
     # fp8: 11,520 B/token, 184,320 B a block -> 2,912 blocks = 46,592 tokens, exactly what was logged
     serving["kv_cache_tokens"] = 46_592
-    assert decide_inputs.engine_kv_check(SMOL_KV, "fp8_e4m3", serving, 16) == \
+    assert kv_check(SMOL_KV, "fp8_e4m3", serving, 16) == \
         "46,592 tokens (+0.00%) from 0.5 GiB x 11,520 B/token in blocks of 16"
 
 
 def test_engine_kv_check_needs_both_figures_from_the_engine_log():
-    assert decide_inputs.engine_kv_check(SMOL_KV, "auto", {}, 16) is None
-    assert decide_inputs.engine_kv_check(SMOL_KV, "auto", {"kv_cache_gib": 0.5}, 16) is None
-    assert decide_inputs.engine_kv_check(SMOL_KV, "auto", {"kv_cache_tokens": 100}, 16) is None
+    assert kv_check(SMOL_KV, "auto", {}, 16) is None
+    assert kv_check(SMOL_KV, "auto", {"kv_cache_gib": 0.5}, 16) is None
+    assert kv_check(SMOL_KV, "auto", {"kv_cache_tokens": 100}, 16) is None
 
 
 def test_engine_kv_check_reads_the_served_dtype_and_assumes_none():
     # float32 served: 46,080 B/token, 737,280 B a block -> 728 blocks (728 x 737,280 = 536,739,840) = 11,648
-    f32 = decide_inputs.engine_kv_check(SMOL_KV, "auto", {"kv_cache_gib": 0.5, "kv_cache_tokens": 11_648,
+    f32 = kv_check(SMOL_KV, "auto", {"kv_cache_gib": 0.5, "kv_cache_tokens": 11_648,
                                                     "engine": {"dtype": "float32"}}, 16)
     assert f32 == "11,648 tokens (+0.00%) from 0.5 GiB x 46,080 B/token in blocks of 16"
-    unrecorded = decide_inputs.engine_kv_check(SMOL_KV, "auto", {"kv_cache_gib": 0.5, "kv_cache_tokens": 23_296}, 16)
+    unrecorded = kv_check(SMOL_KV, "auto", {"kv_cache_gib": 0.5, "kv_cache_tokens": 23_296}, 16)
     assert unrecorded is None     # no dtype logged: no figure, rather than one computed for a guessed dtype
 
 
@@ -378,11 +385,13 @@ def test_the_engine_noise_floor_is_shown_and_a_verdict_the_second_arithmetic_doe
 
 def test_the_noise_floor_states_the_second_arithmetic_s_kl_against_the_baseline():
     from pipeline.report.noise import kl_line
-    (line,) = kl_line({"status": "ok", "n_texts": 12, "n_tokens": 2002, "kl_mean": 0.0021, "kl_mean_ci": [0.0019, 0.0023],
-                       "kl_p99": 0.012, "kl_p99_ci": [0.01, 0.014], "top1_agreement": 97.4, "top1_agreement_ci": [96.9, 97.9]})
+    from pipeline.scoring.estimators.fidelity import Read, Summary
+    from pipeline.domain.result_facts import Fidelity
+    (line,) = kl_line(Read(Fidelity("ok"), Summary(0.0021, (0.0019, 0.0023), 0.012, (0.01, 0.014), 97.4, (96.9, 97.9),
+                                                  n_texts=12, n_tokens=2002)))
     assert line.startswith("Fidelity under the second arithmetic against the baseline as run (12 texts, 2,002 tokens): "
                            "KL mean 0.0021 [0.0019, 0.0023] nats/token, p99 0.012, top-1 agreement 97.4% [96.9, 97.9]")
-    assert kl_line({"status": "failed", "why": "out of memory"}) == ["Fidelity under the second arithmetic: out of memory."]
+    assert kl_line(Read(Fidelity("failed", why="out of memory"))) == ["Fidelity under the second arithmetic: out of memory."]
 
 
 def test_the_retrieval_suite_is_shown_by_length_for_every_variant(project):

@@ -1,5 +1,8 @@
 import dataclasses
 
+from pipeline.domain import result_records
+from pipeline.domain.result_facts import Fidelity, KvWrite, MeasuredOn, Serving, Throughput, TokenizerCheck
+from pipeline.scoring.estimators.fidelity import Read as FidelityRead, Summary
 from pipeline.report import exports, fidelity, gpus, markdown, provenance, serving, speed
 from pipeline.report.document import Header, KvPair, ModelReport
 from pipeline.schema import Baseline, Bootstrap, Decision, Memory, TargetGpu, Tolerance
@@ -18,6 +21,11 @@ RULE = Decision(BASE, {"acc": Tolerance(abs=3.0), "bleu": Tolerance(abs=1.0)}, {
 
 
 def facts(tier, kv, status="ok", **kw):
+    # the records as result.json holds them, typed as decide reads them
+    for key, cls in (("serving", Serving), ("throughput", Throughput), ("measured_on", MeasuredOn)):
+        if isinstance(kw.get(key), dict):
+            found = {"backend": kw.get("backend") or "reference", "device": "cpu", **kw[key]} if cls is Serving else kw[key]
+            kw[key] = result_records.parse(cls, found, key)
     return Measured("m", tier, kv, status, scheme=tier, hardware="fp16" if tier == "fp16" else "int4-w4a16", **kw)
 
 
@@ -89,10 +97,10 @@ def vllm_rows():
     slo = {"slo": {"ttft_ms": 2000, "tpot_ms": 200, "percentile": 99}, "max_concurrency_meeting_slo": 6,
            "goodput_at_that_concurrency": 1.25, "stopped": "converged", "probes": [{"concurrency": 1}] * 5}
     found = [facts("fp16", "auto", backend="vllm", weight_bytes=10**9, tokens_per_s=40.0, serving={"budget": budget},
-                   throughput={"slo": slo, "roofline": {"decode_tokens_per_s": 25.0, "fraction": 0.25,
+                   throughput={"slo": slo, "roofline": {"source": "tpot", "decode_tokens_per_s": 25.0, "fraction": 0.25,
                                                         "roofline_tokens_per_s": 100.0}}),
              facts("int4", "auto", backend="vllm", weight_bytes=3 * 10**8, tokens_per_s=5.0, serving={"budget": budget},
-                   throughput={"roofline": {"decode_tokens_per_s": 5.0,
+                   throughput={"roofline": {"source": "probe", "decode_tokens_per_s": 5.0,
                                             "unknown": "bandwidth unknown (serving.bandwidth_gbps)"}}),
              facts("w8a8", "auto", backend="vllm", tokens_per_s=1.0, serving={"budget": budget}, throughput={
                  "skipped": "too slow here: 1.0 tok/s vs 2 (serving.vllm.budget.min_decode_tok_s)",
@@ -126,17 +134,16 @@ def test_serving_section_shows_slo_roofline_and_the_speed_floor():
     assert "too slow here: 5.0 tok/s" in speed.render({"m": m}, HEADER)
 
 
-def fid(support):
-    return {"status": "ok", "kl_mean": 0.1, "kl_mean_ci": [0.09, 0.11], "kl_p99": 1.0, "kl_p99_ci": [0.9, 1.1],
-            "top1_agreement": 90.0, "top1_agreement_ci": [89.0, 91.0], "band": "moderate", "n_texts": 2,
-            "n_tokens": 10, "support": support}
+def fid(support, kl_mean=0.1, kl_mean_ci=(0.09, 0.11)):
+    return FidelityRead(Fidelity("ok", support=support),
+                        Summary(kl_mean, kl_mean_ci, 1.0, (0.9, 1.1), 90.0, (89.0, 91.0), n_texts=2, n_tokens=10))
 
 
 def test_calibrated_kv_rows_sit_beside_the_uncalibrated_ones():
     rs = rows()[:2]
     cal = facts("int4", "fp8-cal", backend="reference", compute_dtype="float32", metrics={"classification/acc": 89.5, "translation/bleu": 0.2},
                 weight_bytes=2**20 * 100, kv_bytes_per_token=11520,
-                fidelity={**fid("exact"), "kl_mean": 0.0123, "kl_mean_ci": [0.011, 0.014]})
+                fidelity=fid("exact", 0.0123, (0.011, 0.014)))
     ev = [None, rs[1].evidence,
           Evidence({"classification/acc": -0.5}, {"classification/acc": Interval(-0.5, -1.5, 0.5, 160),
                                                   "translation/bleu": Interval(-0.1, -0.3, 0.1, 40)})]
@@ -184,7 +191,7 @@ def test_each_row_and_the_header_say_where_the_result_was_measured_from_the_resu
     found = [facts("fp16", "auto", backend="reference", metrics={"classification/acc": 90.0}, serving={}, measured_on=EPYC),
              facts("int4", "auto", backend="vllm", metrics={"classification/acc": 89.0}, serving={}, measured_on=H100),
              facts("int8", "auto", backend="vllm", metrics={"classification/acc": 89.0},
-                   serving={"engine": {"vllm_version": "0.10.1"}}),                   # written before measured_on
+                   serving={"engine": {"vllm_version": "0.10.1"}}),                   # no measured_on
              facts("nf4", "auto", "failed", reason="no result: x is missing")]         # no result: measured nothing
     md = markdown.render({"m": model_report(judged(found, [None] * 4), None, "none")},
                          dataclasses.replace(HEADER, versions={"torch": "2.13.0"}))
@@ -194,9 +201,9 @@ def test_each_row_and_the_header_say_where_the_result_was_measured_from_the_resu
     assert ("- **A**: AMD EPYC 9B14 (avx2, avx512f, avx512_bf16), 2 cores, no accelerator; torch threads 2 "
             "(1 of 3 results)") in md
     assert "- **B**: Intel Xeon (avx2), 26 cores, H100 (compute capability 9.0); torch threads not recorded" in md
-    assert "- not recorded: 1 of 3 results were written before evaluate recorded `measured_on`" in md
+    assert "- not recorded: 1 of 3 results record no `measured_on`" in md
     assert ("Versions (evaluate's environment, as recorded in the results): torch 2.13.0, engine reference 5.17.0, "
-            "vllm 0.11.0, vllm 0.10.1.") in md
+            "vllm 0.11.0.") in md
     data = exports.decision_json({"m": model_report(judged(found, [None] * 4))}, HEADER)
     assert data["machines"] == {"A": "AMD EPYC 9B14 (avx2, avx512f, avx512_bf16), 2 cores, no accelerator",
                                 "B": "Intel Xeon (avx2), 26 cores, H100 (compute capability 9.0)"}
@@ -207,9 +214,9 @@ def test_each_row_and_the_header_say_where_the_result_was_measured_from_the_resu
 def test_the_speed_column_names_the_device_the_results_record():
     cpu = facts("fp16", "auto", tokens_per_s=10.0, serving={}, measured_on=EPYC)
     gpu = facts("int4", "auto", tokens_per_s=90.0, serving={}, measured_on=H100)
-    old = facts("int8", "auto", tokens_per_s=5.0, serving={"device": "cpu"})
+    unrecorded = facts("int8", "auto", tokens_per_s=5.0, serving={"device": "cpu"})
     head = lambda *fs: provenance.speed_header(judged(list(fs), [None] * len(fs)))
-    assert head(cpu) == "Gen tok/s (CPU)" and head(gpu) == "Gen tok/s (H100)" and head(old) == "Gen tok/s (cpu)"
+    assert head(cpu) == "Gen tok/s (CPU)" and head(gpu) == "Gen tok/s (H100)" and head(unrecorded) == "Gen tok/s"
     assert head(cpu, gpu) == "Gen tok/s"                       # mixed: Measured on says which
     m = {"m": model_report(judged([gpu], [None]))}
     assert "| Variant | Gen tok/s (H100) | Evaluate stage (s) | Measured on |" in speed.render(m, HEADER)
@@ -241,8 +248,8 @@ def test_the_compute_column_names_the_w8a8_arithmetic_the_reference_recorded():
     from pipeline.report.quality import compute_cell
 
     line = "int8 W8A8 as vLLM: exact integer sums, float32 scales, per-token activations"
-    assert compute_cell({"backend": "reference", "w8a8_arithmetic": line}, "float32") == f"float32; {line}"
-    assert compute_cell({"backend": "reference"}, "bfloat16") == "bfloat16"      # not W8A8, or an older result
+    assert compute_cell(Serving("reference", "cpu", w8a8_arithmetic=line), "float32") == f"float32; {line}"
+    assert compute_cell(Serving("reference", "cpu"), "bfloat16") == "bfloat16"      # not W8A8
     assert compute_cell(None, None) == "–"
 
 
@@ -275,14 +282,14 @@ def test_how_the_engine_stored_fp8_kv_is_said_under_the_variants_once_per_findin
 def test_an_engine_write_that_could_not_be_read_says_why():
     from pipeline.report.quality import kv_write_sentence
 
-    assert kv_write_sentence({"rounding": None, "why": "exit 1"}) == "not read (exit 1)"
-    near = kv_write_sentence({"rounding": "nearest", "values": 10, "as_nearest": 1.0, "as_truncation": 0.5})
+    assert kv_write_sentence(KvWrite(None, why="exit 1")) == "not read (exit 1)"
+    near = kv_write_sentence(KvWrite("nearest", values=10, as_nearest=1.0, as_truncation=0.5))
     assert near.startswith("rounded to nearest (50% of 10 values as truncation, 100% as round-to-nearest)")
 
 
 def test_an_overridden_tokenizer_check_is_on_page_one():
     rs = rows()
-    base = dataclasses.replace(rs[0].facts, tokenizer_check={"findings": ["1.00 characters per token"], "overridden": True})
+    base = dataclasses.replace(rs[0].facts, tokenizer_check=TokenizerCheck(["1.00 characters per token"], True))
     rs = judged([base] + [r.facts for r in rs[1:]], [None, rs[1].evidence, None])
     md = markdown.render({"m": model_report(rs, rs[0], "the baseline", "vllm serve x")}, HEADER)
     page1 = md.split("\n## ", 1)[0]

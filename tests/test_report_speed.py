@@ -4,6 +4,7 @@ import dataclasses
 
 import yaml
 
+from pipeline.domain.result_facts import Serving
 from pipeline.report import markdown, speed
 from pipeline.scoring.verdict.rows import Row
 from pipeline.stages import decide
@@ -19,6 +20,9 @@ def timed_otherwise(value, k: float):
         return value * k
     if isinstance(value, dict):
         return {key: timed_otherwise(v, k) for key, v in value.items()}
+    if dataclasses.is_dataclass(value):
+        return dataclasses.replace(value, **{x.name: timed_otherwise(getattr(value, x.name), k)
+                                             for x in dataclasses.fields(value)})
     if isinstance(value, (list, tuple)):
         return type(value)(timed_otherwise(v, k) for v in value)
     return value
@@ -26,9 +30,9 @@ def timed_otherwise(value, k: float):
 
 def rerun(r: Row, k: float) -> Row:
     f = r.facts
-    serving = dict(f.serving) if f.serving is not None else None
-    if serving and "startup_s" in serving:
-        serving["startup_s"] *= k
+    serving = f.serving
+    if serving is not None and serving.startup_s is not None:
+        serving = dataclasses.replace(serving, startup_s=serving.startup_s * k)
     return dataclasses.replace(r, facts=dataclasses.replace(
         f, tokens_per_s=timed_otherwise(f.tokens_per_s, k), seconds=timed_otherwise(f.seconds, k),
         task_seconds=timed_otherwise(f.task_seconds, k), phases=timed_otherwise(f.phases, k),
@@ -38,7 +42,8 @@ def rerun(r: Row, k: float) -> Row:
 def test_two_runs_that_differ_only_in_their_timings_give_one_decision_md_but_for_its_time_stamp():
     for m in (model_report(vllm_rows()), looked_report()):
         m = dataclasses.replace(m, rows=[dataclasses.replace(r, facts=dataclasses.replace(
-            r.facts, serving={**(r.facts.serving or {}), "startup_s": 31.0})) for r in m.rows])
+            r.facts, serving=dataclasses.replace(r.facts.serving or Serving("vllm", "cpu"), startup_s=31.0)))
+            for r in m.rows])
         again = dataclasses.replace(m, rows=[rerun(r, 1.37) for r in m.rows])
         one = markdown.render({"m": m}, HEADER).splitlines()
         two = markdown.render({"m": again}, dataclasses.replace(HEADER, generated="later")).splitlines()

@@ -16,7 +16,8 @@ def write(tmp_path, data):
 
 def test_a_complete_result_loads_typed(tmp_path):
     looks = {"c": {"cap": 16, "sizes": [8, 16], "looks": 1, "of": 2, "n": 8, "confidence": 0.99,
-                   "settled": {"acc": {"verdict": "fail", "look": 1, "n": 8}}}}
+                   "settled": {"acc": {"verdict": "fail", "look": 1, "n": 8, "delta": -9.0, "lo": -12.0,
+                                       "hi": -6.0, "confidence": 0.99}}}}
     check = {"status": "checked", "arithmetic": "float32", "seconds": 1.5,
              "metrics": {"c/acc": {"first": "fail", "second": "fail", "status": "stable"}},
              "sample_cache": {"cached": 0, "computed": 8, "tasks": {"c": {"computed": 8, "seconds": 2.0}}}}
@@ -26,7 +27,7 @@ def test_a_complete_result_loads_typed(tmp_path):
     assert res.looks["c"].settled["acc"].verdict == "fail" and res.looks["c"].reach() == (16, 16)
     assert res.arithmetic_check.metrics["c/acc"].status == "stable"
     assert res.arithmetic_check.sample_cache.tasks["c"].seconds == 2.0
-    assert res.not_run == {} and res.stopped is None and res.raw["schema_version"] == result_json.VERSION
+    assert res.not_run == {} and res.stopped is None and res.serving.backend == "reference"
 
 
 @pytest.mark.parametrize("drop", ["metrics", "seconds", "tier", "num_samples"])
@@ -72,7 +73,47 @@ def test_the_writer_cannot_write_what_the_reader_refuses():
 
 def test_a_null_mapping_reads_as_empty(tmp_path):
     res = result_json.load(write(tmp_path, result_files.variant(looks=None, serving=None)))
-    assert res.looks == {} and res.serving == {}
+    assert res.looks == {} and res.serving is None
+
+
+SERVED = {"backend": "vllm", "device": "cpu", "kv_cache_tokens": 2048, "engine": {"dtype": "bfloat16"},
+          "decode_probe": {"tokens": 32, "tokens_per_s": 9.5}, "kernels": ["CPU W8A8"]}
+LONG = {"status": "ok", "texts": 1, "edges": [0, 2], "buckets": [{"lo": 0, "hi": 2, "n_texts": 1, "n_positions": 2,
+                                                                 "reach": 2, "kl_mean": 0.01, "kl_ci": [0.0, 0.02]}],
+        "per_text": {"kl": [[0.01]], "top1": [[None]]}}
+
+
+def test_every_record_reads_typed(tmp_path):
+    on = {"cpu": {"model": "AMD EPYC", "isa": ["avx2"], "cores": 2}, "accelerator": None, "torch_threads": 2,
+          "engine": {"name": "vllm", "version": "0.32.0"}}
+    res = result_json.load(write(tmp_path, result_files.variant(
+        serving=SERVED, measured_on=on, long_context=LONG, tokenizer_check={"findings": ["x"], "overridden": True},
+        throughput={"bench": {"1": {"median_tpot_ms": 40}}, "slo": {"slo": {"ttft_ms": 1, "tpot_ms": 2, "percentile": 99},
+                                                                   "probes": [{"concurrency": 1, "meets": True}]}},
+        fidelity={"status": "failed", "why": "oom"}, reused={"fidelity": "2026-12-07T09:59:31Z"})))
+    assert res.serving.engine.dtype == "bfloat16" and res.serving.decode_probe.tokens_per_s == 9.5
+    assert res.measured_on.cpu.isa == ["avx2"] and res.measured_on.engine.version == "0.32.0"
+    assert res.long_context.measured and res.long_context.buckets[0].kl_ci == [0.0, 0.02]
+    assert res.long_context.per_text.top1 == [[None]] and res.tokenizer_check.overridden
+    assert res.throughput.bench["1"]["median_tpot_ms"] == 40.0 and res.throughput.slo.probes[0]["meets"] is True
+    assert res.fidelity.why == "oom" and res.reused == {"fidelity": "2026-12-07T09:59:31Z"}
+
+
+@pytest.mark.parametrize("field, value, said", [
+    ("serving", {**SERVED, "kv_cache_tokens": "many"}, r"serving\.kv_cache_tokens: a int, got 'many'"),
+    ("serving", {**SERVED, "kv_cahce_tokens": 1}, r"serving: unknown key 'kv_cahce_tokens'"),
+    ("serving", {"backend": "vllm"}, r"serving: missing key 'device'"),
+    ("long_context", {**LONG, "buckets": [{"lo": 0}]}, r"long_context\.buckets\[0\]: missing key 'hi'"),
+    ("measured_on", {"cpu": {"model": "x", "isa": "avx2"}, "engine": {"name": "reference"}},
+     r"measured_on\.cpu\.isa: a list, got str"),
+    ("reused", {"fidelity": 3}, r"reused\.fidelity: a str, got 3"),
+])
+def test_a_record_of_the_wrong_shape_is_named_on_read_and_on_write(tmp_path, field, value, said):
+    with pytest.raises(ValueError, match=said):
+        result_files.variant(**{field: value})
+    data = {**result_files.variant(), field: value}
+    with pytest.raises(result_json.ResultError, match=said):
+        result_json.load(write(tmp_path, data))
 
 
 def test_a_task_not_run_says_one_of_the_known_reasons(tmp_path):

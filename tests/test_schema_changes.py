@@ -5,7 +5,7 @@ import copy
 import pytest
 
 from pipeline import io, paths, schema
-from pipeline.domain import compute, sources
+from pipeline.domain import compute, serving_record, sources
 
 
 def with_(params_dict, *path_and_value):
@@ -101,8 +101,8 @@ def test_a_variant_resolves_auto_from_the_record_and_refuses_an_unresolved_one(p
     io.atomic_write_json(paths.source_dir("smollm2-135m") / paths.SOURCE_SPEC,
                          {"source": "embedded:smollm2-135m-instruct", "apply_chat_template": True, "add_bos_token": False})
     p = schema.parse(with_(params_dict, "models", "smollm2-135m", "dtype", "auto"))
-    record = {"serve_path": str(tmp_path), "storage_dtype": "bfloat16"}
-    v = Variant.of(p, "smollm2-135m", "fp16", "auto", tmp_path, record)
+    record = {"status": "ok", "serve_path": str(tmp_path), "storage_dtype": "bfloat16"}
+    v = Variant.of(p, "smollm2-135m", "fp16", "auto", tmp_path, serving_record.parse(record, "record"))
     assert v.model_cfg.dtype == "bfloat16"
     with pytest.raises(ValueError, match="still auto"):
         Variant("m", "t", "k", tmp_path, p.models["smollm2-135m"], p.tiers["fp16"], p.kv_modes["auto"], tmp_path)

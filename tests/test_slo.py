@@ -6,6 +6,7 @@ import pytest
 
 from pipeline.schema import ConfigError, parse
 from pipeline.evaluation import lm_eval_runner
+from pipeline.domain.result_facts import Throughput
 from pipeline.engines import slo
 from pipeline.scoring.planning import planner
 from pipeline.scoring.planning.planner import decode_roofline_fraction
@@ -103,13 +104,13 @@ def test_roofline_fraction():
 
 
 def test_evaluate_roofline_uses_concurrency_1_tpot_or_says_what_is_unknown():
-    tp = {"bench": {"1": {"median_tpot_ms": 40.0}}, "decode_probe_tokens_per_s": 20.0}
+    tp = Throughput(bench={"1": {"median_tpot_ms": 40.0}}, decode_probe_tokens_per_s=20.0)
     r = planner.roofline(tp, 10**9, 100.0)
-    assert r["decode_tokens_per_s"] == 25.0 and r["fraction"] == pytest.approx(0.25)
-    assert r["roofline_tokens_per_s"] == 100.0
-    assert planner.roofline(tp, 10**9, None)["unknown"] == "bandwidth unknown (serving.bandwidth_gbps)"
-    assert "fraction" not in planner.roofline(tp, None, 100.0)
-    assert planner.roofline({"decode_probe_tokens_per_s": 20.0}, 10**9, 100.0)["fraction"] == pytest.approx(0.2)
+    assert r.decode_tokens_per_s == 25.0 and r.fraction == pytest.approx(0.25)
+    assert r.roofline_tokens_per_s == 100.0
+    assert planner.roofline(tp, 10**9, None).unknown == "bandwidth unknown (serving.bandwidth_gbps)"
+    assert planner.roofline(tp, None, 100.0).fraction is None
+    assert planner.roofline(Throughput(decode_probe_tokens_per_s=20.0), 10**9, 100.0).fraction == pytest.approx(0.2)
 
 
 def test_wall_limit_interrupts_the_main_thread():

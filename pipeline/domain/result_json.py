@@ -4,7 +4,7 @@ and read through `load`, which name the file and the field when one is missing, 
 older version. A partial or stale result stops its reader; it never reads as empty metrics.
 
     from pipeline.domain import result_json
-    res = result_json.load(path)       # a Result; res.metrics, res.looks, res.raw (the dict as written)
+    res = result_json.load(path)       # a Result; res.metrics, res.looks, res.serving.startup_s
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Any
 
 from pipeline import io
 from pipeline.domain import result_records
+from pipeline.domain.result_facts import Fidelity, LongContext, MeasuredOn, Serving, Throughput, TokenizerCheck
 from pipeline.domain.result_records import ArithmeticCheck, SampleCounts, TaskLooks
 
 VERSION = 4             # 2: not_run is task -> why (NOT_RUN); 3: stopped and cut say where, not_run what was left;
@@ -64,19 +65,19 @@ class Result:
     arithmetic: str | None = None                 # noise: the second arithmetic it ran in
     chat_template: bool | None = None
     add_bos_token: bool | None = None
-    tokenizer_check: dict[str, Any] | None = None
-    serving: dict[str, Any] = field(default_factory=dict)
+    tokenizer_check: TokenizerCheck | None = None
+    serving: Serving | None = None
     compute_dtype: str | None = None
-    measured_on: dict[str, Any] | None = None
+    measured_on: MeasuredOn | None = None
     metrics: dict[str, float] = field(default_factory=dict)              # `<task>/<metric>` -> score
     higher_is_better: dict[str, bool] = field(default_factory=dict)
     num_samples: dict[str, int] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
-    throughput: dict[str, Any] = field(default_factory=dict)
+    throughput: Throughput | None = None
     phases: dict[str, float] = field(default_factory=dict)
     sample_cache: SampleCounts | None = None
-    fidelity: dict[str, Any] | None = None
-    long_context: dict[str, Any] | None = None
+    fidelity: Fidelity | None = None
+    long_context: LongContext | None = None
     looks: dict[str, TaskLooks] = field(default_factory=dict)
     stopped: str | None = None                    # the look where a gated metric failed (the tasks left: not_run)
     cut: str | None = None                        # where a time budget cut the looks (the tasks left: not_run)
@@ -84,12 +85,11 @@ class Result:
     not_run: dict[str, str] = field(default_factory=dict)        # task -> why (NOT_RUN)
     arithmetic_check: ArithmeticCheck | None = None
     refused: dict[str, str] = field(default_factory=dict)
-    reused: dict[str, Any] = field(default_factory=dict)
+    reused: dict[str, str] = field(default_factory=dict)           # measurement -> when it was made (sample cache)
     copied_from: str | None = None                # a baseline row: the stage baseline's folder
-    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
-KNOWN = {f.name for f in fields(Result)} - {"raw"}
+KNOWN = {f.name for f in fields(Result)}
 
 
 class ResultError(io.DataError):
@@ -123,7 +123,7 @@ def stamp(data: dict[str, Any], kind: str) -> dict[str, Any]:
     if found := problems(out):
         raise ValueError(f"{where}: " + "; ".join(found))
     try:
-        parse(out, where)                 # its records too: the looks, the check, the cache's counts
+        parse(out, where)                 # every record too: the looks, the check, serving, fidelity, ...
     except ResultError as e:
         raise ValueError(str(e)) from None
     return out
@@ -135,18 +135,9 @@ def parse(data: dict[str, Any], where: str) -> Result:
     # a null where the field is a mapping (a producer with nothing to say) reads as empty
     fields_ = {k: v for k, v in data.items() if v is not None or k not in MAPPINGS}
     try:
-        for key, cls in TYPED.items():
-            if fields_.get(key) is not None:
-                fields_[key] = result_records.parse(cls, fields_[key], key)
-        fields_["looks"] = {t: result_records.parse(TaskLooks, lk, f"looks.{t}")
-                            for t, lk in (fields_.get("looks") or {}).items()}
+        return result_records.parse(Result, fields_, "result")     # every field and record, typed
     except result_records.RecordError as e:
         raise ResultError(f"{where}: {e}; re-run the stage that writes it (dvc repro)") from None
-    return Result(**fields_, raw=data)
-
-
-# result.json's records read into their types (the looks: one TaskLooks per task)
-TYPED = {"arithmetic_check": ArithmeticCheck, "sample_cache": SampleCounts}
 
 
 MAPPINGS = {f.name for f in fields(Result) if f.default_factory is dict}

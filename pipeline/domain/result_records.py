@@ -24,10 +24,10 @@ class Settled:
     verdict: str
     look: int
     n: int
-    delta: float | None = None
-    lo: float | None = None
-    hi: float | None = None
-    confidence: float | None = None
+    delta: float
+    lo: float
+    hi: float
+    confidence: float
 
 
 @dataclass(frozen=True)
@@ -60,9 +60,8 @@ class TaskLooks:
 
     def read_on(self, metric: str) -> Settled | None:
         """The look a metric settled at in the run's arithmetic, with its interval (None: open at the
-        last look, or recorded before intervals were)."""
-        found = (self.first if self.first is not None else self.settled).get(metric)
-        return found if found is not None and found.lo is not None else None
+        last look)."""
+        return (self.first if self.first is not None else self.settled).get(metric)
 
     def reach(self) -> tuple[int, int] | None:
         """(the most items the looks read by the cap, the pool they read from), None for a whole read."""
@@ -115,8 +114,13 @@ def _value(tp, data, where: str):
     if origin in (typing.Union, types.UnionType):
         if data is None and type(None) in args:
             return None
-        (inner,) = [a for a in args if a is not type(None)]
-        return _value(inner, data, where)
+        inner = [a for a in args if a is not type(None)]
+        for tp_ in inner[:-1]:              # a union of several types: the first that reads it
+            try:
+                return _value(tp_, data, where)
+            except RecordError:
+                pass
+        return _value(inner[-1], data, where)
     if dataclasses.is_dataclass(tp):
         if not isinstance(data, dict):
             raise RecordError(f"{where}: a mapping, got {type(data).__name__}")

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from pipeline import io, paths
-from pipeline.domain import bos, chat
+from pipeline import paths
+from pipeline.domain import bos, chat, serving_record
+from pipeline.domain.serving_record import ServingRecord
 from pipeline.schema import KvMode, Model, Params, Tier, replaced
 
 
@@ -21,7 +22,7 @@ class Variant:
     tier_cfg: Tier
     kv_cfg: KvMode
     serve_path: Path                        # what the engine loads (quantize's record says which)
-    load_quantization: dict | None = None   # bitsandbytes options applied at load time, else None
+    load_quantization: dict[str, bool | str | float | list[str]] | None = None   # bitsandbytes options applied at load
     out_dir: Path | None = None             # the evaluate stage's own folder, for server logs and bench files
 
     def __post_init__(self) -> None:
@@ -50,7 +51,7 @@ class Variant:
         return f"{self.model}-{self.tier}-{self.kv}"
 
     @classmethod
-    def of(cls, params: Params, model: str, tier: str, kv: str, checkpoint: Path, record: dict,
+    def of(cls, params: Params, model: str, tier: str, kv: str, checkpoint: Path, record: ServingRecord,
            out_dir: Path | None = None) -> Variant:
         """The variant as quantize's record describes its checkpoint; models.<name>.dtype `auto` as
         quantize resolved it from the source's config.json (the record's storage_dtype), and
@@ -59,18 +60,20 @@ class Variant:
         model_cfg = replaced(params.models[model], apply_chat_template=chat.recorded(model),
                              add_bos_token=bos.recorded(model))
         if model_cfg.dtype == "auto":
-            model_cfg = replaced(model_cfg, dtype=record["storage_dtype"])
+            model_cfg = replaced(model_cfg, dtype=record.storage_dtype)
+        if not record.ok or record.serve_path is None:
+            raise Unsupported(f"{model}/{tier} has no checkpoint: {record.reason}")
         return cls(model, tier, kv, checkpoint, model_cfg, params.tiers[tier], params.kv_modes[kv],
-                   serve_path=Path(record["serve_path"]), load_quantization=record.get("load_quantization"),
+                   serve_path=Path(record.serve_path), load_quantization=record.load_quantization,
                    out_dir=out_dir)
 
 
 def baseline_variant(params: Params, model: str, out_dir: Path | None = None) -> Variant:
     """The decision's baseline of `model` as quantize recorded it; Unsupported when it has no checkpoint."""
     tier, kv = params.decision.baseline.tier, params.decision.baseline.kv
-    record = io.read_json(paths.quantize_record(model, tier))
-    if record.get("status") != "ok":
-        raise Unsupported(f"the baseline {model}/{tier} has no checkpoint: {record.get('reason')}")
+    record = serving_record.read(paths.quantize_record(model, tier))
+    if not record.ok:
+        raise Unsupported(f"the baseline {model}/{tier} has no checkpoint: {record.reason}")
     return Variant.of(params, model, tier, kv, paths.tier_dir(model, tier), record, out_dir)
 
 

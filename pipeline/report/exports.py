@@ -25,10 +25,10 @@ def dvc_metrics(rows: list[Row]) -> dict:
         entry.update({f"delta_{k}": round(v, 3) for k, v in r.evidence.deltas.items()})
         entry["weight_mib"] = round(mib(f.weight_bytes), 2) if f.weight_bytes else None
         entry["gen_tokens_per_s"] = f.tokens_per_s
-        fid = f.fidelity or {}
-        if fid.get("status") == "ok":
-            entry.update(fidelity_kl_mean=fid["kl_mean"], fidelity_kl_p99=fid["kl_p99"],
-                         fidelity_top1_agreement=fid["top1_agreement"])
+        fid = f.fidelity.summary if f.fidelity else None
+        if fid is not None:
+            entry.update(fidelity_kl_mean=round(fid.kl_mean, 6), fidelity_kl_p99=round(fid.kl_p99, 6),
+                         fidelity_top1_agreement=round(fid.top1_agreement, 4))
         if overall != "baseline":
             entry["passes"] = int(overall == "pass")     # numeric, so `dvc exp show` can sort on it
         out[r.variant] = entry
@@ -49,17 +49,22 @@ def row_json(r: Row, m: ModelReport, base: Row | None) -> dict:
                              "second_arithmetic": v.second[0] if v.second else None} for k, v in j.verdicts.items()},
             "task_verdicts": task_verdicts(j.verdicts), "overall": j.overall, "weight_bytes": f.weight_bytes,
             "kv_bytes_per_token": f.kv_bytes_per_token, "gen_tokens_per_s": f.tokens_per_s, "scheme": f.scheme,
-            "hardware": f.hardware, "serving": f.serving, "load": f.throughput,
+            "hardware": f.hardware, "serving": as_json(f.serving), "load": as_json(f.throughput),
             "load_note": load_note(r, base, m.min_speed_vs_baseline),
             "flips": {t: {k: v for k, v in dataclasses.asdict(x).items() if v is not None}
                       for t, x in m.flips.get(r.variant, {}).items()},
             "ties": {t: {"tied": a, "n": b} for t, (a, b) in m.ties.get(r.variant, {}).items()},
             "plans": {g: dataclasses.asdict(p) for g, p in m.plans.get(r.variant, {}).items()},
-            "power": {k: p.as_dict() for k, p in e.power.items()}, "fidelity": f.fidelity,
-            "measured_on": f.measured_on,
+            "power": {k: p.as_dict() for k, p in e.power.items()}, "fidelity": f.fidelity.as_dict() if f.fidelity else None,
+            "measured_on": as_json(f.measured_on),
             # what it cost: where each task's looks stopped, the stage's seconds and their parts
             "looks": {t: dataclasses.asdict(lk) for t, lk in f.looks.items()}, "seconds": f.seconds,
             "phases": f.phases}
+
+
+def as_json(record: object | None) -> dict | None:
+    """A typed result.json record as decision.json writes it (None: not recorded)."""
+    return dataclasses.asdict(record) if record is not None else None
 
 
 def recommended_json(rec: Recommendation, with_why: bool = True) -> dict | None:

@@ -19,15 +19,16 @@ def fidelity_lines(m: ModelReport) -> list[str]:
              "|" + "---|" * 6]
     notes: dict[str, set[str]] = {}          # support text -> the backends it describes
     for r, f in found:
-        if f.get("status") != "ok":
-            lines.append(md_row([r.variant, f"{f.get('status')}: {f.get('why')}", "–", "–", "–", "–"]))
+        s = f.summary
+        if s is None:
+            lines.append(md_row([r.variant, f"{f.record.status}: {f.record.why}", "–", "–", "–", "–"]))
             continue
-        lines.append(md_row([r.variant, f"{f['kl_mean']:.4f} {ci(f['kl_mean_ci'], '.4f')}",
-                             f"{f['kl_p99']:.3f} {ci(f['kl_p99_ci'], '.3f')}",
-                             f"{f['top1_agreement']:.1f} {ci(f['top1_agreement_ci'], '.1f')}", f["band"],
-                             f"{f['n_texts']} / {f['n_tokens']:,}"]))
-        if f.get("support"):
-            notes.setdefault(f["support"], set()).add(r.facts.backend or "?")
+        lines.append(md_row([r.variant, f"{s.kl_mean:.4f} {ci(s.kl_mean_ci, '.4f')}",
+                             f"{s.kl_p99:.3f} {ci(s.kl_p99_ci, '.3f')}",
+                             f"{s.top1_agreement:.1f} {ci(s.top1_agreement_ci, '.1f')}", f.band,
+                             f"{s.n_texts} / {s.n_tokens:,}"]))
+        if f.record.support:
+            notes.setdefault(f.record.support, set()).add(r.facts.backend or "?")
     return lines + [""] + [f"KL support ({'; '.join(sorted(b))}): {n}." for n, b in notes.items()] + [""]
 
 
@@ -52,8 +53,8 @@ def kv_scale_lines(m: ModelReport, baseline: Baseline) -> list[str]:
                 r = rows.get((tier, kv))
                 if r is None:
                     continue
-                f = r.facts.fidelity or {}
-                kl = f"{f['kl_mean']:.4f} {ci(f['kl_mean_ci'], '.4f')}" if f.get("status") == "ok" else "–"
+                s = r.facts.fidelity.summary if r.facts.fidelity else None
+                kl = f"{s.kl_mean:.4f} {ci(s.kl_mean_ci, '.4f')}" if s is not None else "–"
                 lines.append(md_row([tier, kv, how] + [metric_cell(r, x, is_baseline(r, baseline)) for x in mids]
                                     + [kl, status_cell(r)]))
     return lines + [""]

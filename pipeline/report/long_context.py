@@ -3,7 +3,10 @@ against the baseline by token position, and per quantized KV mode up to which le
 non-inferior to the same tier with the baseline's KV cache (pipeline/scoring/verdict/long_kv.py). Pure."""
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from pipeline import paths
+from pipeline.domain.result_facts import Bucket, LongContext
 from pipeline.report.cells import md_row
 from pipeline.report.document import ModelReport
 from pipeline.scoring.verdict.long_kv import as_json, measured, planned_length
@@ -18,20 +21,23 @@ def _ci(ci, digits: int = 4) -> str:
     return "" if not ci else f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
 
 
-def bucket_cell(b: dict) -> str:
-    if b.get("kl_mean") is None:
+def bucket_cell(b: Bucket) -> str:
+    if b.kl_mean is None:
         return "-"
-    return f"{_num(b['kl_mean'])}{_ci(b.get('kl_ci'))} / {b['top1']:.1f}%"
+    top1 = f"{b.top1:.1f}%" if b.top1 is not None else "-"
+    return f"{_num(b.kl_mean)}{_ci(b.kl_ci)} / {top1}"
 
 
-def first_measured(m: ModelReport) -> dict | None:
+def first_measured(m: ModelReport) -> LongContext | None:
     """The long_context record of the first variant measured (its texts, length and edges are every one's)."""
     return next((r.facts.long_context for r in m.rows if measured(r.facts)), None)
 
 
 def why_not(r: Row) -> str:
-    lc = r.facts.long_context or {}
-    return f"{lc.get('status', 'not measured')}: {lc.get('why', 'no long-context record')}"
+    lc = r.facts.long_context
+    if lc is None:
+        return "not measured: no long-context record"
+    return f"{lc.status}: {lc.why or 'no reason recorded'}"
 
 
 def kv_cell(kb) -> str:
@@ -50,15 +56,15 @@ def long_lines(m: ModelReport, max_model_len: int) -> list[str]:
         return lines + ["Not measured on any variant; why, per variant:", "", md_row(["Variant", "Why not measured"]),
                         md_row(["---"] * 2),
                         *[md_row([r.variant, why_not(r)]) for r in m.rows if r.judgement.overall != "baseline"], ""]
-    edges = first["edges"]
+    edges = first.edges
     buckets = [f"{lo:,}-{hi:,}" for lo, hi in zip(edges, edges[1:])]
-    lines += [f"Each variant teacher-forced on {first['texts']} long texts of {first['positions']:,} tokens "
-              f"(eval.long_context), the baseline's top-{first['k']} stored per position (KL on them, the rest "
+    lines += [f"Each variant teacher-forced on {first.texts} long texts of {first.positions or 0:,} tokens "
+              f"(eval.long_context), the baseline's top-{first.k} stored per position (KL on them, the rest "
               "of the mass as one bucket: a lower bound); per position bucket the mean over texts of each "
-              f"text's mean KL (nats/token) with a {first['confidence']:.0%} t interval over texts, and top-1 "
+              f"text's mean KL (nats/token) with a {first.confidence or 0.95:.0%} t interval over texts, and top-1 "
               "agreement. The baseline is the reference (0 and 100%)."
-              + (f" Read through {first['path']}: the KL on the ids in both engines' top-{first['k']}, a lower "
-                 "bound; top-1 each engine's own." if first.get("path") else ""), ""]
+              + (f" Read through {first.path}: the KL on the ids in both engines' top-{first.k}, a lower "
+                 "bound; top-1 each engine's own." if first.path else ""), ""]
     lines += ["**KV cache by length.** A quantized KV mode against the same tier with the baseline's KV cache: "
               "per bucket the paired KL increase over texts, non-inferior where its upper bound is within "
               f"{m.long_tolerance:g} nats/token.", ""]
@@ -83,8 +89,8 @@ def long_lines(m: ModelReport, max_model_len: int) -> list[str]:
     for r in m.rows:
         if r.judgement.overall == "baseline":
             continue
-        if measured(r.facts) and r.facts.long_context["edges"] == edges:
-            lines.append(md_row([r.variant, *[bucket_cell(b) for b in r.facts.long_context["buckets"]]]))
+        if measured(r.facts) and r.facts.long_context.edges == edges:
+            lines.append(md_row([r.variant, *[bucket_cell(b) for b in r.facts.long_context.buckets]]))
         else:
             lines.append(md_row([r.variant, why_not(r), *[""] * (len(buckets) - 1)]))
     return lines + [""]
@@ -94,4 +100,5 @@ def long_json(m: ModelReport) -> dict:
     if m.long_tolerance is None:
         return {"configured": False}
     return {"configured": True, "kl_tolerance": m.long_tolerance, "kv": as_json(m.long_kv),
-            "rows": {r.variant: r.facts.long_context for r in m.rows if r.judgement.overall != "baseline"}}
+            "rows": {r.variant: asdict(r.facts.long_context) if r.facts.long_context else None
+                     for r in m.rows if r.judgement.overall != "baseline"}}

@@ -32,9 +32,8 @@ def provenance_line(header: Header, rows: list[Row], machines: dict[str, str]) -
     """Where the run came from and where it was measured, in one sentence."""
     found: dict[str, set[str]] = {}     # engine -> its versions (a variant whose engine never started has none)
     for on in (r.facts.measured_on for r in rows):
-        if on and on.get("engine"):
-            version = on["engine"].get("version")
-            found.setdefault(on["engine"].get("name"), set()).update([version] if version else [])
+        if on is not None:
+            found.setdefault(on.engine.name, set()).update([on.engine.version] if on.engine.version else [])
     engines = [f"{n} {', '.join(sorted(v))}" if v else f"{n} (version not recorded)" for n, v in sorted(found.items())]
     where = "; ".join(machines) or "not recorded"
     torch = header.versions.get("torch")

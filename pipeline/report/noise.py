@@ -4,6 +4,7 @@ and each variant's flips inside the baseline's flip margin. Pure."""
 from __future__ import annotations
 
 from pipeline.report.cells import ci, md_row
+from pipeline.scoring.estimators.fidelity import Read
 from pipeline.report.document import ModelReport
 from pipeline.scoring.verdict.judge import INCONCLUSIVE
 
@@ -68,16 +69,16 @@ def noise_lines(m: ModelReport) -> list[str]:
     return lines
 
 
-def kl_line(fid: dict | None) -> list[str]:
+def kl_line(fid: Read | None) -> list[str]:
     """The second arithmetic's next-token KL and top-1 agreement against the baseline as run (the
     fidelity texts): the floor under every variant's KL in *Fidelity*."""
-    if not fid or fid.get("status") != "ok" or "kl_mean" not in fid:
-        status = (fid or {}).get("status")
-        why = (fid or {}).get("why") or (status if status != "ok" else None) or "not measured"
+    s = fid.summary if fid else None
+    if s is None:
+        why = (fid.record.why or fid.record.status) if fid else "not measured"
         return [f"Fidelity under the second arithmetic: {why}."]
-    return [f"Fidelity under the second arithmetic against the baseline as run ({fid['n_texts']} texts, "
-            f"{fid['n_tokens']:,} tokens): KL mean {fid['kl_mean']:.4f} {ci(fid['kl_mean_ci'], '.4f')} nats/token, p99 "
-            f"{fid['kl_p99']:.3f}, top-1 agreement {fid['top1_agreement']:.1f}% {ci(fid['top1_agreement_ci'], '.1f')}: "
+    return [f"Fidelity under the second arithmetic against the baseline as run ({s.n_texts} texts, "
+            f"{s.n_tokens:,} tokens): KL mean {s.kl_mean:.4f} {ci(s.kl_mean_ci, '.4f')} nats/token, p99 "
+            f"{s.kl_p99:.3f}, top-1 agreement {s.top1_agreement:.1f}% {ci(s.top1_agreement_ci, '.1f')}: "
             "a variant's KL in *Fidelity* at or below this is within the engine's own noise."]
 
 
@@ -89,7 +90,7 @@ def noise_json(m: ModelReport) -> dict:
             "intervals": {k: {"delta": iv.delta, "lo": iv.lo, "hi": iv.hi, "n": iv.n} for k, iv in f.intervals.items()},
             "flips": {t: {"right_to_wrong": x.right_to_wrong, "wrong_to_right": x.wrong_to_right, "n": x.n}
                       for t, x in f.flips.items()},
-            "margin": f.margin, "fidelity": f.fidelity,
+            "margin": f.margin, "fidelity": f.fidelity.as_dict() if f.fidelity else None,
             "variant_flips": {v: {t: {"flips": a, "inside_noise_margin": b} for t, (a, b) in d.items()}
                               for v, d in m.noise_flips.items()},
             "checked": [{"variant": v, "metric": mid, "run": a, "second": b} for v, mid, a, b in checked(m)],

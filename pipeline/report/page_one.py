@@ -171,7 +171,7 @@ def caveats(m: ModelReport, header: Header, provenance_line: str) -> list[str]:
     """What a reviewer must keep beside the pick, each from the rows that show it."""
     rows = [r for r in m.rows if r.facts.measured_on]
     found = []
-    if rows and not any((r.facts.measured_on or {}).get("accelerator") for r in rows):
+    if rows and not any(r.facts.measured_on.accelerator for r in rows if r.facts.measured_on):
         found.append("measured on a CPU: no GPU kernel, speed or memory was measured (per-GPU lines are planned)")
     if any(r.facts.backend == "reference" and r.facts.kv != header.baseline.kv for r in m.rows):
         found.append("the quantized KV cache is simulated (values rounded as vLLM stores them), not vLLM's")

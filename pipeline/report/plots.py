@@ -133,8 +133,8 @@ def kl_by_position(rows: list[Row], out: Path, title: str, baseline_kv: str) -> 
         return False
     lines = []
     for r in shown:
-        b = [x for x in r.facts.long_context["buckets"] if x.get("kl_mean") is not None]
-        lines.append(Line(r.facts.tier, r.facts.kv, [(x["lo"] + x["hi"]) / 2 for x in b], [x["kl_mean"] for x in b]))
+        b = [x for x in r.facts.long_context.buckets if x.kl_mean is not None]
+        lines.append(Line(r.facts.tier, r.facts.kv, [(x.lo + x.hi) / 2 for x in b], [x.kl_mean for x in b]))
     _by_length(lines, out, title, "token position (bucket midpoint)", "KL to the baseline (nats/token)", baseline_kv)
     return True
 

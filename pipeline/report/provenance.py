@@ -1,25 +1,24 @@
-"""Where each result was measured, from its result.json "measured_on" (written by evaluate):
-  {"cpu": {"model", "isa", "cores"}, "accelerator": null | {"name", "capability"}, "torch_threads",
-   "engine": {"name", "version"}}
-never from the machine decide runs on. Results written before evaluate recorded it say so. Pure."""
+"""Where each result was measured, from its result.json "measured_on" (written by evaluate; typed as
+domain/result_facts.py MeasuredOn), never from the machine decide runs on. Pure."""
 from __future__ import annotations
 
+from pipeline.domain.result_facts import MeasuredOn
 from pipeline.scoring.verdict.rows import Row
 
 NOT_RECORDED = "not recorded"
 UNVERSIONED = "(version not recorded)"
 
 
-def describe(on: dict | None) -> str:
+def describe(on: MeasuredOn | None) -> str:
     """One machine as a reader needs it: CPU and ISA, cores, accelerator. (Torch threads belong to a
     session, not the machine: header_lines lists them per machine.)"""
-    if not on:
+    if on is None:
         return NOT_RECORDED
-    cpu = on.get("cpu") or {}
-    isa = ", ".join(cpu.get("isa") or []) or "no AVX2"
-    acc = on.get("accelerator")
-    gpu = f"{acc.get('name')} (compute capability {acc.get('capability')})" if acc else "no accelerator"
-    return f"{cpu.get('model', 'unknown CPU')} ({isa}), {cpu.get('cores', '?')} cores, {gpu}"
+    isa = ", ".join(on.cpu.isa) or "no AVX2"
+    acc = on.accelerator
+    gpu = f"{acc.name} (compute capability {acc.capability})" if acc else "no accelerator"
+    cores = on.cpu.cores if on.cpu.cores is not None else "?"
+    return f"{on.cpu.model} ({isa}), {cores} cores, {gpu}"
 
 
 def machines(rows: list[Row]) -> dict[str, str]:
@@ -43,13 +42,11 @@ def row_cell(r: Row, keys: dict[str, str]) -> str:
 
 
 def device(r: Row) -> str | None:
-    """What generated the row's tokens: the accelerator's name, or CPU; results from before measured_on
-    name it in their serving record (`device`)."""
+    """What generated the row's tokens: the accelerator's name, or CPU (None: not recorded)."""
     on = r.facts.measured_on
-    if on:
-        acc = on.get("accelerator")
-        return acc.get("name") if acc else "CPU"
-    return (r.facts.serving or {}).get("device")
+    if on is None:
+        return None
+    return on.accelerator.name if on.accelerator else "CPU"
 
 
 def speed_header(rows: list[Row]) -> str:
@@ -59,13 +56,9 @@ def speed_header(rows: list[Row]) -> str:
 
 
 def engine(r: Row) -> str | None:
-    """`<engine> <version>` that served the row, from measured_on; results from before it record the vLLM
-    version in the engine's own startup line (serving.engine.vllm_version)."""
-    on = (r.facts.measured_on or {}).get("engine")
-    if on:
-        return f"{on.get('name')} {on.get('version') or UNVERSIONED}"
-    old = ((r.facts.serving or {}).get("engine") or {}).get("vllm_version")
-    return f"vllm {old}" if old else None
+    """`<engine> <version>` that served the row, from measured_on (None: not recorded)."""
+    on = r.facts.measured_on
+    return f"{on.engine.name} {on.engine.version or UNVERSIONED}" if on else None
 
 
 def engines_of(rows: list[Row]) -> list[str]:
@@ -84,12 +77,11 @@ def header_lines(rows: list[Row], versions: dict[str, str]) -> list[str]:
     lines = []
     for desc, key in keys.items():
         mine = [r.facts.measured_on for r in measured if describe(r.facts.measured_on) == desc]
-        threads = sorted({on["torch_threads"] for on in mine if on.get("torch_threads") is not None})
+        threads = sorted({on.torch_threads for on in mine if on and on.torch_threads is not None})
         lines.append(f"- **{key}**: {desc}; torch threads {', '.join(map(str, threads)) or NOT_RECORDED} "
                      f"({len(mine)} of {len(measured)} results)")
     if unrecorded:
-        lines.append(f"- {NOT_RECORDED}: {len(unrecorded)} of {len(measured)} results were written before "
-                     "evaluate recorded `measured_on`")
+        lines.append(f"- {NOT_RECORDED}: {len(unrecorded)} of {len(measured)} results record no `measured_on`")
     out = ["Measured on (from each result.json):", ""] + lines + [""]
     engines = engines_of(measured)
     if versions or engines:

@@ -2,30 +2,31 @@
 gated metric's score, delta, interval and verdict (classification tasks: the flips too). Pure."""
 from __future__ import annotations
 
+from pipeline.domain.result_facts import KvWrite, Serving
 from pipeline.report.cells import is_baseline, label, md_row, metric_cell, shown_metrics, tasks_of
 from pipeline.report.document import ModelReport
 from pipeline.schema import Baseline
 
 
-def compute_cell(serving: dict | None, compute_dtype: str | None) -> str:
+def compute_cell(serving: Serving | None, compute_dtype: str | None) -> str:
     """The activation dtype, and the W8A8 arithmetic where the reference backend recorded one
     (serving.w8a8_arithmetic: `int8 W8A8 as vLLM: exact integer accumulation (...)...`)."""
     cell = compute_dtype or "–"
-    w8a8 = (serving or {}).get("w8a8_arithmetic")
+    w8a8 = serving.w8a8_arithmetic if serving else None
     return f"{cell}; {w8a8}" if w8a8 else cell
 
 
-def kv_write_sentence(found: dict) -> str:
+def kv_write_sentence(found: KvWrite) -> str:
     """How the engine stored fp8 K/V (serving.kv_write, pipeline/engines/kv_write.py), in words."""
-    if found.get("rounding") is None:
-        return f"not read ({found.get('why', 'unknown')})"
-    shares = (f"{found['as_truncation']:.0%} of {found['values']:,} values as truncation, "
-              f"{found['as_nearest']:.0%} as round-to-nearest")
-    if found["rounding"] == "truncation":
+    if found.rounding is None:
+        return f"not read ({found.why or 'unknown'})"
+    shares = (f"{found.as_truncation or 0:.0%} of {found.values or 0:,} values as truncation, "
+              f"{found.as_nearest or 0:.0%} as round-to-nearest")
+    if found.rounding == "truncation":
         return (f"**truncated toward zero** ({shares}), where a GPU's conversion and the reference's simulation "
                 "round to nearest: by KL on long texts these fp8-KV rows move further from the baseline than a GPU's "
                 "would, and on short-prompt tasks the engines differ in either direction (docs/kv-cache.md)")
-    if found["rounding"] == "nearest":
+    if found.rounding == "nearest":
         return f"rounded to nearest ({shares}), as on a GPU and in the reference's simulation"
     return f"neither rounded to nearest nor truncated ({shares}): not what the reference simulates"
 
@@ -36,7 +37,7 @@ def variants_table(m: ModelReport) -> list[str]:
     for r in m.rows:
         f = r.facts
         lines.append(md_row([r.variant, f.scheme, f.backend or "–", compute_cell(f.serving, f.compute_dtype)]))
-    writes = {r.variant: (r.facts.serving or {}).get("kv_write") for r in m.rows}
+    writes = {r.variant: r.facts.serving.kv_write if r.facts.serving else None for r in m.rows}
     said = sorted({kv_write_sentence(w) for w in writes.values() if w})
     if said:
         lines += ["", "fp8 K/V as the engine stored them (its cache kernel, read at the start of each fp8-KV "

@@ -40,14 +40,14 @@ def repaired_lines(m: ModelReport) -> list[str]:
                 lines.append(md_row([r.variant, status_cell(r), "none (uniform)" if f.tier == uniform else "–",
                                      bits, weights, "–", "–"]))
                 continue
-            tried = rep["proxy"]["tried"]
-            lines.append(md_row([r.variant, status_cell(r), f"{len(rep['promoted'])} of {rep['groups']} at "
-                                 f"{rep['promote_bits']} bits", f"{rep['effective_bits']:.2f}", weights,
-                                 f"{tried['0']:.4f} -> {tried[str(len(rep['promoted']))]:.4f} "
-                                 f"({rep['proxy']['bound']})", f"{len(tried)} candidates; {rep['stopped']}"]))
-            note = (f"`{tier}` promotes: {', '.join(short(g) for g in rep['promoted']) or 'nothing'} "
-                    f"(layer.group; {rep['proxy']['texts']} selection texts, {rep['proxy']['positions']:,} "
-                    f"tokens; search {rep['seconds']:.0f} s).")
+            tried = rep.proxy.tried
+            lines.append(md_row([r.variant, status_cell(r), f"{len(rep.promoted)} of {rep.groups} at "
+                                 f"{rep.promote_bits} bits", f"{rep.effective_bits:.2f}", weights,
+                                 f"{tried['0']:.4f} -> {tried[str(len(rep.promoted))]:.4f} "
+                                 f"({rep.proxy.bound})", f"{len(tried)} candidates; {rep.stopped}"]))
+            note = (f"`{tier}` promotes: {', '.join(short(g) for g in rep.promoted) or 'nothing'} "
+                    f"(layer.group; {rep.proxy.texts} selection texts, {rep.proxy.positions:,} "
+                    f"tokens; search {rep.seconds:.0f} s).")
             if note not in notes:
                 notes.append(note)
         if uniform is None:

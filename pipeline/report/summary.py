@@ -28,11 +28,11 @@ def recommendation_lines(m: ModelReport) -> list[str]:
 def sanity_lines(m: ModelReport) -> list[str]:
     """What looks wrong with the baseline's own outputs, and why it may be so (pipeline/scoring/estimators/sanity.py),
     and a tokenizer check prepare was told to pass over."""
-    checked = next((r.facts.tokenizer_check for r in m.rows if r.judgement.overall == "baseline"), None) or {}
+    checked = next((r.facts.tokenizer_check for r in m.rows if r.judgement.overall == "baseline"), None)
     lines = []
-    if checked.get("overridden"):
+    if checked is not None and checked.overridden:
         lines = [f"**Tokenizer check overridden** (`models.{m.name}.check_tokenizer: false`): "
-                 + "; ".join(checked.get("findings") or []) + ". Every prompt length and probe is in this tokenizer.", ""]
+                 + "; ".join(checked.findings) + ". Every prompt length and probe is in this tokenizer.", ""]
     if not m.sanity:
         return lines
     return lines + ["**Check the baseline first**: every variant is judged against these outputs.", "",

@@ -10,8 +10,8 @@ prints the variants' predicted wall time under the budget its measured speed siz
 """
 from __future__ import annotations
 
-from pipeline import io, paths
-from pipeline.domain import result_json
+from pipeline import paths
+from pipeline.domain import result_json, serving_record
 from pipeline.schema.params import without_wall_budget
 from pipeline.stages import look_budget, runner
 from pipeline.stages.evaluation import evaluate, run_stage
@@ -27,13 +27,13 @@ def main(st: runner.Stage) -> None:
     out_dir = paths.baseline_dir(model)
 
     def work() -> dict:
-        record = io.read_json(paths.serving_record(model, tier, kv, calibrated))
+        record = serving_record.read(paths.serving_record(model, tier, kv, calibrated))
         return evaluate(params, model, tier, kv, out_dir, paths.serving_checkpoint(model, tier, kv, calibrated),
                         record)
     run_stage(st, model, tier, kv, out_dir, work)
     res = result_json.load(out_dir / paths.RESULT_FILE)
     if res.status == "ok" and res.backend == "vllm":
-        device = (res.serving or {}).get("device", "cpu")
+        device = res.serving.device if res.serving else "cpu"
         # after the stage's own line, before any variant starts (the variants depend on this stage)
         st.report.append(f"predicted: {look_budget.prediction(st.params, model, res, device)}")
 

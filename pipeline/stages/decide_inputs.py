@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 
 from pipeline import io, paths, schema
-from pipeline.domain import memory, result_json, sources, task_rows
+from pipeline.domain import memory, result_json, serving_record, sources, task_rows
+from pipeline.domain.result_facts import OK, Fidelity, Serving
 from pipeline.scoring.estimators import fidelity
 from pipeline.scoring.planning import planner
 from pipeline.scoring.verdict.rows import Measured
@@ -34,18 +35,18 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
         return Measured(model, tier, kv, "failed", reason=f"no serving record: {record_file} is missing",
                         scheme=scheme, hardware=kind)
     res = result_json.load(result_file)
-    record = io.read_json(record_file)
-    scheme = record.get("label") if record.get("repair") else scheme     # the label names what was promoted
-    hf = record.get("geometry")
+    record = serving_record.read(record_file)
+    scheme = record.label if record.repair and record.label else scheme     # the label names what was promoted
+    hf = record.geometry.as_dict() if record.geometry else None
     nbytes = memory.kv_dtype_bytes(params.kv_modes[kv].cache_dtype, sources.storage_dtype(params, model))
     # metrics are `<task>/<metric>` in result.json, with each one's direction from its task's YAML
     return Measured(
         model, tier, kv, res.status, reason=res.reason or res.cut or refused(res.refused), stopped=res.stopped,
         backend=res.backend, compute_dtype=compute_dtype_of(res), scheme=scheme, hardware=kind,
         metrics=dict(res.metrics), higher_is_better=dict(res.higher_is_better),
-        weight_bytes=record.get("weight_bytes") or res.serving.get("weight_bytes_serving"),
+        weight_bytes=record.weight_bytes or (res.serving.weight_bytes_serving if res.serving else None),
         kv_bytes_per_token=memory.kv_bytes_per_token(hf, nbytes) if hf else None,
-        tokens_per_s=res.throughput.get("gen_tokens_per_s"), serve_path=record.get("serve_name", record.get("serve_path")),
+        tokens_per_s=res.throughput.gen_tokens_per_s if res.throughput else None, serve_path=record.served_as,
         num_samples=dict(res.num_samples), versions=dict(res.versions), measured_on=res.measured_on,
         serving=res.serving, throughput=res.throughput,
         kv_formula=engine_kv_check(hf, params.kv_modes[kv].cache_dtype, res.serving, params.memory.block_size)
@@ -55,7 +56,7 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
         task_seconds={t: (v.computed, v.seconds) for t, v in (res.sample_cache.tasks if res.sample_cache else {}).items()},
         phases=dict(res.phases), not_run=dict(res.not_run),
         arithmetic_check=res.arithmetic_check, tokenizer_check=res.tokenizer_check,
-        repair=record.get("repair"))
+        repair=record.repair)
 
 
 def refused(found: dict[str, str]) -> str | None:
@@ -63,15 +64,14 @@ def refused(found: dict[str, str]) -> str | None:
     return f"refused {', '.join(found)}: {next(iter(found.values()))}" if found else None
 
 
-def fidelity_summary(recorded: dict | None, eval_dir: Path, boot: schema.Bootstrap) -> dict | None:
+def fidelity_summary(recorded: Fidelity | None, eval_dir: Path, boot: schema.Bootstrap) -> fidelity.Read | None:
     """evaluate's per-position KL and top-1 agreement, summarized with intervals over texts."""
-    if not recorded or recorded.get("status") != "ok":
-        return recorded
+    if recorded is None or recorded.status != OK:
+        return None if recorded is None else fidelity.Read(recorded)
     rows = io.read_jsonl(eval_dir / paths.FIDELITY_ROWS, ("kl", "agree"))
-    found = fidelity.summarize([np.asarray(r["kl"], dtype=float) for r in rows],
-                               [np.asarray(r["agree"], dtype=bool) for r in rows],
-                               boot.resamples, boot.seed, boot.confidence)
-    return {**recorded, **found.as_dict(), "band": fidelity.band(found.kl_mean)}
+    return fidelity.Read(recorded, fidelity.summarize([np.asarray(r["kl"], dtype=float) for r in rows],
+                                                      [np.asarray(r["agree"], dtype=bool) for r in rows],
+                                                      boot.resamples, boot.seed, boot.confidence))
 
 
 def compute_dtype_of(res: result_json.Result) -> str | None:
@@ -80,13 +80,15 @@ def compute_dtype_of(res: result_json.Result) -> str | None:
     return str(found).replace("torch.", "") if found else None
 
 
-def engine_kv_check(hf: dict, cache_dtype: str, serving: dict, block_size: int) -> str | None:
+def engine_kv_check(hf: dict, cache_dtype: str, serving: Serving | None, block_size: int) -> str | None:
     """The planner's formula applied to the KV memory vLLM reported, beside the tokens it logged, in
     blocks of `block_size` tokens (memory.block_size, what the planner assumes). None when the engine
     logged no KV memory, tokens or dtype."""
-    gib, tokens = serving.get("kv_cache_gib"), serving.get("kv_cache_tokens")
-    served = (serving.get("engine") or {}).get("dtype")
-    if not gib or not tokens or not served:
+    if serving is None or not serving.kv_cache_gib or not serving.kv_cache_tokens:
+        return None
+    gib, tokens = serving.kv_cache_gib, serving.kv_cache_tokens
+    served = serving.engine.dtype if serving.engine else None
+    if not served:
         return None
     per_token = memory.kv_bytes_per_token(hf, memory.kv_dtype_bytes(cache_dtype, str(served).replace("torch.", "")))
     formula = planner.kv_capacity_tokens(gib * planner.GIB, per_token, block_size)

@@ -21,7 +21,7 @@ from pipeline import errors, io, paths, schema
 from pipeline.evaluation import longctx, sample_cache, second_arithmetic
 from pipeline.evaluation.lm_eval_runner import WallBudgetExceeded, before_first_look, wall_limit
 from pipeline.evaluation.looks_runner import Looked, gates_from, run_looks
-from pipeline.domain import fidelity_set, result_json, task_rows, tasks
+from pipeline.domain import fidelity_set, result_json, serving_record, task_rows, tasks
 from pipeline.engines.selection import select
 from pipeline.stages import look_budget, runner
 from pipeline.stages.evaluation import Served, evaluate, measured, reading_cache, run_stage
@@ -61,7 +61,8 @@ def copied_baseline(model: str, out_dir: Path) -> dict[str, Any]:
     """The baseline's result as stage baseline measured it, with its samples: nothing evaluated twice."""
     src = paths.baseline_dir(model)
     shutil.copytree(src, out_dir, dirs_exist_ok=True)
-    return {**result_json.load(src / paths.RESULT_FILE).raw, "copied_from": str(src)}
+    result_json.load(src / paths.RESULT_FILE)          # refused here when it is not this version's contract
+    return {**io.read_json(src / paths.RESULT_FILE), "copied_from": str(src)}
 
 
 @dataclass(frozen=True)
@@ -130,9 +131,9 @@ def main(st: runner.Stage) -> None:
         # serving (the reference backend has no time budget: nothing to size, nothing read for it)
         params = (look_budget.fitted_params(st.params, model)
                   if select(st.params, tier=st.params.tiers[tier]).name == "vllm" else st.params)
-        record = io.read_json(paths.serving_record(model, tier, kv, calibrated))
+        record = serving_record.read(paths.serving_record(model, tier, kv, calibrated))
         # a tier that has no checkpoint is a row at once: nothing to judge, so nothing else to read
-        against = baseline_samples(params, model) if record.get("status") == "ok" else None
+        against = baseline_samples(params, model) if record.ok else None
         checkpoint = paths.serving_checkpoint(model, tier, kv, calibrated)
         quality = None if against is None else (
             lambda served, specs, result: in_looks(served, specs, params, against, result, out_dir))

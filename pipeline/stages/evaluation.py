@@ -31,7 +31,9 @@ from pipeline.engines.selection import select
 from pipeline.domain import fidelity_set, looks, provenance, result_json, tasks
 from pipeline.domain.prompts import throughput_prompts
 from pipeline.scoring.planning.planner import roofline
-from pipeline.domain import source_record, tokenizer_check
+from pipeline.domain import result_records, source_record, tokenizer_check
+from pipeline.domain.result_facts import Throughput
+from pipeline.domain.serving_record import ServingRecord
 from pipeline.stages import runner
 
 @dataclass(frozen=True)
@@ -84,7 +86,7 @@ class Phases:
         self.t = now
 
 
-def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Path, checkpoint: Path, record: dict,
+def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Path, checkpoint: Path, record: ServingRecord,
              quality: Quality | None = None, long: Callable[[Served, dict], dict] | None = None) -> dict[str, Any]:
     """One variant's result (its samples and fidelity rows written to out_dir), from its serving
     checkpoint and record; `quality` runs the tasks (default: to_the_caps; a variant's: in looks);
@@ -92,10 +94,10 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
     quality = quality or to_the_caps(params)
     calibrated = params.kv_modes[kv].calibrated
     result: dict[str, Any] = {"model": model, "tier": tier, "kv": kv}
-    if record.get("status") != "ok":
+    if not record.ok:
         stage = "kvscales" if calibrated else "quantize"
-        status = "unsupported" if record.get("status") == "unsupported" else "failed"
-        result.update(status=status, reason=f"{stage}: {record.get('reason', 'no checkpoint')}")
+        status = "unsupported" if record.status == "unsupported" else "failed"
+        result.update(status=status, reason=f"{stage}: {record.reason or 'no checkpoint'}")
         return result
     specs = tasks.build_all(params.eval.tasks, model)
     if params.eval.sequential is not None:
@@ -153,8 +155,9 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
                                                 lambda: session.throughput(prompts, tp.new_tokens, tp.repeats), result)
                 clock.lap("throughput")
                 if backend.name == "vllm":
-                    result["throughput"]["roofline"] = roofline(result["throughput"], record.get("weight_bytes"),
-                                                                params.serving.bandwidth_gbps)
+                    found = result_records.parse(Throughput, result["throughput"], "throughput")
+                    result["throughput"]["roofline"] = dataclasses.asdict(
+                        roofline(found, record.weight_bytes, params.serving.bandwidth_gbps))
     except Unsupported as e:
         # a session that started recorded where; one that did not: "unsupported here" is this machine
         result.setdefault("measured_on", provenance.of_machine(backend.name))

@@ -19,9 +19,11 @@ Pure: no model; tests/test_fidelity.py
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
+
+from pipeline.domain.result_facts import Fidelity
 
 # A zero q where p > 0 would make KL infinite, and one such position would swamp every mean. Flooring
 # q (bucket and shared tokens alike) only shrinks each term, so the result stays a lower bound.
@@ -149,3 +151,18 @@ def band(kl_mean: float) -> str:
     if not np.isfinite(kl_mean) or kl_mean < 0:
         raise ValueError(f"mean KL must be finite and non-negative, got {kl_mean}")
     return "excellent" if kl_mean < 0.1 else "moderate" if kl_mean <= 1.0 else "large"
+
+
+@dataclass(frozen=True)
+class Read:
+    """A variant's fidelity as decide reads it: evaluate's record (result.json), and where it was
+    measured, its summary over texts (None otherwise: the record's status and why say what happened)."""
+    record: Fidelity
+    summary: Summary | None = None
+
+    @property
+    def band(self) -> str | None:
+        return band(self.summary.kl_mean) if self.summary is not None else None
+
+    def as_dict(self) -> dict:
+        return {**asdict(self.record), **(self.summary.as_dict() if self.summary else {}), "band": self.band}

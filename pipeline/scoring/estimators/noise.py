@@ -16,6 +16,7 @@ from pipeline.domain.result_json import Result
 from pipeline.schema import Bootstrap
 from pipeline.scoring.estimators import analysis
 from pipeline.scoring.estimators.analysis import Samples, metrics_of, paired_tasks
+from pipeline.scoring.estimators.fidelity import Read
 from pipeline.scoring.estimators.stats import Flips, Interval
 
 
@@ -27,7 +28,7 @@ class NoiseFloor:
     intervals: dict[str, Interval] = field(default_factory=dict)     # metric id -> second run - baseline
     flips: dict[str, Flips] = field(default_factory=dict)            # choice task -> flips
     margin: dict[str, float] = field(default_factory=dict)           # choice task -> largest flipped margin
-    fidelity: dict | None = None     # KL and top-1 of the second arithmetic against the baseline as run
+    fidelity: Read | None = None     # KL and top-1 of the second arithmetic against the baseline as run
 
 
 def margin(row: dict) -> float | None:

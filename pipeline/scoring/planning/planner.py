@@ -10,9 +10,9 @@ Decode roofline: a decode step reads every weight once plus each sequence's KV c
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
+from pipeline.domain.result_facts import Roofline, Throughput
 from pipeline.schema import Memory, TargetGpu
 
 GIB = 2**30
@@ -88,24 +88,24 @@ def plan(name: str, gpu: TargetGpu, budget: Memory, weight_bytes: int, kv_bytes_
     return Plan(name, True, int(available), tokens, tokens / budget.max_model_len, roof)
 
 
-def decode_tokens_per_s(throughput: dict[str, Any]) -> tuple[float | None, str]:
+def decode_tokens_per_s(throughput: Throughput) -> tuple[float | None, str]:
     """Single-stream decode speed: 1000 / median TPOT of the concurrency-1 bench run, else the decode
     probe's tokens/s. (speed, where it comes from)."""
-    tpot = ((throughput.get("bench") or {}).get("1") or {}).get("median_tpot_ms")
+    tpot = throughput.bench.get("1", {}).get("median_tpot_ms")       # vLLM's figures at concurrency 1
     if tpot:
         return round(1000 / tpot, 2), "1000 / median TPOT, vllm bench serve at concurrency 1"
-    return throughput.get("decode_probe_tokens_per_s"), "decode probe"
+    return throughput.decode_probe_tokens_per_s, "decode probe"
 
 
-def roofline(throughput: dict[str, Any], weight_bytes: int | None, bandwidth_gbps: float | None) -> dict[str, Any]:
+def roofline(throughput: Throughput, weight_bytes: int | None, bandwidth_gbps: float | None) -> Roofline:
     """Measured c=1 decode speed against bandwidth / weight bytes (decode_roofline_fraction)."""
     speed, source = decode_tokens_per_s(throughput)
-    out: dict[str, Any] = {"decode_tokens_per_s": speed, "source": source, "bandwidth_gbps": bandwidth_gbps}
+    out = Roofline(source, speed, bandwidth_gbps)
     if bandwidth_gbps is None:
-        return {**out, "unknown": "bandwidth unknown (serving.bandwidth_gbps)"}
+        return replace(out, unknown="bandwidth unknown (serving.bandwidth_gbps)")
     if not weight_bytes:
-        return {**out, "unknown": "weight bytes unknown (quantized at load time)"}
+        return replace(out, unknown="weight bytes unknown (quantized at load time)")
     if speed is None:
-        return {**out, "unknown": "no decode speed measured"}
-    return {**out, "roofline_tokens_per_s": round(bandwidth_gbps * 1e9 / weight_bytes, 1),
-            "fraction": round(decode_roofline_fraction(speed, weight_bytes, bandwidth_gbps), 4)}
+        return replace(out, unknown="no decode speed measured")
+    return replace(out, roofline_tokens_per_s=round(bandwidth_gbps * 1e9 / weight_bytes, 1),
+                   fraction=round(decode_roofline_fraction(speed, weight_bytes, bandwidth_gbps), 4))

@@ -76,12 +76,12 @@ def increases(mine: list[list[float | None]], ref: list[list[float | None]] | No
 
 def pair(r: Measured, ref: Measured | None, tolerance: float, confidence: float) -> LongKv:
     """`ref`: the same tier under the baseline's KV mode; None when r's tier is the baseline's."""
-    mine = r.long_context
-    theirs = None if ref is None else ref.long_context["per_text"]["kl"]
-    edges = mine["edges"]
+    mine = per_text_kl(r)
+    theirs = None if ref is None else per_text_kl(ref)
+    edges = r.long_context.edges
     buckets = []
     for b in range(len(edges) - 1):
-        diffs = increases(mine["per_text"]["kl"], theirs, b)
+        diffs = increases(mine, theirs, b)
         mean, lo, hi = t_interval(diffs, confidence) if diffs else (None, None, None)
         ci = None if lo is None else (lo, hi)
         buckets.append(KvBucket(edges[b], edges[b + 1], len(diffs), mean, ci, bucket_verdict(ci, tolerance)))
@@ -94,7 +94,14 @@ def pair(r: Measured, ref: Measured | None, tolerance: float, confidence: float)
 
 
 def measured(r: Measured) -> bool:
-    return r.status == "ok" and (r.long_context or {}).get("status") == "ok"
+    return r.status == "ok" and r.long_context is not None and r.long_context.measured
+
+
+def per_text_kl(r: Measured) -> list[list[float | None]]:
+    """A measured row's per text per bucket mean KL."""
+    if r.long_context is None or r.long_context.per_text is None:
+        raise ValueError(f"{r.model}/{r.tier}-{r.kv}: long_context has no per-text means")
+    return r.long_context.per_text.kl
 
 
 def judge(rows: list[Measured], baseline_kv: str, baseline_tier: str, tolerance: float,
@@ -110,7 +117,7 @@ def judge(rows: list[Measured], baseline_kv: str, baseline_tier: str, tolerance:
             out.append(pair(r, None, tolerance, confidence))
             continue
         ref = by.get((r.model, r.tier, baseline_kv, r.backend, r.compute_dtype))
-        if ref is not None and measured(ref) and ref.long_context["edges"] == r.long_context["edges"]:
+        if ref is not None and measured(ref) and ref.long_context.edges == r.long_context.edges:
             out.append(pair(r, ref, tolerance, confidence))
     return out
 
@@ -125,7 +132,7 @@ def barred(rows: list[Measured], found: list[LongKv], baseline_kv: str, max_mode
 
 def planned_length(rows: list[Measured], max_model_len: int) -> int:
     """The length a GPU serves: memory.max_model_len, at most the model's own context (vLLM caps it there)."""
-    ctx = [c for r in rows if (c := (r.long_context or {}).get("model_context"))]
+    ctx = [c for r in rows if r.long_context is not None and (c := r.long_context.model_context)]
     return min([max_model_len, *ctx])
 
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 from pipeline.domain.result_json import CHECKED, NOT_NEEDED, ONE_ARITHMETIC, TIME_BUDGET
 from pipeline.domain.metrics import split_id
+from pipeline.domain.result_facts import LongContext, MeasuredOn, Serving, Throughput, TokenizerCheck
 from pipeline.domain.result_records import ArithmeticCheck, Settled, TaskLooks
+from pipeline.domain.serving_record import Repair
+from pipeline.scoring.estimators import fidelity as fidelity_est
 from pipeline.scoring.planning.power import Power
 from pipeline.scoring.estimators.stats import Interval
 
@@ -42,16 +44,16 @@ class Measured:
     serve_path: str | None = None                     # what `vllm serve` is pointed at (the serving record)
     num_samples: dict[str, int] = field(default_factory=dict)          # task -> samples evaluated
     versions: dict[str, str] = field(default_factory=dict)             # package -> version (evaluate's env)
-    measured_on: dict[str, Any] | None = None         # result.json "measured_on"; None: not recorded
-    # evaluate's records, passed through as written (their keys depend on the backend); serving is None
+    measured_on: MeasuredOn | None = None             # result.json "measured_on"; None: not recorded
+    # evaluate's records as typed in result.json (most of serving depends on the engine); serving is None
     # when the variant left no result
-    serving: dict[str, Any] | None = None
-    throughput: dict[str, Any] = field(default_factory=dict)
+    serving: Serving | None = None
+    throughput: Throughput | None = None
     kv_formula: str | None = None                     # the planner's KV formula beside the engine's figure
-    fidelity: dict[str, Any] | None = None            # next-token KL / top-1 agreement vs the baseline
+    fidelity: fidelity_est.Read | None = None         # next-token KL / top-1 agreement vs the baseline
     looks: dict[str, TaskLooks] = field(default_factory=dict)          # task -> its looks (eval.sequential)
     seconds: float | None = None                      # the stage that measured it (the baseline's: stage baseline)
-    long_context: dict[str, Any] | None = None        # fidelity by position (result.json; eval.long_context)
+    long_context: LongContext | None = None           # fidelity by position (result.json; eval.long_context)
     # task -> (samples computed, seconds computing them) in this stage (result.json sample_cache.tasks)
     task_seconds: dict[str, tuple[int, float]] = field(default_factory=dict)
     # part of the evaluation -> seconds (result.json "phases": load, tasks, fidelity, long_context, throughput)
@@ -60,10 +62,8 @@ class Measured:
     not_run: dict[str, str] = field(default_factory=dict)
     # the settled verdicts checked under the engine's second arithmetic (result.json; scoring/verdict/arith_check.py)
     arithmetic_check: ArithmeticCheck | None = None
-    # prepare's tokenizer check as evaluate read it: {"findings": [...], "overridden": bool}; None: not recorded
-    tokenizer_check: dict[str, Any] | None = None
-    # a repaired tier's search as quantize recorded it (groups, promoted, effective_bits, proxy, stopped)
-    repair: dict[str, Any] | None = None
+    tokenizer_check: TokenizerCheck | None = None     # prepare's, as evaluate read it; None: not recorded
+    repair: Repair | None = None                      # a repaired tier's search as quantize recorded it
 
     def second(self, metric: str) -> tuple[str, str] | None:
         """(the metric's verdict under the second arithmetic, that arithmetic) where evaluate checked it."""
