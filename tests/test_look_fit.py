@@ -43,11 +43,11 @@ def test_a_total_too_small_for_one_look_per_variant_stops_with_one_line():
     assert "13 variants x 265 s" in line and "3,445 s" in line
 
 
-def params(**budget_keys):
+def params(noise_floor=True, **budget_keys):
     return parse({"models": {"m": {"source": "x"}}, "tiers": {"b": {"method": "baseline"}},
                   "kv_modes": {"auto": {"cache_dtype": "auto"}, "fp8": {"cache_dtype": "fp8_e4m3"}}, "calibration": {"path": "c"},
                   "eval": {"tasks": {"classification": {"lm_eval": "arc_easy"}, "retrieval": {"lm_eval": "arc_easy"}},
-                           "sequential": {"looks": LOOKS}},
+                           "sequential": {"looks": LOOKS}, "noise_floor": noise_floor},
                   "serving": {"vllm": {"budget": budget_keys}},
                   "decision": {"baseline": {"tier": "b"}, "tolerances": {"acc": {"abs": 3.0}}},
                   "report": {}, "memory": {"target_gpus": {}}})
@@ -83,7 +83,13 @@ def test_evaluate_stops_before_serving_when_the_total_cannot_fit_a_look(monkeypa
     fitted = look_budget.fitted_params(params(max_total_s=3000), "m")
     assert fitted.serving.vllm.budget.max_wall_s == 400
     assert look_budget.prediction(params(max_total_s=300), "m", baseline_result(), "cpu").startswith("evaluate will stop")
+    # the check in the second arithmetic (eval.noise_floor) is counted at the baseline's own speed:
+    # 2 x (40 s load + 320 samples x (0.5 + 0.5) s); without it, 2 x (40 + 320 x 0.5)
     assert look_budget.prediction(params(), "m", baseline_result(), "cpu") == (
+        "1 variant x at most 720 s each = at most 12 min of variant evaluation (a first look of every gated "
+        "task: about 720 s); the check in the second arithmetic counted at the baseline's speed (evaluate "
+        "sizes it from stage noise's)")
+    assert look_budget.prediction(params(noise_floor=False), "m", baseline_result(), "cpu") == (
         "1 variant x at most 400 s each = at most 7 min of variant evaluation (a first look of every gated "
         "task: about 400 s)")
 

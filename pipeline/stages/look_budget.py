@@ -95,14 +95,18 @@ def fitted_params(params: schema.Params, model: str) -> schema.Params:
 
 def prediction(params: schema.Params, model: str, base: Result, device: str) -> str:
     """Stage baseline's line: the variants' predicted wall time on this device, or why evaluate will stop.
-    From the baseline alone: stage noise is not this stage's input (it may not have run yet), so the
-    check of a verdict settled at look 1 is not counted here; evaluate counts it."""
+    Stage noise is not this stage's input (it may not have run yet): with eval.noise_floor on, the check
+    of what settles at look 1 is counted at the baseline's own seconds per sample (it reads the same
+    items again), and the line says so; evaluate sizes it from stage noise's measured speed."""
+    check = params.eval.noise_floor
     try:
-        found = fit(params, model, base, None)
+        found = fit(params, model, base, base if check else None)
     except look_fit.CapTooSmall as e:
         return f"evaluate will stop before the first variant: {e}"
     per = found.gpu_max_wall_s if device == "gpu" else found.max_wall_s
     if found.need_s is None:
         return (f"not sized ({found.why_unsized}; a sample read from the cache is not timed): each of {found.variants} variants within "
                 + ("no time budget" if per is None else f"{per:,.0f} s"))
-    return look_fit.predicted_line(found.need_s, per, found.variants)
+    return look_fit.predicted_line(found.need_s, per, found.variants) + (
+        "; the check in the second arithmetic counted at the baseline's speed (evaluate sizes it from stage noise's)"
+        if check else "")
