@@ -6,6 +6,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from pipeline.domain.result_facts import LongContext, PerText
 from pipeline.scoring.verdict import long_kv
 from pipeline.scoring.verdict.long_kv import FAIL, INCONCLUSIVE, PASS
 from pipeline.scoring.verdict.rows import Measured
@@ -15,8 +16,9 @@ pytestmark = pytest.mark.unit
 EDGES = [0, 512, 1024, 2048, 4096]
 
 
-def record(per_text_kl: list[list[float | None]], status: str = "ok") -> dict:
-    return {"status": status, "edges": EDGES, "per_text": {"kl": per_text_kl}, "texts": len(per_text_kl)}
+def record(per_text_kl: list[list[float | None]], status: str = "ok") -> LongContext:
+    return LongContext(status, edges=EDGES, per_text=PerText(per_text_kl, [[None] * len(t) for t in per_text_kl]),
+                       texts=len(per_text_kl))
 
 
 def row(tier, kv, per_text_kl=None, status="ok", lc_status="ok") -> Measured:
@@ -99,7 +101,8 @@ def test_a_target_gpu_is_not_recommended_a_kv_mode_not_shown_up_to_its_max_model
     # planned beyond what the probe read: no quantized KV mode was shown there
     assert long_kv.barred(rows, found, "auto", 8192) == {("fp16", "fp8"), ("int8", "fp8"), ("nf4", "fp8")}
     # unless the model cannot serve more than the probe read: vLLM caps max_model_len at the model's context
-    capped = [dataclasses.replace(r, long_context={**r.long_context, "model_context": 4096}) if r.long_context else r
+    capped = [dataclasses.replace(r, long_context=dataclasses.replace(r.long_context, model_context=4096))
+              if r.long_context else r
               for r in rows]
     assert long_kv.planned_length(capped, 8192) == 4096
     assert long_kv.barred(capped, found, "auto", 8192) == {("int8", "fp8"), ("nf4", "fp8")}

@@ -1,7 +1,9 @@
 import dataclasses
 
 from pipeline.domain import result_records
-from pipeline.domain.result_facts import Fidelity, KvWrite, MeasuredOn, Serving, Throughput, TokenizerCheck
+from pipeline.domain.result_facts import (Fidelity, KvWrite, LongContext, MeasuredOn, Serving, Throughput,
+                                         TokenizerCheck)
+from pipeline.domain.serving_record import Repair
 from pipeline.scoring.estimators.fidelity import Read as FidelityRead, Summary
 from pipeline.report import exports, fidelity, gpus, markdown, provenance, serving, speed
 from pipeline.report.document import Header, KvPair, ModelReport
@@ -22,7 +24,8 @@ RULE = Decision(BASE, {"acc": Tolerance(abs=3.0), "bleu": Tolerance(abs=1.0)}, {
 
 def facts(tier, kv, status="ok", **kw):
     # the records as result.json holds them, typed as decide reads them
-    for key, cls in (("serving", Serving), ("throughput", Throughput), ("measured_on", MeasuredOn)):
+    for key, cls in (("serving", Serving), ("throughput", Throughput), ("measured_on", MeasuredOn),
+                     ("long_context", LongContext), ("repair", Repair)):
         if isinstance(kw.get(key), dict):
             found = {"backend": kw.get("backend") or "reference", "device": "cpu", **kw[key]} if cls is Serving else kw[key]
             kw[key] = result_records.parse(cls, found, key)

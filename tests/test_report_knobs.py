@@ -54,7 +54,7 @@ EDGES = [0, 512, 1024]
 def long_record(kl: float) -> dict:
     """A long_context record of 3 texts whose per-bucket KL is `kl` give or take a little."""
     kls = [[kl + d, kl + d] for d in (0.0, 0.001, 0.002)]
-    buckets = [{"lo": lo, "hi": hi, "kl_mean": kl + 0.001, "kl_ci": [kl, kl + 0.002], "top1": 99.0,
+    buckets = [{"lo": lo, "hi": hi, "n_texts": 3, "n_positions": 3 * (hi - lo), "reach": hi, "kl_mean": kl + 0.001, "kl_ci": [kl, kl + 0.002], "top1": 99.0,
                 "top1_ci": [98.0, 100.0]} for lo, hi in zip(EDGES, EDGES[1:])]
     return {"status": "ok", "texts": 3, "positions": 1024, "edges": EDGES, "k": 20, "confidence": 0.95,
             "model_context": 1024, "buckets": buckets, "per_text": {"kl": kls, "top1": [[99.0] * 2] * 3}}

@@ -15,7 +15,8 @@ EDGES = [0, 512, 1024]
 
 
 def record(kls, top1=99.0):
-    buckets = [{"lo": lo, "hi": hi, "kl_mean": sum(k[b] for k in kls) / len(kls), "kl_ci": [0.0, 0.1], "top1": top1,
+    buckets = [{"lo": lo, "hi": hi, "n_texts": len(kls), "n_positions": 3 * (hi - lo), "reach": hi,
+                "kl_mean": sum(k[b] for k in kls) / len(kls), "kl_ci": [0.0, 0.1], "top1": top1,
                 "top1_ci": [90.0, 100.0]} for b, (lo, hi) in enumerate(zip(EDGES, EDGES[1:]))]
     return {"status": "ok", "texts": len(kls), "positions": 1024, "edges": EDGES, "k": 20, "confidence": 0.95,
             "buckets": buckets, "per_text": {"kl": kls, "top1": [[top1] * 2 for _ in kls]}}

@@ -11,8 +11,10 @@ from tests.test_report import HEADER, facts, judged, model_report
 
 RECORD = {"groups": 4, "promoted": ["model.layers.1.mlp.gate_proj+up_proj"], "promote_bits": 8,
           "effective_bits": 5.71, "met_bound": True, "stopped": "bisection converged: 1 groups meet the bound, 0 do not",
-          "proxy": {"texts": 8, "positions": 1024, "bound": 0.01, "tried": {"0": 0.0812, "4": 0.0031, "1": 0.0094}},
-          "seconds": 41.0}
+          "proxy": {"kind": "RTN", "texts": 8, "positions": 1024, "bound": 0.01,
+                    "tried": {"0": 0.0812, "4": 0.0031, "1": 0.0094}},
+          "seconds": 41.0, "promoted_modules": ["model.layers.1.mlp.gate_proj", "model.layers.1.mlp.up_proj"],
+          "sensitivity": {"model.layers.1.mlp.gate_proj+up_proj": 0.5}}
 
 
 def tier(**kw):
