@@ -10,7 +10,7 @@ and the key when one is missing, unknown or of the wrong type. Pure.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 OK = "ok"       # the status of a fidelity or long-context record that was measured
 
@@ -74,13 +74,24 @@ class ServedEngine:
 
 @dataclass(frozen=True)
 class Contract:
-    """A server's answers to the preflight probes (engines/preflight.py Contract)."""
+    """A server's answers to the preflight probes (engines/preflight.py check builds it; a failure or a
+    degenerate answer is appended as the probes find it)."""
     prompt_logprobs: bool = False
     logprob_depth: int = 0
     server_tokens: int | None = None
     tokenizer_tokens: int | None = None
     degenerate: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+
+    @property
+    def loglik_refusal(self) -> str | None:
+        """Why log-likelihood tasks cannot be scored through this server, None when they can."""
+        return None if self.prompt_logprobs else (
+            "the server returns no prompt log-probs with echo: log-likelihood tasks would score every "
+            "choice alike (at chance), so they are refused")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
 
 
 @dataclass(frozen=True)

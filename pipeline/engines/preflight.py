@@ -16,34 +16,14 @@ import json
 import sys
 import urllib.error
 import urllib.request
-from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 from pipeline.domain.loops import loop_unit
+from pipeline.domain.result_facts import Contract
 
 PROBE = "The quick brown fox jumps over the lazy dog. It was a calm and sunny day."
 PROMPTS = ("Write one sentence about the sea.", "List three colours.")
 DEPTHS = (20, 5, 1)
-
-
-@dataclass
-class Contract:
-    prompt_logprobs: bool = False
-    logprob_depth: int = 0
-    server_tokens: int | None = None
-    tokenizer_tokens: int | None = None
-    degenerate: list[str] = field(default_factory=list)
-    failures: list[str] = field(default_factory=list)
-
-    @property
-    def loglik_refusal(self) -> str | None:
-        """Why log-likelihood tasks cannot be scored through this server, None when they can."""
-        return None if self.prompt_logprobs else (
-            "the server returns no prompt log-probs with echo: log-likelihood tasks would score every "
-            "choice alike (at chance), so they are refused")
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _post(url: str, body: dict, timeout_s: float, api_key: str | None) -> dict:
@@ -76,7 +56,6 @@ def prompt_logprobs(choice: dict, requested: int) -> tuple[bool, int]:
 def check(base_url: str, model: str, encode: Callable[[str], list[int]], timeout_s: float = 60,
           api_key: str | None = None, chat: bool = False) -> Contract:
     """Run every check; `encode` is the base model's tokenizer (special tokens as the server adds them)."""
-    c = Contract()
     answer = None
     for depth in DEPTHS:      # the deepest the server accepts
         try:
@@ -86,14 +65,12 @@ def check(base_url: str, model: str, encode: Callable[[str], list[int]], timeout
             if e.code not in (400, 422):
                 raise
     if answer is None:
-        c.failures.append("every echo request with logprobs was refused")
-        return c
+        return Contract(failures=["every echo request with logprobs was refused"])
     choice = (answer.get("choices") or [{}])[0]
-    c.prompt_logprobs, c.logprob_depth = prompt_logprobs(choice, depth)
+    c = Contract(*prompt_logprobs(choice, depth), server_tokens=(answer.get("usage") or {}).get("prompt_tokens"),
+                 tokenizer_tokens=len(encode(PROBE)))
     if not c.prompt_logprobs:
         c.failures.append(c.loglik_refusal)
-    c.server_tokens = (answer.get("usage") or {}).get("prompt_tokens")
-    c.tokenizer_tokens = len(encode(PROBE))
     if c.server_tokens is not None and c.server_tokens != c.tokenizer_tokens:
         c.failures.append(f"tokenizer round-trip: the server counts {c.server_tokens} tokens in the probe, the "
                           f"model's tokenizer {c.tokenizer_tokens}")
