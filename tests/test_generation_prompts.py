@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 from lm_eval.api.model import LM
 
-from pipeline.domain import metrics, tasks
+from pipeline.domain import metrics, task_rows, tasks
 from pipeline.evaluation import lm_eval_runner
 from pipeline.schema import Eval, Languages, Task
 
@@ -30,15 +30,17 @@ def cut(text: str, until: list[str]) -> str:
 
 
 class BaseModel(LM):
-    """Answers every prompt with a newline, `answer`, then a second paragraph."""
+    """Answers every prompt with `opening` (a newline; a blank line), `answer`, then a second paragraph."""
 
-    def __init__(self, answer: str):
+    def __init__(self, answer: str, opening: str = "\n"):
         super().__init__()
-        self.answer, self.contexts = answer, []
+        self.answer, self.opening, self.contexts, self.asked = answer, opening, [], 0
 
     def generate_until(self, requests):
         self.contexts += [r.args[0] for r in requests]
-        return [cut(f"\n{self.answer}\n\nThe next article is about", r.args[1]["until"]) for r in requests]
+        self.asked += len(requests)
+        return [cut(f"{self.opening}{self.answer}\n\nThe next article is about", r.args[1]["until"])
+                for r in requests]
 
     def apply_chat_template(self, chat_history, add_generation_prompt=True):
         """A chat template: each turn in tags; without a generation prompt the last turn is continued."""
@@ -76,12 +78,31 @@ def test_a_base_model_that_starts_with_a_newline_is_answered_and_scored(in_repo,
     assert all(v > 0 for v in result.metrics.values()) and result.metrics
 
 
+@pytest.mark.parametrize("task, name, answer", [
+    (SUM, "summarization", "The library in Larkfield will open longer from June."),
+    (TR, "translation", "Der Zug nach München fährt um neun ab.")])
+@pytest.mark.parametrize("chat", [False, True])
+def test_an_answer_after_a_blank_line_is_asked_again_and_scored(in_repo, task, name, answer, chat):
+    """The stop string (a blank line) ends such an answer before it starts; it is asked again without
+    the stop and scored from its first line, its row flagged; a model that answers at once is not."""
+    model = BaseModel(answer, opening="\n\n")
+    result, rows = run(task, name, model, chat=chat)
+    assert [metrics.clean_generation(r["output"]) for r in rows] == [answer] * 3
+    assert all(r[task_rows.REASKED] for r in rows) and model.asked == 6
+    assert all(v > 0 for v in result.metrics.values()) and result.metrics
+    at_once = BaseModel(answer)
+    _, rows = run(task, name, at_once, chat=chat)
+    assert not any(task_rows.REASKED in r for r in rows) and at_once.asked == 3
+
+
 @pytest.mark.parametrize("task, name", [(SUM, "summarization"), (TR, "translation")])
-def test_the_old_config_gave_the_same_model_an_empty_answer(in_repo, task, name):
+def test_the_old_config_ended_the_answer_before_it_started_and_it_is_asked_again(in_repo, task, name):
+    """Before issue 55 (no cue, `until: ["\n"]`) every answer here came back "" (ended before it
+    started) and scored 0; now each is asked again, at a cost of one more request per answer."""
     model = BaseModel("Der Zug nach München fährt um neun ab.")
     result, rows = run(task, name, model, old=True)
-    assert [r["output"] for r in rows] == [""] * 3                      # ended before it started
-    assert all(v == 0 for v in result.metrics.values())
+    assert [r["output"] for r in rows] == ["Der Zug nach München fährt um neun ab."] * 3
+    assert model.asked == 6 and all(r[task_rows.REASKED] for r in rows)
 
 
 def test_an_instruct_model_is_asked_the_request_alone_in_its_own_turn(in_repo):

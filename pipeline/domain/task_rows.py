@@ -24,6 +24,11 @@ def read_samples(variant_dir: Path) -> dict[str, list[dict]]:
     return {f.stem: read_jsonl(f) for f in sorted(folder.glob("*.jsonl"))} if folder.is_dir() else {}
 
 
+# a generated row's flag: its answer opened with a blank line and is the second request's
+# (pipeline/evaluation/blank_answers.py)
+REASKED = "reasked"
+
+
 def sample_row(spec: TaskSpec, s: dict[str, Any]) -> dict:
     """A compact per-sample log row from one lm-eval sample record."""
     doc = s["doc"]
@@ -38,6 +43,8 @@ def sample_row(spec: TaskSpec, s: dict[str, Any]) -> dict:
     else:
         resp = s["filtered_resps"][0]
         row["output"] = resp if isinstance(resp, str) else resp[0]
+        if s.get(REASKED):
+            row[REASKED] = True
     row["prompt_chars"] = len(str(s["arguments"][0][0])) if s.get("arguments") else None
     row["scores"] = per_sample_scores(spec, row)
     return row

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from pipeline.engines.base import Unsupported
+from pipeline.evaluation import blank_answers
 from pipeline.domain import task_rows, tasks
 from pipeline.domain.metrics import metric_id
 from pipeline.schema import Eval
@@ -17,10 +18,14 @@ from pipeline.schema import Eval
 def run_tasks(session, specs: list[tasks.TaskSpec], ev: Eval,
               raw_samples=None) -> tuple[dict[str, task_rows.TaskResult], dict[str, list[dict]]]:
     """lm-eval on the session's model: (task -> its result, task -> per-sample rows). `raw_samples`, if
-    given, receives lm-eval's own logged samples per task (benchmarks count tokens from them)."""
+    given, receives lm-eval's own logged samples per task (benchmarks count tokens from them). A
+    generated answer that came back blank is asked again without its stop strings (blank_answers);
+    its row is flagged task_rows.REASKED."""
     import lm_eval  # lazy: seconds of imports, kept out of argument and params errors
     from lm_eval.tasks import TaskManager
 
+    reasked = blank_answers.reasking(session.lm)
+    reasked.clear()
     out = lm_eval.simple_evaluate(
         model=session.lm,
         # every task arrives built (a config dict or a registry Task): lm-eval's default manager would
@@ -35,9 +40,14 @@ def run_tasks(session, specs: list[tasks.TaskSpec], ev: Eval,
         log_samples=True,
         random_seed=ev.seed, numpy_random_seed=ev.seed, torch_random_seed=ev.seed, fewshot_random_seed=ev.seed,
     )
+    if reasked:     # the stage log's record of what the second requests cost
+        print(f"qtier: {len(reasked)} answer(s) opened with a blank line and were asked again without the stop")
     found: dict[str, task_rows.TaskResult] = {}
     for s in specs:
         rows = sorted(out["samples"][s.lm_eval_name], key=lambda r: r["doc_id"])
+        for r in rows:
+            if r.get("arguments") and (s.lm_eval_name, r["arguments"][0][0]) in reasked:
+                r[task_rows.REASKED] = True
         found[s.name] = task_rows.task_result(s, out["results"][s.lm_eval_name], rows)
         if raw_samples is not None:
             raw_samples({s.name: rows})
