@@ -20,14 +20,16 @@ def cut(text: str, until: list[str]) -> str:
 
 
 class Model:
-    """Answers `said[context]`, cut at the request's stop strings; records every batch it is asked."""
+    """Answers `said[context]`, cut at the request's stop strings, which it pops from the request's
+    kwargs as lm-eval's API models do; records every batch it is asked."""
 
     def __init__(self, said: dict[str, str]):
         self.said, self.batches = said, []
 
     def generate_until(self, requests, disable_tqdm=False):
-        self.batches.append([(r.args[0], list(r.args[1]["until"])) for r in requests])
-        return [cut(self.said[r.args[0]], r.args[1]["until"]) for r in requests]
+        stops = [r.args[1].pop("until") for r in requests]
+        self.batches.append([(r.args[0], s) for r, s in zip(requests, stops)])
+        return [cut(self.said[r.args[0]], s) for r, s in zip(requests, stops)]
 
 
 @pytest.mark.parametrize("text, until, answer", [

@@ -45,12 +45,13 @@ def generate_until(generate: Callable[[list], list[str]], requests: list,
                    asked_again: Callable[[object], None] = lambda r: None) -> list[str]:
     """`generate(requests)`, and each blank answer replaced by `first_answer` of the same request asked
     without its stop strings (one batch); `asked_again(request)` is told each one."""
+    stops = [_stops(r) for r in requests]       # before generate: a backend may pop them from the kwargs
     answers = list(generate(requests))
     again = [i for i, a in enumerate(answers) if blank(a)]
     if again:
         texts = generate([_without_stops(requests[i]) for i in again])
         for i, text in zip(again, texts, strict=True):
-            answers[i] = first_answer(text, _stops(requests[i]))
+            answers[i] = first_answer(text, stops[i])
             asked_again(requests[i])
     return answers
 
