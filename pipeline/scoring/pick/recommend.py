@@ -11,7 +11,7 @@ from pipeline.schema import TargetGpu
 from pipeline.scoring.planning.planner import Plan
 from pipeline.scoring.pick.sequence import memory_key
 from pipeline.scoring.pick.walk import Walk, walk
-from pipeline.scoring.verdict.judge import CANDIDATES, INCONCLUSIVE, PASS, not_capable
+from pipeline.scoring.verdict.judge import INCONCLUSIVE, PASS, not_capable
 from pipeline.scoring.verdict.rows import Row
 
 
