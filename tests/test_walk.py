@@ -102,3 +102,15 @@ def test_every_line_names_one_stopper_when_a_held_kv_mode_is_ahead_of_a_close_va
         " ".join(page1.split())
     seq = data["recommended"]["m"]["sequence"]
     assert (seq["pick"], seq["stopper"], seq["passes"], seq["held"]) == ("fp16-fp8", "int8-auto", ["fp16-fp8"], [])
+
+
+def test_the_pick_across_models_says_held_where_a_held_candidate_stops_it():
+    from pipeline.scoring.pick import across_pick
+
+    rows = judged([row("fp16", w=1000, acc=90.0), row("fp16", kv="fp8", w=1000, kvb=5, acc=90.0),
+                   row("int8", w=500, acc=90.0)], {v: {"acc": iv(0.0)} for v in ("fp16-fp8", "int8-auto")})
+    every = {r.key for r in rows}
+    first = across_pick.pick(rows, "A100-80G", every, held={("m", "fp16", "fp8")})
+    assert first.pick is rows[0] and f"`m/fp16-fp8`, does not pass ({HELD_REASON})" in first.why
+    second = across_pick.pick(rows, "A100-80G", every, held={("m", "int8", "auto")})
+    assert second.pick is rows[1] and f"the sequence stops at `m/int8-auto` ({HELD_REASON})" in second.why

@@ -6,8 +6,9 @@ class, then KV bytes per token, params.yaml's order among equals: pick/sequence.
 before any verdict is read; walk them while each passes and take the smallest in memory of that
 unbroken run (sequence.run_length, the walk pick/walk.py reads per model). The chance that the pick
 is worse than its margin is then at most one verdict's, however many models and tiers (Maurer, Hothorn
-& Lehmacher 1995), as the per-model pick's (pick/recommend.py). Where the first candidate does not pass, the reference itself
-when the GPU can serve it (it is what the others are measured against), else nothing.
+& Lehmacher 1995), as the per-model pick's (pick/recommend.py). Where the first candidate does not
+pass, the reference itself when the GPU can serve it (it is what the others are measured against),
+else nothing.
 
 The runner-up is the passing candidate just before the pick in the sequence: the next larger one the
 reader could serve instead. Its paired difference with the pick (scoring/verdict/across.paired) is
