@@ -208,7 +208,8 @@ def test_failed_rows_keep_status_and_nothing_passes():
     assert rec.row is rows[0] and "only variant that ran" in rec.why
     rows = judged([Measured("m", "fp16", "auto", "failed", reason="boom"),
                    Measured("m", "int4", "auto", "failed", reason="boom")])
-    assert recommend.recommend(rows, "m") == recommend.Recommendation(None, "no variant ran successfully")
+    rec = recommend.recommend(rows, "m")
+    assert (rec.row, rec.why, rec.walk.sequence, rec.walk.stopper) == (None, "no variant ran successfully", (), None)
 
 
 def test_two_tasks_reporting_acc_are_judged_apart_and_a_task_tolerance_moves_only_its_own_verdict():

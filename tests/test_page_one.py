@@ -96,12 +96,17 @@ def test_a_look_s_interval_shows_its_own_confidence_and_flips_have_their_own_col
     assert base == ["fp16", "auto", "baseline", "Accuracy 90.0", "–", "–", "258.0"]
 
 
+def picked(rs):
+    """The model's report with the recommendation read from its one walk (scoring/pick/walk.py)."""
+    return dataclasses.replace(model_report(rs), recommendation=recommend.recommend(rs, "m"))
+
+
 def test_a_sequence_stopping_within_half_a_point_of_the_margin_is_a_close_call_on_page_one():
     from pipeline.report import close_call
 
     # int8 misses the -3.0 margin by 0.10: the baseline is picked, and page 1 says how close it was
     rs = close_rows((-1.6, -3.1, -0.1), (-1.0, -2.0, 0.0))
-    m = model_report(rs, recommend.recommend(rs, "m").row)
+    m = picked(rs)
     assert m.recommendation.row is rs[0] and close_call.stop_of(m) is rs[1]
     assert close_call.lines(m) == [
         "Close call (within 0.5 point of a margin): `int8-auto` stops the sequence (inconclusive): classification "
@@ -111,7 +116,7 @@ def test_a_sequence_stopping_within_half_a_point_of_the_margin_is_a_close_call_o
     assert "Close call (within 0.5 point of a margin): `int8-auto` stops the sequence" in " ".join(md.split())
     # the pick itself clears its margin by 0.30; the candidate after it fails far from it: only the pick is named
     rs = close_rows((-1.0, -2.7, 0.7), (-9.0, -12.0, -6.0))
-    m = model_report(rs, recommend.recommend(rs, "m").row)
+    m = picked(rs)
     assert close_call.lines(m) == [
         "Close call (within 0.5 point of a margin): the pick `int8-auto` clears classification Accuracy by 0.30 (-2.70 "
         "at 95%; settled at its confidence, but another arithmetic may land on the other side)."]
@@ -119,7 +124,7 @@ def test_a_sequence_stopping_within_half_a_point_of_the_margin_is_a_close_call_o
     rs = close_rows((-5.0, -7.0, -3.4), (-1.0, -2.0, 0.0))
     assert ("`int8-auto` stops the sequence (fail): classification Accuracy upper bound -3.40 at 95%, 0.40 from the "
             "-3.00 margin; to settle: settled at its confidence") in \
-        close_call.lines(model_report(rs, rs[0]))[0]
+        close_call.lines(picked(rs))[0]
     rs = close_rows((-5.0, -7.0, -4.0), (-1.0, -2.0, 0.0))
-    assert close_call.lines(model_report(rs, rs[0])) == []
-    assert "Close call" not in markdown.render({"m": model_report(rs, rs[0])}, HEADER)
+    assert close_call.lines(picked(rs)) == []
+    assert "Close call" not in markdown.render({"m": picked(rs)}, HEADER)

@@ -1,4 +1,4 @@
-"""The recommendation's pick among many candidates (scoring/pick/sequence.py sequence_pick): the chance
+"""The recommendation's pick among many candidates (scoring/pick/sequence.py run_length, the walk every pick is read from): the chance
 that the picked variant is worse than its margin, simulated with 13 candidates, against the rule it
 replaced (the smallest-memory variant among all that pass)."""
 import math
@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.scoring.pick.sequence import sequence_pick
+from pipeline.scoring.pick.sequence import run_length
 from pipeline.scoring.simulation.replay import Population, moved, replay
 from pipeline.scoring.verdict.sequential import Design, look_sizes
 
@@ -29,7 +29,7 @@ def _verdicts(target: float, seed: int, cap: int = 640) -> np.ndarray:
 
 def _picks(passed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per simulated run (rows), the index picked by the fixed sequence and by the old rule (-1: none)."""
-    seq = np.array([-1 if (p := sequence_pick(list(row))) is None else p for row in passed])
+    seq = np.array([run_length(list(row)) - 1 for row in passed])
     old = np.array([np.flatnonzero(row).max() if row.any() else -1 for row in passed])
     return seq, old
 
@@ -50,7 +50,7 @@ def test_the_pick_is_worse_than_its_margin_at_most_alpha_with_13_candidates(good
 
 
 def test_the_sequence_stops_at_the_first_candidate_that_does_not_pass():
-    assert sequence_pick([True, True, False, True]) == 1
-    assert sequence_pick([False, True]) is None
-    assert sequence_pick([]) is None
-    assert sequence_pick([True, True]) == 1
+    assert run_length([True, True, False, True]) == 2
+    assert run_length([False, True]) == 0
+    assert run_length([]) == 0
+    assert run_length([True, True]) == 2

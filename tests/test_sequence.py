@@ -1,7 +1,7 @@
 """The recommendation's order of candidates (pipeline/scoring/pick/sequence.py): weight classes within 1%,
 KV bytes per token, then params.yaml's order. The pick's error rate is simulated in tests/test_pick.py."""
 from pipeline.scoring.verdict.rows import Evidence, Judgement, Measured, Row
-from pipeline.scoring.pick.sequence import in_sequence, same_memory, sequence_pick, weight_classes
+from pipeline.scoring.pick.sequence import in_sequence, run_length, same_memory, weight_classes
 
 
 def row(tier, w, kv="auto", kvb=10) -> Row:
@@ -37,5 +37,5 @@ def test_within_a_weight_class_the_larger_kv_cache_comes_first():
 def test_unknown_memory_goes_first_and_the_pick_is_the_last_of_the_first_run_of_passes():
     rows = [row("a", 10), row("b", None)]
     assert names(in_sequence(rows)) == ["b-auto", "a-auto"]
-    assert sequence_pick([True, True, False, True]) == 1
-    assert sequence_pick([False, True]) is None and sequence_pick([]) is None
+    assert run_length([True, True, False, True]) == 2
+    assert run_length([False, True]) == 0 and run_length([]) == 0

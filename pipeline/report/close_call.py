@@ -1,11 +1,13 @@
 """Page 1's close-call line: where the pick hinges on a verdict whose interval bound lies within half a
 point of its margin, say so and what would settle it. Pure.
 
-Two verdicts decide a pick (scoring/verdict/judge.py `recommend`, the fixed sequence of scoring/pick/sequence.py):
-the first candidate in the sequence that does not pass (the pick is the last before it; a pass there
-would have carried the sequence on) and the pick's own passes. The line reads the sequence with the
-same functions and over the same candidates as `recommend` (the model's ok rows less the KV modes no
-pick may take, ModelReport.kv_barred), so it names the variant the pick's *Why* names.
+Two verdicts decide a pick (the fixed sequence of scoring/pick/sequence.py): the first candidate in the
+sequence that does not pass (the pick is the last before it; a pass there would have carried the
+sequence on) and the pick's own passes. The line reads the one walk the pick was read from (the
+Recommendation's Walk, scoring/pick/walk.py), so it names the stopper the pick's *Why* names. A held
+stopper (a KV mode the long-context KL does not clear) is no close call: no verdict of its would move
+the pick, since a pass there would still not carry the sequence on.
+Tests: `.venv/bin/python -m pytest -n 0 -q tests/test_page_one.py tests/test_walk.py`.
 
 On the 2026-12 default run, for example, int8 + KV auto stopped the sequence with its accuracy's lower
 bound 0.10 point under the margin on one CPU, and passed by as little on another: the pick moved.
@@ -16,18 +18,15 @@ from pipeline.report.cells import confidence, label
 from pipeline.report.document import ModelReport
 from pipeline.scoring.verdict.judge import FAIL, PASS, not_capable
 from pipeline.scoring.verdict.rows import Row, Verdict
-from pipeline.scoring.pick.sequence import in_sequence, sequence_pick
 
 NEAR = 0.5      # metric points between an interval's bound and the margin that count as a close call
 
 
 def stop_of(m: ModelReport) -> Row | None:
-    """The candidate the fixed sequence stops at (None: every candidate passed, or none ran)."""
-    chain = in_sequence([r for r in m.rows if r.facts.status == "ok" and r.judgement.overall != "baseline"
-                         and (r.facts.tier, r.facts.kv) not in m.kv_barred])
-    at = sequence_pick([r.judgement.overall == PASS for r in chain])
-    nxt = 0 if at is None else at + 1
-    return chain[nxt] if nxt < len(chain) else None
+    """The candidate the fixed sequence stops at, from the pick's own walk (None: every candidate passed,
+    none ran, or the recommendation was made without a walk)."""
+    w = m.recommendation.walk
+    return None if w is None else w.stopper
 
 
 def gap(v: Verdict) -> float | None:
@@ -64,16 +63,17 @@ def close(r: Row, passes: bool) -> list[tuple[str, Verdict, float]]:
 def lines(m: ModelReport) -> list[str]:
     """One sentence, or none when neither the stopping candidate nor the pick is within NEAR."""
     parts = []
+    w = m.recommendation.walk
     stop = stop_of(m)
-    if stop is not None and stop.judgement.overall != PASS:
+    if stop is not None and not w.stopper_held and stop.judgement.overall != PASS:
         for mid, v, g in close(stop, passes=False)[:1]:
             bound, b = ("upper bound", v.hi) if v.verdict == FAIL else ("lower bound", v.lo)
             task = mid.split("/")[0]
             parts.append(f"`{stop.variant}` stops the sequence ({v.verdict}): {label(mid)} {bound} {b:+.2f} at "
                          f"{confidence(v)}, {g:.2f} from the {-v.limit:+.2f} margin; to settle: "
                          f"{settle_text(v, task, m.num_samples.get(task))}")
-    pick = m.recommendation.row
-    if pick is not None and pick.judgement.overall == PASS:
+    pick = None if w is None else w.pick
+    if pick is not None:
         for mid, v, g in close(pick, passes=True)[:1]:
             parts.append(f"the pick `{pick.variant}` clears {label(mid)} by {g:.2f} ({v.lo:+.2f} at {confidence(v)}; "
                          f"{settle_text(v, '', None)})")

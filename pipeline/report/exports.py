@@ -12,6 +12,7 @@ from pipeline.report.serving import load_note
 from pipeline.scoring.verdict import retrieval_length
 from pipeline.scoring.verdict.judge import task_verdicts
 from pipeline.scoring.pick.recommend import Recommendation
+from pipeline.scoring.pick.walk import Walk
 from pipeline.scoring.verdict.rows import Row
 
 
@@ -73,7 +74,18 @@ def recommended_json(rec: Recommendation, with_why: bool = True) -> dict | None:
     found = {"tier": rec.row.facts.tier, "kv": rec.row.facts.kv, "why": rec.why, "command": rec.command}
     if not with_why:
         del found["why"]
+    if rec.walk is not None:
+        found["sequence"] = walk_json(rec.walk)
     return found
+
+
+def walk_json(w: Walk) -> dict:
+    """The one walk the pick was read from (scoring/pick/walk.py), by variant name: the candidates in order,
+    the passing run, the pick, its runner-up, the stopper and why, the held candidates."""
+    name = lambda r: None if r is None else r.variant  # noqa: E731
+    return {"candidates": [r.variant for r in w.sequence], "passes": [r.variant for r in w.passes],
+            "pick": name(w.pick), "runner_up": name(w.runner_up), "stopper": name(w.stopper),
+            "stop_reason": w.stop_reason, "held": [r.variant for r in w.held_in_sequence]}
 
 
 def decision_json(models: dict[str, ModelReport], header: Header) -> dict:

@@ -1,4 +1,5 @@
-"""Per target GPU: the recommendation, which GPUs can serve each tier, and the memory bill. Pure."""
+"""Per target GPU: the recommendation and where its sequence stopped, which GPUs can serve each tier, and the
+memory bill. Pure. Tests: `.venv/bin/python -m pytest -n 0 -q tests/test_decide.py tests/test_walk.py`."""
 from __future__ import annotations
 
 from pipeline.domain import hardware
@@ -6,6 +7,7 @@ from pipeline.domain.memory import mib
 from pipeline.report.cells import md_row
 from pipeline.report.document import ModelReport
 from pipeline.schema import TargetGpu
+from pipeline.scoring.pick.walk import Walk
 
 
 def hardware_table(m: ModelReport, gpus: dict[str, TargetGpu]) -> list[str]:
@@ -38,11 +40,20 @@ def planner_table(m: ModelReport, gpus: dict[str, TargetGpu]) -> list[str]:
 
 
 def gpu_lines(m: ModelReport) -> list[str]:
-    """Per target GPU: the recommendation among what it can serve and fit, and its sized command."""
-    lines = [md_row(["Target GPU", "Recommended", "Command"]), "|---|---|---|"]
+    """Per target GPU: the recommendation among what it can serve and fit, where its sequence stopped (both
+    from its one walk, scoring/pick/walk.py) and its sized command."""
+    lines = [md_row(["Target GPU", "Recommended", "Sequence stops at", "Command"]), "|---|---|---|---|"]
     for gpu, rec in m.gpu_recs.items():
+        stops = stop_cell(rec.walk)
         if rec.row is None:
-            lines.append(md_row([gpu, f"nothing to recommend: {rec.why}", "–"]))
+            lines.append(md_row([gpu, f"nothing to recommend: {rec.why}", stops, "–"]))
         else:
-            lines.append(md_row([gpu, f"`{rec.row.facts.tier}` + KV `{rec.row.facts.kv}`", f"`{rec.command}`"]))
+            lines.append(md_row([gpu, f"`{rec.row.facts.tier}` + KV `{rec.row.facts.kv}`", stops, f"`{rec.command}`"]))
     return lines
+
+
+def stop_cell(w: Walk | None) -> str:
+    """The walk's stopper and why, '–' where every candidate passed (or no walk was recorded)."""
+    if w is None or w.stopper is None:
+        return "–"
+    return f"`{w.stopper.variant}` ({'held' if w.stopper_held else w.stop_reason})"

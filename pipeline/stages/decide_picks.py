@@ -1,8 +1,10 @@
 """Stage decide's picks: which variants a pick may take (kv_barred), page 1's pick and each target GPU's,
-each with its `vllm serve` line. Page 1's pick and the per-GPU picks leave out the same quantized KV
+each with its `vllm serve` line. Page 1's pick and the per-GPU picks hold the same quantized KV
 modes (decision.kv_kl_tolerance), so the two recommendations cannot disagree on a KV mode silently: a
 per-GPU pick differs only where the GPU cannot serve a variant (its kernels or memory), and where the
-bar changed page 1's pick its reason says so.
+bar changed page 1's pick its reason says so. Each recommendation is read from one walk of the fixed
+sequence per (model, GPU filter) (pick/walk.py), kept on it for every line that names its stopper.
+Tests: `.venv/bin/python -m pytest -n 0 -q tests/test_report_knobs.py tests/test_decide.py`.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from pipeline.scoring.verdict import long_kv
 from pipeline.scoring.pick import recommend
 from pipeline.scoring.planning import planner
 from pipeline.scoring.pick.recommend import Recommendation
+from pipeline.scoring.pick.walk import walk
 from pipeline.scoring.verdict.rows import Row
 
 
@@ -32,17 +35,18 @@ def kv_barred(params: schema.Params, rows: list[Row], model: str,
 
 def overall_recommendation(params: schema.Params, rows: list[Row], model: str,
                            barred: set[tuple[str, str]]) -> Recommendation:
-    """Page 1's pick: the fixed sequence over the model's variants, `barred` (kv_barred, as each target
-    GPU's) held as not passing where they stand in it; where that changed the pick, its reason says so."""
-    rec = recommend.recommend(rows, model, held=barred)
-    if barred:
-        unbarred = recommend.recommend(rows, model).row
-        if unbarred is not None and unbarred is not rec.row:
-            names = ", ".join(f"`{t}-{k}`" for t, k in sorted(barred))
-            rec = dataclasses.replace(rec, why=(
-                f"{rec.why}; without decision.kv_kl_tolerance's bar the pick would be `{unbarred.variant}`: "
-                f"{names} not shown non-inferior up to {params.memory.max_model_len:,} tokens by the long-context "
-                f"KL (within {params.decision.kv_kl_tolerance:g} nats/token), so no pick takes them"))
+    """Page 1's pick: one walk of the fixed sequence over the model's variants (pick/walk.py), `barred`
+    (kv_barred, as each target GPU's) held as not passing where they stand in it; where that changed the
+    pick, its reason says so (the walk's unheld_chosen, on the same sequence)."""
+    w = walk(rows, model, held=barred)
+    rec = recommend.explain(w)
+    unbarred = w.unheld_chosen
+    if barred and unbarred is not None and unbarred is not rec.row:
+        names = ", ".join(f"`{t}-{k}`" for t, k in sorted(barred))
+        rec = dataclasses.replace(rec, why=(
+            f"{rec.why}; without decision.kv_kl_tolerance's bar the pick would be `{unbarred.variant}`: "
+            f"{names} not shown non-inferior up to {params.memory.max_model_len:,} tokens by the long-context "
+            f"KL (within {params.decision.kv_kl_tolerance:g} nats/token), so no pick takes them"))
     if rec.row is not None:
         rec = dataclasses.replace(rec, command=serve_command(params, model, rec.row))
     return rec
@@ -50,13 +54,15 @@ def overall_recommendation(params: schema.Params, rows: list[Row], model: str,
 
 def gpu_recommendations(params: schema.Params, rows: list[Row], model: str, planned: planner.Planned,
                         barred: set[tuple[str, str]] | None = None) -> dict[str, Recommendation]:
-    """Per target GPU: the recommendation among the variants that GPU can serve, with its command, `barred`
-    held as not passing (kv_barred: the same KV modes page 1's pick holds)."""
+    """Per target GPU: one walk over the variants that GPU can serve (what it cannot is known before any
+    verdict, so it leaves the sequence), `barred` held as not passing (kv_barred: the same KV modes page
+    1's pick holds), and its command."""
     plans = planned.for_model(model)
     barred = barred or set()
     recs = {}
     for name, gpu in planned.gpus.items():
-        rec = recommend.recommend(rows, model, recommend.gpu_candidates(rows, model, name, gpu, plans), held=barred)
+        rec = recommend.explain(walk(rows, model, recommend.gpu_candidates(rows, model, name, gpu, plans), barred),
+                                fits=True)
         if rec.row is not None:
             rec = dataclasses.replace(rec, command=serve_command(params, model, rec.row, planned.budget,
                                                                  plans[rec.row.variant][name]))

@@ -4,10 +4,11 @@ the GPU can serve, judged against the reference across models (scoring/verdict/a
 The rule (docs/across-models.md): the candidates of all models that fit, in decreasing memory (weight
 class, then KV bytes per token, params.yaml's order among equals: pick/sequence.in_sequence), fixed
 before any verdict is read; walk them while each passes and take the smallest in memory of that
-unbroken run (sequence.sequence_pick). The chance that the pick is worse than its margin is then at
-most one verdict's, however many models and tiers (Maurer, Hothorn & Lehmacher 1995), as the
-per-model pick's (pick/recommend.py). Where the first candidate does not pass, the reference itself
-when the GPU can serve it (it is what the others are measured against), else nothing.
+unbroken run (sequence.run_length, the walk pick/walk.py reads per model). The chance that the pick
+is worse than its margin is then at most one verdict's, however many models and tiers (Maurer, Hothorn
+& Lehmacher 1995), as the per-model pick's (pick/recommend.py). Where the first candidate does not
+pass, the reference itself when the GPU can serve it (it is what the others are measured against),
+else nothing.
 
 The runner-up is the passing candidate just before the pick in the sequence: the next larger one the
 reader could serve instead. Its paired difference with the pick (scoring/verdict/across.paired) is
@@ -16,11 +17,13 @@ control is the sequence's alone.
 """
 from __future__ import annotations
 
+from collections.abc import Set
 from dataclasses import dataclass, field
 
 from pipeline.schema import Decision
 from pipeline.scoring.estimators.stats import Interval
-from pipeline.scoring.pick.sequence import in_sequence, same_memory, sequence_pick, weight_classes
+from pipeline.scoring.pick.sequence import in_sequence, run_length
+from pipeline.scoring.pick.walk import HELD_REASON, settle
 from pipeline.scoring.verdict.across import Samples, paired
 from pipeline.scoring.verdict.judge import CANDIDATES, PASS
 from pipeline.scoring.verdict.rows import Key, Row
@@ -45,19 +48,17 @@ def pick(rows: list[Row], gpu: str, allowed: set[Key], held: frozenset[Key] | se
     mine = [r for r in rows if r.key in allowed]
     ref = next((r for r in mine if r.judgement.overall == "baseline"), None)
     chain = in_sequence([r for r in mine if r.facts.status in CANDIDATES and r is not ref])
-    at = sequence_pick([r.judgement.overall == PASS and r.key not in held for r in chain])
+    n = run_length([r.judgement.overall == PASS and r.key not in held for r in chain])
+    at = settle(chain, n)             # equal memory: params.yaml's first (walk.settle, as per model)
     if at is None:
         if ref is not None:
             why = ("the reference itself: " + (f"the largest candidate, `{name(chain[0])}`, does not pass "
-                                               f"({chain[0].judgement.overall})" if chain else "no other candidate fits"))
+                                               f"({word(chain[0], held)})" if chain else "no other candidate fits"))
             return GpuPick(gpu, chain, ref, why)
         return GpuPick(gpu, chain, None, "nothing passes in sequence" + (f": the largest candidate, `{name(chain[0])}`, "
-                                                                        f"is {chain[0].judgement.overall}" if chain
+                                                                        f"is {word(chain[0], held)}" if chain
                                                                         else ": no variant fits"))
-    run = chain[:at + 1]
-    classes = weight_classes(chain)
-    while at > 0 and same_memory(chain[at - 1], chain[at], classes):     # equal memory: params.yaml's first
-        at -= 1
+    run = chain[:n]
     best = chain[at]
     why = (f"the smallest in memory of the {len(run)} candidate{'s' if len(run) > 1 else ''} passing in a row "
            f"against the reference, in order of decreasing memory over {len(chain)} candidates of "
@@ -65,13 +66,18 @@ def pick(rows: list[Row], gpu: str, allowed: set[Key], held: frozenset[Key] | se
            f"a margin is at most one verdict's (fixed-sequence test)")
     if len(run) < len(chain):
         stop = chain[len(run)]
-        why += f"; the sequence stops at `{name(stop)}` ({stop.judgement.overall})"
+        why += f"; the sequence stops at `{name(stop)}` ({word(stop, held)})"
     run = run[:at + 1]
     return GpuPick(gpu, chain, best, why, run, run[-2] if len(run) > 1 else None)
 
 
 def name(r: Row) -> str:
     return f"{r.facts.model}/{r.variant}"
+
+
+def word(r: Row, held: Set[Key]) -> str:
+    """Why a candidate stops the sequence: held before its own verdict (as walk.Walk.stop_reason)."""
+    return HELD_REASON if r.key in held else r.judgement.overall
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
-"""The recommendation: the smallest-memory variant the fixed sequence reaches (pick/sequence.py), the
-baseline when the first candidate does not pass, and the candidates a target GPU can serve. Pure.
+"""The recommendation: the smallest-memory variant the fixed sequence reaches (read from its one walk,
+pick/walk.py), the baseline when the first candidate does not pass, and the candidates a target GPU can
+serve. Pure. Tests: `.venv/bin/python -m pytest -n 0 -q tests/test_decision.py tests/test_walk.py`.
 """
 from __future__ import annotations
 
@@ -8,68 +9,58 @@ from dataclasses import dataclass
 from pipeline.domain import hardware
 from pipeline.schema import TargetGpu
 from pipeline.scoring.planning.planner import Plan
-from pipeline.scoring.pick.sequence import in_sequence, memory_key, same_memory, sequence_pick, weight_classes
-from pipeline.scoring.verdict.judge import CANDIDATES, INCONCLUSIVE, PASS, not_capable
+from pipeline.scoring.pick.sequence import memory_key
+from pipeline.scoring.pick.walk import Walk, walk
+from pipeline.scoring.verdict.judge import INCONCLUSIVE, PASS, not_capable
 from pipeline.scoring.verdict.rows import Row
 
 
 @dataclass(frozen=True)
 class Recommendation:
-    """The recommended row (None when nothing qualifies), why, and the `vllm serve` command for it."""
+    """The recommended row (None when nothing qualifies), why, the `vllm serve` command for it, and the
+    walk of the fixed sequence it was read from (pick/walk.py; None only for a hand-made one)."""
     row: Row | None
     why: str
     command: str | None = None
+    walk: Walk | None = None
 
 
 def recommend(rows: list[Row], model: str, allowed: set[tuple[str, str]] | None = None,
               held: frozenset[tuple[str, str]] | set[tuple[str, str]] = frozenset()) -> Recommendation:
-    """The smallest-memory variant of `model` reached by the fixed sequence (sequence_pick) over the
-    variants that ran, in decreasing memory; the baseline itself when the first candidate does not
-    pass (it is the reference, so it cannot be worse than itself). `allowed` restricts the candidates
-    to what is known before any verdict (what a GPU can run); no row comes back only when neither a
-    variant nor the baseline is allowed. `held`: (tier, kv) that no pick may take for a reason read from
-    the run's data (a KV mode the long-context KL does not clear): they keep their place in the sequence
-    and stop it as a variant that does not pass would, so leaving them out cannot carry the sequence past
-    them to a smaller variant and the family-wise error stays the test's."""
-    mine = [r for r in rows if r.facts.model == model and (allowed is None or (r.facts.tier, r.facts.kv) in allowed)]
-    base = next((r for r in mine if r.judgement.overall == "baseline"), None)
-    chain = in_sequence([r for r in mine if r.facts.status in CANDIDATES and r is not base])
-    at = sequence_pick([r.judgement.overall == PASS and (r.facts.tier, r.facts.kv) not in held for r in chain])
-    if at is not None:
-        run = at + 1
-        # equal memory: the first in params.yaml's order (all passed in the run: no cost in error control)
-        classes = weight_classes(chain)
-        while at > 0 and same_memory(chain[at - 1], chain[at], classes):
-            at -= 1
-        best = chain[at]
+    """The smallest-memory variant of `model` reached by the fixed sequence over the variants that ran,
+    in decreasing memory (one walk: pick/walk.py walk, `allowed` and `held` as there); the baseline
+    itself when the first candidate does not pass (it is the reference, so it cannot be worse than
+    itself); no row only when neither a variant nor the baseline is allowed."""
+    return explain(walk(rows, model, allowed, held), fits=allowed is not None)
+
+
+def explain(w: Walk, fits: bool = False) -> Recommendation:
+    """The recommendation and its *Why*, every word read from the one walk `w` (`fits`: it was walked over
+    what a GPU can serve)."""
+    chain = list(w.sequence)
+    if w.pick is not None:
+        best = w.pick
         conclusive = [m for m, v in best.judgement.verdicts.items() if v.verdict == PASS]
-        why = (f"the smallest in memory of the {run} variant{'s' if run > 1 else ''} passing in a row, in order of "
+        why = (f"the smallest in memory of the {w.run} variant{'s' if w.run > 1 else ''} passing in a row, in order of "
                f"decreasing memory ({', '.join(conclusive)}); family-wise: the chance that the pick is worse than "
                f"a margin is at most one verdict's, over all {len(chain)} candidates (fixed-sequence test)")
-        if run < len(chain):
-            beyond = [r.variant for r in chain[run + 1:] if r.judgement.overall == PASS]
-            stop = chain[run]
-            word = ("held: its KV mode not shown non-inferior by the long-context KL"
-                    if (stop.facts.tier, stop.facts.kv) in held else stop.judgement.overall)
-            why += (f"; the sequence stops at `{stop.variant}` ({word})"
-                    + (f", so {', '.join(f'`{v}`' for v in beyond)} (passing beyond it) cannot be claimed"
-                       if beyond else ""))
-        return Recommendation(best, why)
-    if base is not None:
+        if w.stopper is not None:
+            why += (f"; the sequence stops at `{w.stopper.variant}` ({w.stop_reason})"
+                    + (f", so {', '.join(f'`{r.variant}`' for r in w.beyond)} (passing beyond it) cannot be claimed"
+                       if w.beyond else ""))
+        return Recommendation(best, why, walk=w)
+    if w.baseline is not None:
         if not chain:
-            return Recommendation(base, "the baseline is the only variant that ran here; nothing smaller was shown "
-                                        "to be as good")
-        first = chain[0]
-        word = ("held: its KV mode not shown non-inferior by the long-context KL"
-                if (first.facts.tier, first.facts.kv) in held else first.judgement.overall)
-        return Recommendation(base, f"the baseline itself: the largest candidate, `{first.variant}`, does not pass "
-                                    f"({word}), and the fixed sequence claims nothing past a "
-                                    "candidate that does not pass (see the verdicts below the table)" + closest(chain))
+            return Recommendation(w.baseline, "the baseline is the only variant that ran here; nothing smaller was "
+                                              "shown to be as good", walk=w)
+        return Recommendation(w.baseline, f"the baseline itself: the largest candidate, `{w.stopper.variant}`, does "
+                                          f"not pass ({w.stop_reason}), and the fixed sequence claims nothing past a "
+                                          "candidate that does not pass (see the verdicts below the table)"
+                              + closest(chain), walk=w)
     if not chain:
-        return Recommendation(None, "no variant ran successfully"
-                              + ("" if allowed is None else " among those that fit"))
+        return Recommendation(None, "no variant ran successfully" + (" among those that fit" if fits else ""), walk=w)
     return Recommendation(None, "the baseline is not among the candidates (it does not fit or cannot run there) and "
-                                "no smaller variant passes in sequence")
+                                "no smaller variant passes in sequence", walk=w)
 
 
 def closest(rows: list[Row]) -> str:

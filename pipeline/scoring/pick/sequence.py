@@ -1,9 +1,13 @@
 """The order the recommendation tests its candidates in, and the fixed-sequence pick along it. Pure.
 
-Used by scoring/verdict/judge.py `recommend`; tests/test_sequence.py (the order), tests/test_pick.py (the
-pick's error rate, simulated). Decision record: docs/decisions/fixed-sequence-pick.md.
+Used by pick/walk.py (the one walk a pick, its stopper and runner-up are read from) and the simulators;
+tests/test_sequence.py (the order), tests/test_pick.py (the pick's error rate, simulated):
+`.venv/bin/python -m pytest -n 0 -q tests/test_sequence.py tests/test_pick.py`.
+Decision record: docs/decisions/fixed-sequence-pick.md.
 """
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from pipeline.scoring.verdict.rows import Row
 
@@ -48,15 +52,18 @@ def same_memory(a: Row, b: Row, classes: dict[int, int]) -> bool:
     return classes[id(a)] == classes[id(b)] and memory_key(a)[1] == memory_key(b)[1]
 
 
-def sequence_pick(passed: list[bool]) -> int | None:
-    """The fixed-sequence pick (Maurer, Hothorn & Lehmacher 1995; Westfall & Krishen 2001): walk the
-    candidates in their fixed order while each passes, and take the last of that unbroken run. A
-    candidate worse than its margin is claimed only if it passes, and the first such one in the order
-    must pass for any later one to be reached: so the chance that the pick is worse than a margin is at
-    most one test's alpha, however many candidates there are (tests/test_pick.py simulates 13)."""
-    pick = None
-    for i, ok in enumerate(passed):
+def run_length(passed: Sequence[bool]) -> int:
+    """The one walk of the fixed sequence (Maurer, Hothorn & Lehmacher 1995; Westfall & Krishen 2001):
+    how many candidates, in their fixed order, pass in an unbroken run from the first. The pick is the
+    last of that run (index run - 1; none when 0) and the candidate at index run, if any, stops the
+    sequence. A candidate worse than its margin is claimed only if it passes, and the first such one in
+    the order must pass for any later one to be reached: so the chance that the pick is worse than a
+    margin is at most one test's alpha, however many candidates there are (tests/test_pick.py simulates
+    13). A candidate held for the run's data (pick/walk.py) enters as False where it stands.
+    pick/walk.py builds every pick, stopper and runner-up from this; the simulators call it too."""
+    run = 0
+    for ok in passed:
         if not ok:
             break
-        pick = i
-    return pick
+        run += 1
+    return run

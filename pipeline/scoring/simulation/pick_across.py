@@ -7,7 +7,8 @@ candidates and another's share no items' noise in this replay: each is moved to 
 the first G truly unchanged (delta 0), the rest exactly at the margin, the worst case for a wrong pick
 (a bad candidate as likely to pass as one can be). A pick is false when it is at or beyond the margin.
 Two rules on the same verdicts:
-- **fixed sequence** (qtier): the last of the unbroken run of passes from the first (sequence.sequence_pick);
+- **fixed sequence** (qtier): the last of the unbroken run of passes from the first (sequence.run_length, the walk
+  every pick is read from: scoring/pick/walk.py);
   the chance of a false pick is at most one verdict's alpha, whatever K;
 - **smallest passing** (the rule it replaces): the smallest-memory candidate that passes anywhere;
   every bad candidate gets its chance, and the rates add up.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.scoring.pick.sequence import sequence_pick
+from pipeline.scoring.pick.sequence import run_length
 from pipeline.scoring.simulation.replay import Population, Rate, moved, replay
 from pipeline.scoring.verdict.sequential import Design, look_sizes
 
@@ -25,7 +26,7 @@ from pipeline.scoring.verdict.sequential import Design, look_sizes
 def picks(passed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`passed`: candidates x sims. Per run, the index the fixed sequence picks and the index the
     smallest-passing rule picks (-1: none)."""
-    seq = np.array([-1 if (p := sequence_pick(list(col))) is None else p for col in passed.T])
+    seq = np.array([run_length(list(col)) - 1 for col in passed.T])
     old = np.array([np.flatnonzero(col).max() if col.any() else -1 for col in passed.T])
     return seq, old
 
