@@ -7,7 +7,7 @@ from pipeline.schema import Baseline, Decision, FieldError, Gate, Task, Toleranc
 from pipeline.scoring.verdict import judge
 from pipeline.scoring.pick import recommend
 from pipeline.scoring.verdict.judge import FAIL, INCONCLUSIVE, PASS
-from pipeline.scoring.verdict.rows import Evidence, Measured
+from pipeline.scoring.verdict.rows import NOT_RUN, Evidence, Measured
 from pipeline.scoring.estimators.stats import Interval
 
 RULE = Decision(baseline=Baseline("fp16", "auto"),
@@ -107,8 +107,9 @@ def test_a_variant_cut_short_cannot_pass_on_the_tasks_it_finished():
     rows = judged(rows, {"fp8-auto": {"acc": iv(0.0)}})
     assert verdicts(rows[1])["acc"] == PASS
     v = rows[1].judgement.verdicts["rougeL"]
-    assert v.verdict == INCONCLUSIVE and v.why.startswith(judge.NOT_MEASURED) and "time budget" in v.why
-    assert rows[1].judgement.overall == INCONCLUSIVE
+    # its task was never run: not inconclusive, and the why is the run's (a fixed-n read the budget cut)
+    assert v.verdict == NOT_RUN and v.why.startswith("the time budget ended") and v.short == "time budget"
+    assert rows[1].judgement.overall == INCONCLUSIVE        # one pass, one not run: not passing, as before
     assert recommend.recommend(rows, "m").row is rows[0]
 
 

@@ -54,7 +54,7 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
         fidelity=fidelity_summary(res.fidelity, out, params.decision.bootstrap),
         looks=dict(res.looks), seconds=res.seconds, long_context=res.long_context,
         task_seconds={t: (v.computed, v.seconds) for t, v in (res.sample_cache.tasks if res.sample_cache else {}).items()},
-        phases=dict(res.phases), not_run=dict(res.not_run),
+        phases=dict(res.phases), not_run=dict(res.not_run), refused=dict(res.refused),
         arithmetic_check=res.arithmetic_check, tokenizer_check=res.tokenizer_check,
         repair=record.repair)
 
