@@ -307,3 +307,22 @@ def test_closest_names_no_metric_list_when_every_metric_is_not_capable():
     rows = judged(rows, {"int8-auto": {"bleu": iv(-0.1)}})
     rec = recommend.recommend(rows, "m")
     assert rec.row is rows[0] and "inconclusive on ." not in rec.why and "closest" not in rec.why
+
+
+def test_a_gated_metric_whose_task_was_never_run_is_not_run_and_passes_nothing():
+    """Issue 60: a task a variant never ran is not "inconclusive" (there is no evidence either way): its
+    metrics' state is "not run" with evaluate's why, its task's too; the variant, every metric it ran
+    passing, still does not pass, so the pick stays the baseline as before."""
+    facts = [row("fp16", w=1000, **{"c/acc": 90.0, "s/rougeL": 30.0}),
+             dataclasses.replace(row("int8", w=500, **{"c/acc": 90.0}), not_run={"s": "cannot pass"})]
+    rows = judged(facts, {"int8-auto": {"c/acc": iv(0.0)}})
+    v = rows[1].judgement.verdicts["s/rougeL"]
+    assert (v.verdict, v.why, v.short, v.text()) == (NOT_RUN, "the variant could no longer pass", "cannot pass",
+                                                     "not run (the variant could no longer pass)")
+    assert judge.task_verdicts(rows[1].judgement.verdicts) == {"s": NOT_RUN, "c": PASS}
+    assert rows[1].judgement.overall == INCONCLUSIVE and recommend.recommend(rows, "m").row is rows[0]
+    # no record of why the score is missing: inconclusive, not measured, as before
+    bare = judged([facts[0], row("int8", w=500, **{"c/acc": 90.0})], {"int8-auto": {"c/acc": iv(0.0)}})[1]
+    assert bare.judgement.verdicts["s/rougeL"].verdict == INCONCLUSIVE
+    # nothing gated ran at all: the row is not run, and passes nothing either
+    assert judge.overall({"s/rougeL": v}) == NOT_RUN
