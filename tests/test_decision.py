@@ -108,7 +108,7 @@ def test_a_variant_cut_short_cannot_pass_on_the_tasks_it_finished():
     assert verdicts(rows[1])["acc"] == PASS
     v = rows[1].judgement.verdicts["rougeL"]
     # its task was never run: not inconclusive, and the why is the run's (a fixed-n read the budget cut)
-    assert v.verdict == NOT_RUN and v.why.startswith("the time budget ended") and v.short == "time budget"
+    assert v.verdict == NOT_RUN and v.why.startswith("the time budget ended") and v.short == "budget"
     assert rows[1].judgement.overall == INCONCLUSIVE        # one pass, one not run: not passing, as before
     assert recommend.recommend(rows, "m").row is rows[0]
 
@@ -317,7 +317,7 @@ def test_a_gated_metric_whose_task_was_never_run_is_not_run_and_passes_nothing()
              dataclasses.replace(row("int8", w=500, **{"c/acc": 90.0}), not_run={"s": "cannot pass"})]
     rows = judged(facts, {"int8-auto": {"c/acc": iv(0.0)}})
     v = rows[1].judgement.verdicts["s/rougeL"]
-    assert (v.verdict, v.why, v.short, v.text()) == (NOT_RUN, "the variant could no longer pass", "cannot pass",
+    assert (v.verdict, v.why, v.short, v.text()) == (NOT_RUN, "the variant could no longer pass", "moot",
                                                      "not run (the variant could no longer pass)")
     assert judge.task_verdicts(rows[1].judgement.verdicts) == {"s": NOT_RUN, "c": PASS}
     assert rows[1].judgement.overall == INCONCLUSIVE and recommend.recommend(rows, "m").row is rows[0]

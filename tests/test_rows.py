@@ -26,14 +26,14 @@ def measured(**fields) -> Measured:
 
 def test_why_a_task_was_not_run_is_read_from_the_run_s_records_in_full_and_in_short():
     assert measured(not_run={"t": "the variant failed"}, stopped=STOPPED).not_run_why("t") == (
-        "the variant failed a gated metric first", "failed first")
+        "the variant failed a gated metric first", "failed")
     assert measured(not_run={"t": "cannot pass"}).not_run_text("t") == "not run (the variant could no longer pass)"
-    assert measured(not_run={"t": "time budget"}).not_run_why("t") == ("the time budget ended", "time budget")
+    assert measured(not_run={"t": "time budget"}).not_run_why("t") == ("the time budget ended", "budget")
     assert measured(refused={"t": "no prompt log-probs"}).not_run_text("t") == (
         "not run (the server refused log-likelihood: no prompt log-probs)")
     # a fixed-n read the budget cut says so in its cut, which names no task record
     cut = "the time budget ended: lm-eval stopped after 240 s; not measured: t"
-    assert measured(cut=cut).not_run_why("t") == (cut, "time budget")
+    assert measured(cut=cut).not_run_why("t") == (cut, "budget")
     assert measured().not_run_why("t") is None and measured().not_run_text("t") is None
 
 
@@ -94,7 +94,7 @@ def test_page_one_in_short_every_variant_and_why_each_verdict_in_full_say_not_ru
     md, _ = stopped_run
     page1, rest = md.split("\n## ", 1)
     (row1,) = [line for line in page1.splitlines() if line.startswith("| int4-gptq | auto |")]
-    assert "| not run (failed first) |" in row1 and "inconclusive" not in row1
+    assert "| not run (failed) |" in row1 and "inconclusive" not in row1
     (every,) = [line for line in rest.splitlines() if line.startswith("| int4-gptq | auto |")]
     assert "| not run (the variant failed a gated metric first) |" in every and "inconclusive" not in every
     (why_row,) = [line for line in rest.splitlines() if line.startswith("| int4-gptq-auto |") and "look 1" in line]

@@ -153,8 +153,8 @@ def table(m: ModelReport, base: Row, tasks: list[str]) -> list[str]:
                      + [flips_cell(m, r, t)] * flipped[t]]
         lines.append(md_row([f.tier, f.kv, verdict] + cells + [f"{mib(f.weight_bytes):.1f}" if f.weight_bytes else "–"]))
     return lines + ["", *wrap("Task cells: verdict, delta in points [interval] at its confidence; recovery: variant / "
-                              f"baseline; flips: items flipped; {NOT_RUN} (why): never run on the variant, so no verdict "
-                              "(*Every variant* says why in full)."), ""]
+                              f"baseline; flips: items flipped; {NOT_RUN} (why): never run; moot: the variant could no "
+                              "longer pass (*Every variant* says why in full)."), ""]
 
 
 def lines(m: ModelReport, header: Header, provenance_line: str, opening: list[str]) -> list[str]:

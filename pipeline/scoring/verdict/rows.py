@@ -28,11 +28,13 @@ Key = tuple[str, str, str]          # (model, tier, kv)
 # it as not passing, as an inconclusive one), and every table, decision.json and the Why line name it.
 NOT_RUN = "not run"
 REFUSED = "refused"         # a task the server could not score (an endpoint without prompt log-probs)
-# why a task was not run, as the report says it: (in full, in a word or two for page 1's cells), keyed by
-# result.json's not_run reasons (result_json.NOT_RUN) and REFUSED
-NOT_RUN_WHY = {FAILED: ("the variant failed a gated metric first", "failed first"),
-               CANNOT_PASS: ("the variant could no longer pass", "cannot pass"),
-               TIME_BUDGET: ("the time budget ended", "time budget"),
+# why a task was not run, as the report says it: (in full, in one word for page 1's cells, whose rows keep
+# to a screen's width), keyed by result.json's not_run reasons (result_json.NOT_RUN) and REFUSED. "moot":
+# a gated metric open at its cap or unstable left the variant unable to pass, so its other tasks would
+# change no verdict
+NOT_RUN_WHY = {FAILED: ("the variant failed a gated metric first", "failed"),
+               CANNOT_PASS: ("the variant could no longer pass", "moot"),
+               TIME_BUDGET: ("the time budget ended", "budget"),
                REFUSED: ("the server refused log-likelihood", "refused")}
 
 
