@@ -44,10 +44,30 @@ def rewrite(tier: str, kv: str, right, **fields) -> None:
     (out / "samples" / "translation.jsonl").unlink()
     io.atomic_write_jsonl(out / "samples" / "classification.jsonl", samples("classification", 200, right))
     metrics = {"classification/acc": sum(100.0 for i in range(200) if right(i)) / 200, "classification/macro_f1": 50.0}
-    io.atomic_write_json(out / "result.json", result_files.variant(
-        tier=tier, kv=kv, num_samples={"classification": 200}, measured_on=MEASURED_ON, serving={},
+    write(tier, kv, metrics, {"classification": 200}, **fields)
+
+
+def write(tier: str, kv: str, metrics: dict, num_samples: dict, **fields) -> None:
+    io.atomic_write_json(paths.eval_result("m", tier, kv), result_files.variant(
+        tier=tier, kv=kv, num_samples=num_samples, measured_on=MEASURED_ON, serving={},
         throughput={"gen_tokens_per_s": 50.0}, metrics=metrics, higher_is_better=dict.fromkeys(metrics, True),
         **fields))
+
+
+def test_a_task_the_server_refused_is_not_run_with_the_server_s_why(project):
+    """An endpoint without prompt log-probs: evaluate drops the log-likelihood task (result.json `refused`);
+    decide reads it as not run, the server's reason kept, where it was inconclusive with a reason string."""
+    (paths.eval_dir("m", "int8", "auto") / "samples" / "classification.jsonl").unlink()
+    write("int8", "auto", {"translation/bleu": 60.0, "translation/chrf": 80.0}, {"translation": 40},
+          refused={"classification": "no prompt log-probs"})
+    decide.main()
+    row = next(r for r in json.loads((project / "results/decision.json").read_text())["rows"]
+               if (r["tier"], r["kv"]) == ("int8", "auto"))
+    why = "the server refused log-likelihood: no prompt log-probs"
+    v = row["verdicts"]["classification/acc"]
+    assert (v["verdict"], v["why"]) == (NOT_RUN, why)
+    assert row["not_run"] == {"classification": why} and row["task_verdicts"]["classification"] == NOT_RUN
+    assert row["overall"] == "inconclusive" and row["reason"] is None
 
 
 @pytest.fixture

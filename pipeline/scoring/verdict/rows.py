@@ -137,8 +137,8 @@ class Measured:
         if key is not None:
             full, short = NOT_RUN_WHY.get(key, (key, key))
             return (f"{full}: {self.refused[task]}" if key == REFUSED else full), short
-        # an ok row's reason is a fixed-n read the time budget cut (lm_eval_runner.run_within): the tasks
-        # after the cut were not run for it
+        # an ok row's reason is where the time budget cut its reads (decide_inputs: result.json `cut`; a
+        # fixed-n read, lm_eval_runner.run_within, records no task by task not_run): the tasks after it
         return (self.reason, NOT_RUN_WHY[TIME_BUDGET][1]) if self.reason else None
 
     def not_run_text(self, task: str) -> str | None:
