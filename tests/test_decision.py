@@ -7,7 +7,7 @@ from pipeline.schema import Baseline, Decision, FieldError, Gate, Task, Toleranc
 from pipeline.scoring.verdict import judge
 from pipeline.scoring.pick import recommend
 from pipeline.scoring.verdict.judge import FAIL, INCONCLUSIVE, PASS
-from pipeline.scoring.verdict.rows import Evidence, Measured
+from pipeline.scoring.verdict.rows import NOT_RUN, Evidence, Measured
 from pipeline.scoring.estimators.stats import Interval
 
 RULE = Decision(baseline=Baseline("fp16", "auto"),
@@ -107,8 +107,9 @@ def test_a_variant_cut_short_cannot_pass_on_the_tasks_it_finished():
     rows = judged(rows, {"fp8-auto": {"acc": iv(0.0)}})
     assert verdicts(rows[1])["acc"] == PASS
     v = rows[1].judgement.verdicts["rougeL"]
-    assert v.verdict == INCONCLUSIVE and v.why.startswith(judge.NOT_MEASURED) and "time budget" in v.why
-    assert rows[1].judgement.overall == INCONCLUSIVE
+    # its task was never run: not inconclusive, and the why is the run's (a fixed-n read the budget cut)
+    assert v.verdict == NOT_RUN and v.why.startswith("the time budget ended") and v.short == "budget"
+    assert rows[1].judgement.overall == INCONCLUSIVE        # one pass, one not run: not passing, as before
     assert recommend.recommend(rows, "m").row is rows[0]
 
 
@@ -307,3 +308,22 @@ def test_closest_names_no_metric_list_when_every_metric_is_not_capable():
     rows = judged(rows, {"int8-auto": {"bleu": iv(-0.1)}})
     rec = recommend.recommend(rows, "m")
     assert rec.row is rows[0] and "inconclusive on ." not in rec.why and "closest" not in rec.why
+
+
+def test_a_gated_metric_whose_task_was_never_run_is_not_run_and_passes_nothing():
+    """Issue 60: a task a variant never ran is not "inconclusive" (there is no evidence either way): its
+    metrics' state is "not run" with evaluate's why, its task's too; the variant, every metric it ran
+    passing, still does not pass, so the pick stays the baseline as before."""
+    facts = [row("fp16", w=1000, **{"c/acc": 90.0, "s/rougeL": 30.0}),
+             dataclasses.replace(row("int8", w=500, **{"c/acc": 90.0}), not_run={"s": "cannot pass"})]
+    rows = judged(facts, {"int8-auto": {"c/acc": iv(0.0)}})
+    v = rows[1].judgement.verdicts["s/rougeL"]
+    assert (v.verdict, v.why, v.short, v.text()) == (NOT_RUN, "the variant could no longer pass", "moot",
+                                                     "not run (the variant could no longer pass)")
+    assert judge.task_verdicts(rows[1].judgement.verdicts) == {"s": NOT_RUN, "c": PASS}
+    assert rows[1].judgement.overall == INCONCLUSIVE and recommend.recommend(rows, "m").row is rows[0]
+    # no record of why the score is missing: inconclusive, not measured, as before
+    bare = judged([facts[0], row("int8", w=500, **{"c/acc": 90.0})], {"int8-auto": {"c/acc": iv(0.0)}})[1]
+    assert bare.judgement.verdicts["s/rougeL"].verdict == INCONCLUSIVE
+    # nothing gated ran at all: the row is not run, and passes nothing either
+    assert judge.overall({"s/rougeL": v}) == NOT_RUN

@@ -106,7 +106,9 @@ def test_without_prompt_logprobs_the_loglik_task_is_refused_not_scored(project):
     assert not (proj / "results/evals/tiny/nolp-auto/samples/classification.jsonl").exists()
     assert "translation/bleu" in res["metrics"]
     row = next(x for x in json.loads((proj / "results/decision.json").read_text())["rows"] if x["tier"] == "nolp")
-    assert "refused classification" in row["verdicts"]["classification/acc"]["why"], row["verdicts"]
+    refused = row["verdicts"]["classification/acc"]
+    assert refused["verdict"] == "not run" and refused["why"].startswith("the server refused log-likelihood: "), refused
+    assert row["not_run"]["classification"] == refused["why"]
 
 
 def test_the_api_key_is_written_nowhere(project):

@@ -63,9 +63,9 @@ def test_a_task_a_failed_variant_did_not_run_says_why_not_not_measured():
     ev = Evidence({"classification/acc": -30.0}, {"classification/acc": Interval(-30.0, -34.0, -26.0, 160)})
     rs = judged([base, failed], [None, ev])
     m = model_report(rs)
-    assert page_one.cell(m, rs[1], rs[0], "other") == "not run"
+    assert page_one.cell(m, rs[1], rs[0], "other") == "not run (failed)"
     assert page_one.cell(m, rs[1], rs[0], "classification").startswith("FAIL -30.0 [-34.0,-26.0]")
-    unsaid = dataclasses.replace(rs[1], facts=dataclasses.replace(rs[1].facts, not_run={}))
+    unsaid = judged([base, dataclasses.replace(failed, stopped=None, not_run={})], [None, ev])[1]
     assert page_one.cell(m, unsaid, rs[0], "other") == "inconclusive (not measured)"
 
 

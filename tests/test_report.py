@@ -312,30 +312,32 @@ def test_the_kv_by_length_table_leaves_out_empty_buckets():
     assert "0-400: n=960, -0.42; 800-∞: n=3, +0.00" in row and "n=0" not in row
 
 
-def test_why_each_verdict_says_once_why_a_stopped_variant_did_not_measure_a_metric():
-    """Its row says where it stopped (not the list of tasks it left, which its cells say); a metric it
-    did not measure reads as on page 1, from evaluate's record of what it did not run."""
-    from types import SimpleNamespace as NS
-
+def test_why_each_verdict_says_once_why_a_stopped_variant_did_not_run_a_task():
+    """Its row says where it stopped (not the list of tasks it left, which its cells say); a metric whose
+    task it never ran reads "not run (<why>)" from its verdict's state (rows.NOT_RUN), not "inconclusive"."""
     from pipeline.report.verdicts import stopped, verdict_cell
-    from pipeline.scoring.verdict.judge import NOT_MEASURED
+    from pipeline.scoring.verdict.rows import Judgement, Row, Verdict
+
     where = "stopped at look 1 of 4 of c (320 of 1280 samples): c/acc failed"
-    v = NS(verdict="inconclusive", note=f"{NOT_MEASURED}: {where}")
-    not_run = {"s": "the variant failed"}
-    r = NS(judgement=NS(verdicts={"s/rougeL": v, "t/bleu": v, "c/acc": NS(verdict="fail", note=None)}),
-           facts=NS(not_run_text=lambda task: f"not run: {not_run[task]}" if task in not_run else None, stopped=where))
+    rule = Decision(BASE, {"acc": Tolerance(abs=3.0), "rougeL": Tolerance(abs=1.0)})
+    ev = Evidence({"c/acc": -30.0}, {"c/acc": Interval(-30.0, -34.0, -26.0, 160)})
+
+    def variant(base_metrics, **kw):
+        found = [facts("fp16", "auto", metrics=base_metrics), facts("int4", "auto", metrics={"c/acc": 60.0}, **kw)]
+        return judged(found, [None, ev], rule)[1]
+    r = variant({"c/acc": 90.0, "s/rougeL": 30.0}, stopped=where, not_run={"s": "the variant failed"})
     assert stopped(r) == where
-    measured_all = NS(judgement=NS(verdicts={"c/acc": NS(verdict="fail", note=None)}), facts=NS(stopped=where))
-    assert stopped(measured_all) is None            # nothing left unmeasured: nothing to say
-    assert verdict_cell(r, "s/rougeL", True, where) == "not run: the variant failed"
-    assert verdict_cell(r, "t/bleu", True, where) == "not measured"     # evaluate recorded no why
-    assert where in verdict_cell(r, "t/bleu", True)                    # no reason in its row: the cell keeps it
-    assert verdict_cell(r, "x/acc", True, where) == "–"
+    assert verdict_cell(r, "s/rougeL", True) == "not run (the variant failed a gated metric first)"
+    assert verdict_cell(r, "x/acc", True) == "–"
+    assert stopped(variant({"c/acc": 90.0}, stopped=where)) is None   # nothing left unrun: nothing to say
     # a variant that could not pass stopped at no failed look: its row names no stop, its cells say why
-    not_run["s"] = "cannot pass"
-    assert verdict_cell(r, "s/rougeL", True) == "not run: cannot pass"
+    r = variant({"c/acc": 90.0, "s/rougeL": 30.0}, not_run={"s": "cannot pass"})
+    assert stopped(r) is None and verdict_cell(r, "s/rougeL", True) == "not run (the variant could no longer pass)"
+    # no record of why a task has no score: inconclusive, not measured (never "not run")
+    r = variant({"c/acc": 90.0, "s/rougeL": 30.0})
+    assert verdict_cell(r, "s/rougeL", True) == "inconclusive: not measured on this variant: no score in its result"
     # a verdict the second arithmetic does not give reads as page 1's: unstable, with its interval
-    shaky = NS(judgement=NS(verdicts={"c/acc": NS(verdict="inconclusive", note=None, lo=-1.6, hi=1.44, unstable="pass",
-                                                  unchecked=None, settle=None, limit=3.0, n=964)}), facts=r.facts)
+    shaky = Row(r.facts, Evidence(), Judgement("inconclusive", {"c/acc": Verdict(
+        "inconclusive", lo=-1.6, hi=1.44, unstable="pass", limit=3.0, n=964)}))
     assert verdict_cell(shaky, "c/acc", True) == "unstable [-1.60, +1.44]"
 

@@ -92,7 +92,7 @@ def test_a_variant_that_could_no_longer_pass_is_counted_and_its_row_says_what_it
 
 def test_a_variant_the_time_budget_ended_says_at_which_look_and_what_it_did_not_run():
     """The budget's cut is read from evaluate's record (the looks it flagged, the tasks it left), not
-    from a reason string: the row says where, and an unstarted task reads "not run: time budget"."""
+    from a reason string: the row says where, and an unstarted task reads "not run (the time budget ended)"."""
     from pipeline.report.cells import task_cell
 
     r = report()
@@ -104,7 +104,7 @@ def test_a_variant_the_time_budget_ended_says_at_which_look_and_what_it_did_not_
     assert f"| int8-auto | 2/4: 320 of 640 | 320 of 640 | 320 | {want} |" in looks.looks_lines(r)
     assert "; 1 read at the last look completed when the time budget ran out" in looks.summary_line(r)[0]
     assert "could no longer pass" not in looks.summary_line(r)[0]
-    assert task_cell(r.rows[1], "retrieval_1024", False) == "not run: time budget"
+    assert task_cell(r.rows[1], "retrieval_1024", False) == "not run (the time budget ended)"
     assert task_cell(r.rows[1], "summarization", False) == "not measured"
 
 

@@ -92,14 +92,15 @@ def test_a_length_not_run_because_the_variant_cannot_pass_says_so():
     v = Row(Measured("m", "int8", "auto", "ok", metrics={"c/acc": 90.0}, not_run=why), Evidence(),
             Judgement("inconclusive", {"c/acc": Verdict("inconclusive")}))
     (e,) = rl.table([v], [L1, L4])
-    assert [c.verdict for _, c in e.cells] == ["not run: cannot pass"] * 2
-    assert e.sentence() == "int8 + auto KV: retrieval not run: cannot pass"
-    assert decided_cell(v, "r1", None) == "not run: cannot pass" and decided_cell(v, "r2", None) == "not measured"
+    assert [c.verdict for _, c in e.cells] == ["not run (the variant could no longer pass)"] * 2
+    assert e.sentence() == "int8 + auto KV: retrieval not run (the variant could no longer pass)"
+    assert decided_cell(v, "r1", None) == "not run (the variant could no longer pass)"
+    assert decided_cell(v, "r2", None) == "not measured"
     some = Row(Measured("m", "int8", "auto", "ok", metrics={"r1/exact_match": 100.0},
                         not_run={"r4": "time budget"}), Evidence(deltas={"r1/exact_match": 0.0}),
                Judgement("inconclusive", {}))
     (e,) = rl.table([some], [L1, L4])
-    assert [c.verdict for _, c in e.cells] == [rl.REPORT_ONLY, "not run: time budget"]
+    assert [c.verdict for _, c in e.cells] == [rl.REPORT_ONLY, "not run (the time budget ended)"]
 
 
 def test_no_retrieval_task_no_section_and_the_section_has_every_variant():

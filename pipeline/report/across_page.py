@@ -5,7 +5,7 @@ from __future__ import annotations
 from pipeline.domain.memory import mib
 from pipeline.report.document import AcrossReport
 from pipeline.scoring.pick.across_pick import Difference, GpuPick, name
-from pipeline.scoring.verdict.rows import Row, confidence_text
+from pipeline.scoring.verdict.rows import NOT_RUN, Row, confidence_text
 
 
 def key_name(key: tuple[str, str, str]) -> str:
@@ -58,8 +58,8 @@ def metric_cell(r: Row, metric: str) -> str:
     v, iv = r.judgement.verdicts.get(metric), r.evidence.intervals.get(metric)
     if v is None:
         return "–"
-    if iv is None:
-        return v.verdict
+    if v.verdict == NOT_RUN or iv is None:      # not run says why: "not run (the variant failed ...)"
+        return v.text()
     return f"{iv.delta:+.2f} [{iv.lo:+.2f}, {iv.hi:+.2f}] {v.verdict}"
 
 

@@ -5,13 +5,13 @@ from pipeline.domain.metrics import split_id
 from pipeline.domain.result_json import NOT_MEASURED
 from pipeline.schema import Baseline
 from pipeline.scoring.verdict.judge import task_verdicts
-from pipeline.scoring.verdict.rows import Row
+from pipeline.scoring.verdict.rows import NOT_RUN, Row
 
 
 METRIC_LABELS = {"bleu": "BLEU", "chrf": "chrF", "rouge1": "ROUGE-1", "rouge2": "ROUGE-2",
                  "rougeL": "ROUGE-L", "acc": "Accuracy", "macro_f1": "Macro-F1",
                  "exact_match": "Exact match"}
-MARK = {"pass": "pass", "fail": "**FAIL**", "inconclusive": "inconclusive"}
+MARK = {"pass": "pass", "fail": "**FAIL**", "inconclusive": "inconclusive", NOT_RUN: NOT_RUN}
 PLAIN = {**MARK, "fail": "FAIL"}      # page 1's table: no bold inside its cells
 # a row that has no result to read: "unsupported" is what the engine refuses here, "not measured" a
 # variant the time budget ended before its first look (served, never judged: not an engine limitation)
@@ -78,7 +78,10 @@ def metric_cell(r: Row, metric: str, is_base: bool) -> str:
 
 
 def word(v, mark: dict[str, str] = MARK) -> str:
-    """A verdict as a cell names it: 'unchecked pass', 'unstable' (both inconclusive), else its mark."""
+    """A verdict as a cell names it: 'unchecked pass', 'unstable' (both inconclusive), 'not run (<why>)',
+    else its mark."""
+    if v.verdict == NOT_RUN:
+        return v.text()
     if v.unchecked:
         return f"unchecked {v.unchecked}"
     return "unstable" if v.unstable else mark[v.verdict]
@@ -116,5 +119,9 @@ def ci(lo_hi: list[float], fmt: str) -> str:
 
 
 def unread(r: Row, task: str) -> str:
-    """A task with no score: 'not run: <why>' where evaluate said why, else 'not measured'."""
+    """A task with no score: 'not run (<why>)' where its gated verdicts are not run, or (a task with no
+    gated metric) where the run says why (Measured.not_run_text), else 'not measured'."""
+    mine = [v for mid, v in r.judgement.verdicts.items() if task_of(mid) == task]
+    if mine and all(v.verdict == NOT_RUN for v in mine):
+        return mine[0].text()
     return r.facts.not_run_text(task) or "not measured"

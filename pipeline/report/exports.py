@@ -48,7 +48,10 @@ def row_json(r: Row, m: ModelReport, base: Row | None) -> dict:
             "verdicts": {k: {"verdict": v.verdict, "why": v.why, "unstable": v.unstable, "unchecked": v.unchecked,
                              "confidence": v.confidence, "look": v.look,
                              "second_arithmetic": v.second[0] if v.second else None} for k, v in j.verdicts.items()},
-            "task_verdicts": task_verdicts(j.verdicts), "overall": j.overall, "weight_bytes": f.weight_bytes,
+            "task_verdicts": task_verdicts(j.verdicts), "overall": j.overall,
+            # task -> why it was never run (its gated metrics' verdict is "not run"; a report-only task too)
+            "not_run": {t: why[0] for t in {**f.not_run, **f.refused} if (why := f.not_run_why(t))},
+            "weight_bytes": f.weight_bytes,
             "kv_bytes_per_token": f.kv_bytes_per_token, "gen_tokens_per_s": f.tokens_per_s, "scheme": f.scheme,
             "hardware": f.hardware, "serving": as_json(f.serving), "load": as_json(f.throughput),
             "load_note": load_note(r, base, m.min_speed_vs_baseline),

@@ -16,10 +16,9 @@ from pipeline.report.cells import PLAIN, confidence, is_baseline, label, md_row,
 from pipeline.report.document import Header, ModelReport
 from pipeline.schema import Baseline
 from pipeline.scoring.verdict.judge import not_capable
-from pipeline.scoring.verdict.rows import Row
+from pipeline.scoring.verdict.rows import NOT_RUN, Row
 
 WIDTH = 120
-NOT_RUN = "not run"
 MAX_LINES = 44    # a screen: 40 before the close-call line (report/close_call.py), which may take 3 or 4
 
 
@@ -91,7 +90,7 @@ def recovery(r: Row, base: Row, mid: str) -> float | None:
 def deciding(r: Row, task: str):
     """(metric, verdict) that decided the task on the row: its worst verdict (None: no gated verdict)."""
     mine = {mid: v for mid, v in r.judgement.verdicts.items() if task_of(mid) == task and not not_capable(v)}
-    order = {"fail": 0, "inconclusive": 1, "pass": 2}
+    order = {"fail": 0, "inconclusive": 1, NOT_RUN: 1, "pass": 2}
     return min(mine.items(), key=lambda kv: order.get(kv[1].verdict, 1)) if mine else None
 
 
@@ -99,13 +98,16 @@ def cell(m: ModelReport, r: Row, base: Row, task: str) -> str:
     """verdict delta [interval] at its confidence, of the metric that decided the task."""
     found = deciding(r, task)
     if found is None:
-        return unread(r, task) if not any(task_of(mid) == task for mid in r.facts.metrics) else "–"
+        why = r.facts.not_run_why(task)
+        return (f"{NOT_RUN} ({why[1]})" if why else unread(r, task)) if not any(
+            task_of(mid) == task for mid in r.facts.metrics) else "–"
     mid, v = found
+    if v.verdict == NOT_RUN:
+        # why, in a word or two: page 1's row keeps to a screen's width (*Every variant* says it in full)
+        return f"{NOT_RUN} ({v.short})"
     shown = word(v, PLAIN)
     if v.lo is None:
-        # why it was not run stands in *Every variant*; page 1's row keeps to a screen's width
-        return NOT_RUN if r.facts.not_run_text(task) else (
-            f"{shown} (not measured)" if "not measured" in (v.note or "") else shown)
+        return f"{shown} (not measured)" if "not measured" in (v.note or "") else shown
     delta = r.evidence.deltas.get(mid)
     return f"{shown} {delta:+.1f} [{v.lo:+.1f},{v.hi:+.1f}] at {confidence(v)}" if delta is not None else shown
 
@@ -151,8 +153,8 @@ def table(m: ModelReport, base: Row, tasks: list[str]) -> list[str]:
                      + [flips_cell(m, r, t)] * flipped[t]]
         lines.append(md_row([f.tier, f.kv, verdict] + cells + [f"{mib(f.weight_bytes):.1f}" if f.weight_bytes else "–"]))
     return lines + ["", *wrap("Task cells: verdict, delta in points [interval] at its confidence; recovery: variant / "
-                              f"baseline; flips: items flipped; {NOT_RUN}: the variant failed or could no longer pass "
-                              "first (*Every variant* says which)."), ""]
+                              f"baseline; flips: items flipped; {NOT_RUN} (why): never run; moot: the variant could no "
+                              "longer pass (*Every variant* says why in full)."), ""]
 
 
 def lines(m: ModelReport, header: Header, provenance_line: str, opening: list[str]) -> list[str]:

@@ -3,11 +3,11 @@ variant, a column per gated metric. What is the same for every variant (a metric
 do, the allowed drop, n) is said once, in the column head or above the table. Pure."""
 from __future__ import annotations
 
-from pipeline.report.cells import MARK, is_baseline, label, md_row, task_of, unread, word
+from pipeline.report.cells import MARK, is_baseline, label, md_row, word
 from pipeline.report.document import ModelReport
 from pipeline.schema import Baseline
-from pipeline.scoring.verdict.judge import NOT_MEASURED, not_capable
-from pipeline.scoring.verdict.rows import Row, Verdict
+from pipeline.scoring.verdict.judge import not_capable
+from pipeline.scoring.verdict.rows import NOT_RUN, Row
 
 
 def compared(m: ModelReport, base: Baseline | None) -> list[Row]:
@@ -25,26 +25,20 @@ def one_value(values: list) -> object | None:
     return values[0] if values and all(v == values[0] for v in values) else None
 
 
-def unmeasured(v: Verdict) -> bool:
-    """The variant stopped before measuring this metric (decision.NOT_MEASURED)."""
-    return v.note is not None and v.note.startswith(NOT_MEASURED)
-
-
 def stopped(r: Row) -> str | None:
-    """Where a variant that left metrics unmeasured stopped (result.json `stopped`: the look where a gated
-    metric failed), said once in its row; the tasks it then left are its cells' "not run: ..."."""
-    left = any(unmeasured(v) for v in r.judgement.verdicts.values())
+    """Where a variant that left tasks not run stopped (result.json `stopped`: the look where a gated
+    metric failed), said once in its row; the tasks it then left are its cells' "not run (...)"."""
+    left = any(v.verdict == NOT_RUN for v in r.judgement.verdicts.values())
     return r.facts.stopped if left else None
 
 
-def verdict_cell(r: Row, mid: str, shared_limit: bool, why_stopped: str | None = None) -> str:
-    """One metric's cell; a metric the variant did not measure, once its row says why it stopped, reads
-    as page 1's cell does ("not run: the variant failed", from evaluate's record)."""
+def verdict_cell(r: Row, mid: str, shared_limit: bool) -> str:
+    """One metric's cell: a metric whose task was never run reads "not run (<why>)" (Verdict.text)."""
     v = r.judgement.verdicts.get(mid)
     if v is None:
         return "–"
-    if unmeasured(v) and (why_stopped is not None or r.facts.not_run_text(task_of(mid))):
-        return unread(r, task_of(mid))
+    if v.verdict == NOT_RUN:
+        return v.text()
     if v.note is not None:
         return f"{MARK[v.verdict]}: {v.note}"
     cell = f"{word(v)} [{v.lo:+.2f}, {v.hi:+.2f}]"
@@ -99,7 +93,7 @@ def why_lines(m: ModelReport, base: Baseline | None, confidence: float) -> list[
         why = why_stopped or r.facts.budget_cut()
         verdict = MARK.get(r.judgement.overall, r.judgement.overall) + (f": {why}" if why else "")
         lines.append(md_row([r.variant, verdict]
-                            + [verdict_cell(r, mid, shared[mid], why_stopped) for mid in columns]
+                            + [verdict_cell(r, mid, shared[mid]) for mid in columns]
                             + [f"[{r.variant}]({link})" if link else "–"]))
     return lines + [""]
 

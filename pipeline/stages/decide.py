@@ -212,7 +212,7 @@ def summary(models: dict[str, ModelReport]) -> list[str]:
     for name, m in models.items():
         rec = m.recommendation
         counts = {k: sum(1 for r in m.rows if r.judgement.overall == k)
-                  for k in ("pass", "fail", "inconclusive", "not measured", "unsupported", "failed")}
+                  for k in ("pass", "fail", "inconclusive", "not run", "not measured", "unsupported", "failed")}
         lines.append(f"  {name}: recommended " + (f"{rec.row.facts.tier} + KV {rec.row.facts.kv}" if rec.row
                                                   else f"none ({rec.why})"))
         lines.append("    variants: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v))

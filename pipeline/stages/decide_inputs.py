@@ -41,7 +41,7 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
     nbytes = memory.kv_dtype_bytes(params.kv_modes[kv].cache_dtype, sources.storage_dtype(params, model))
     # metrics are `<task>/<metric>` in result.json, with each one's direction from its task's YAML
     return Measured(
-        model, tier, kv, res.status, reason=res.reason or res.cut or refused(res.refused), stopped=res.stopped,
+        model, tier, kv, res.status, reason=res.reason or res.cut, stopped=res.stopped,
         backend=res.backend, compute_dtype=compute_dtype_of(res), scheme=scheme, hardware=kind,
         metrics=dict(res.metrics), higher_is_better=dict(res.higher_is_better),
         weight_bytes=record.weight_bytes or (res.serving.weight_bytes_serving if res.serving else None),
@@ -54,14 +54,9 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
         fidelity=fidelity_summary(res.fidelity, out, params.decision.bootstrap),
         looks=dict(res.looks), seconds=res.seconds, long_context=res.long_context,
         task_seconds={t: (v.computed, v.seconds) for t, v in (res.sample_cache.tasks if res.sample_cache else {}).items()},
-        phases=dict(res.phases), not_run=dict(res.not_run),
+        phases=dict(res.phases), not_run=dict(res.not_run), refused=dict(res.refused),
         arithmetic_check=res.arithmetic_check, tokenizer_check=res.tokenizer_check,
         repair=record.repair)
-
-
-def refused(found: dict[str, str]) -> str | None:
-    """The tasks the server could not score, and why (an endpoint without prompt log-probs)."""
-    return f"refused {', '.join(found)}: {next(iter(found.values()))}" if found else None
 
 
 def fidelity_summary(recorded: Fidelity | None, eval_dir: Path, boot: schema.Bootstrap) -> fidelity.Read | None:

@@ -12,7 +12,7 @@ from pipeline.scoring.planning.planner import Plan
 from pipeline.scoring.pick.sequence import memory_key
 from pipeline.scoring.pick.walk import Walk, walk
 from pipeline.scoring.verdict.judge import INCONCLUSIVE, PASS, not_capable
-from pipeline.scoring.verdict.rows import Row
+from pipeline.scoring.verdict.rows import NOT_RUN, Row
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,18 @@ def closest(rows: list[Row]) -> str:
     if not cands:                 # every metric not capable: no metric to be close on
         return ""
     best = min(cands, key=lambda r: (len(open_metrics(r)), memory_key(r)))
-    return f"; closest: `{best.variant}`, inconclusive on {', '.join(open_metrics(best))}"
+    return f"; closest: `{best.variant}`, " + "; ".join(
+        f"{state} on {', '.join(mids)}" for state, mids in by_state(best, open_metrics(best)).items())
+
+
+def by_state(r: Row, metrics: list[str]) -> dict[str, list[str]]:
+    """The metrics under what they are: 'inconclusive', or 'not run (<why>)' (a task never run is not
+    inconclusive: there is no evidence either way), the inconclusive first."""
+    out: dict[str, list[str]] = {INCONCLUSIVE: []}
+    for m in metrics:
+        v = r.judgement.verdicts[m]
+        out.setdefault(v.text() if v.verdict == NOT_RUN else v.verdict, []).append(m)
+    return {state: mids for state, mids in out.items() if mids}
 
 
 def gpu_candidates(rows: list[Row], model: str, name: str, gpu: TargetGpu, plans: dict[str, dict[str, Plan]]

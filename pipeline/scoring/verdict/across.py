@@ -83,8 +83,7 @@ def judge_against(r: Measured, ref: Measured, samples: Samples, rule: Decision, 
     verdicts: dict[str, Verdict] = {}
     for metric in judge.unmeasured(r, ref):
         if gate(rule, tasks, metric).tolerance is not None:
-            verdicts[metric] = Verdict(judge.INCONCLUSIVE, f"{judge.NOT_MEASURED}: "
-                                       + (r.stopped or r.not_run_text(split_id(metric)[0]) or "no score"))
+            verdicts[metric] = judge.unmeasured_verdict(r, metric)
     for metric in r.metrics:
         g = gate(rule, tasks, metric)
         if g.tolerance is None:

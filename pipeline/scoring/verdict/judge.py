@@ -26,7 +26,7 @@ from pipeline.domain.result_json import NOT_MEASURED as NOT_MEASURED_STATUS
 from pipeline.domain.metrics import split_id
 from pipeline.schema import Decision, Task, Tolerance, gate
 from pipeline.scoring.verdict import margin
-from pipeline.scoring.verdict.rows import Evidence, Judgement, Key, Measured, Row, Settle, Verdict
+from pipeline.scoring.verdict.rows import NOT_RUN, Evidence, Judgement, Key, Measured, Row, Settle, Verdict
 from pipeline.scoring.estimators.stats import Interval
 
 PASS, FAIL, INCONCLUSIVE = margin.PASS, margin.FAIL, margin.OPEN
@@ -154,8 +154,7 @@ def judgement(r: Measured, ev: Evidence, base_rows: dict[Pairing, Measured], rul
     verdicts: dict[str, Verdict] = {}
     for metric in unmeasured(r, base):
         if gate(rule, tasks, metric).tolerance is not None:
-            why = r.stopped or r.reason or r.not_run_text(split_id(metric)[0]) or "no score in its result"
-            verdicts[metric] = Verdict(INCONCLUSIVE, f"{NOT_MEASURED}: {why}")
+            verdicts[metric] = unmeasured_verdict(r, metric)
     for metric in r.metrics:
         g = gate(rule, tasks, metric)
         tol, floor = g.tolerance, g.min_baseline
@@ -184,6 +183,13 @@ def unmeasured(r: Measured, base: Measured | None) -> list[str]:
     return [m for m in (base.metrics if base else {}) if m not in r.metrics]
 
 
+def unmeasured_verdict(r: Measured, metric: str) -> Verdict:
+    """A gated metric the variant has no score for: not run where the run says its task was never run
+    (Measured.not_run_why), else inconclusive, not measured (a task that ran and did not report it)."""
+    why = r.not_run_why(split_id(metric)[0])
+    return Verdict.not_run(why) if why else Verdict(INCONCLUSIVE, f"{NOT_MEASURED}: no score in its result")
+
+
 def task_verdicts(verdicts: dict[str, Verdict]) -> dict[str, str]:
     """task -> its overall verdict over its own metrics (the same rule as `overall`)."""
     by_task: dict[str, dict[str, Verdict]] = {}
@@ -194,10 +200,13 @@ def task_verdicts(verdicts: dict[str, Verdict]) -> dict[str, str]:
 
 
 def overall(verdicts: dict[str, Verdict]) -> str:
-    """fail if any metric fails; pass if every metric the model can do passes; else inconclusive."""
+    """fail if any metric fails; pass if every metric the model can do passes; not run if none of them
+    was run (a task's, in task_verdicts); else inconclusive. Not run passes nothing."""
     relevant = [v.verdict for v in verdicts.values() if not not_capable(v)]
     if FAIL in relevant:
         return FAIL
+    if relevant and all(v == NOT_RUN for v in relevant):
+        return NOT_RUN
     if relevant and all(v == PASS for v in relevant):
         return PASS
     return INCONCLUSIVE

@@ -14,12 +14,11 @@ from dataclasses import dataclass
 from pipeline.domain import retrieval
 from pipeline.domain.metrics import metric_id
 from pipeline.scoring.verdict.judge import not_capable
-from pipeline.scoring.verdict.rows import Row
+from pipeline.scoring.verdict.rows import NOT_RUN, Row
 
 METRIC = "exact_match"
 NOT_CAPABLE = "not capable"      # the baseline scores below min_baseline at this length: no verdict
-NOT_MEASURED = "not measured"    # the variant stopped (a gated metric failed first) or did not run
-NOT_RUN = "not run"              # evaluate did not run it: "not run: <why>" (result_json.NOT_RUN)
+NOT_MEASURED = "not measured"    # no score, and no record of why (one never run reads "not run (<why>)")
 REPORT_ONLY = "report only"      # the length's task has no tolerance: measured and shown, judged by nothing
 
 
@@ -91,9 +90,10 @@ def cell(r: Row, length: Length) -> Cell:
     accuracy = r.facts.metrics.get(mid)
     if r.judgement.overall == "baseline":
         return Cell(accuracy, None, "baseline")
-    if accuracy is None:
-        return Cell(None, None, r.facts.not_run_text(length.task) or NOT_MEASURED)
     v = r.judgement.verdicts.get(mid)
+    if accuracy is None:        # its task never run: "not run (<why>)", as its verdict says (rows.NOT_RUN)
+        found = v.text() if v is not None and v.verdict == NOT_RUN else r.facts.not_run_text(length.task)
+        return Cell(None, None, found or NOT_MEASURED)
     # measured with no verdict: decide judges only metrics with a tolerance
     verdict = REPORT_ONLY if v is None else NOT_CAPABLE if not_capable(v) else v.verdict
     iv = r.evidence.intervals.get(mid)

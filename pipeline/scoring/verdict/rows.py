@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from pipeline.domain.result_json import CHECKED, NOT_NEEDED, ONE_ARITHMETIC, TIME_BUDGET
+from pipeline.domain.result_json import CANNOT_PASS, CHECKED, FAILED, NOT_NEEDED, ONE_ARITHMETIC, TIME_BUDGET
 from pipeline.domain.metrics import split_id
 from pipeline.domain.result_facts import LongContext, MeasuredOn, Serving, Throughput, TokenizerCheck
 from pipeline.domain.result_records import ArithmeticCheck, Settled, TaskLooks
@@ -22,6 +22,20 @@ from pipeline.scoring.planning.power import Power
 from pipeline.scoring.estimators.stats import Interval
 
 Key = tuple[str, str, str]          # (model, tier, kv)
+
+# A per-metric verdict state beside pass | fail | inconclusive (margin.py): the metric's task was never
+# run on the variant, so there is no evidence to be inconclusive about. It passes nothing (the pick reads
+# it as not passing, as an inconclusive one), and every table, decision.json and the Why line name it.
+NOT_RUN = "not run"
+REFUSED = "refused"         # a task the server could not score (an endpoint without prompt log-probs)
+# why a task was not run, as the report says it: (in full, in one word for page 1's cells, whose rows keep
+# to a screen's width), keyed by result.json's not_run reasons (result_json.NOT_RUN) and REFUSED. "moot":
+# a gated metric open at its cap or unstable left the variant unable to pass, so its other tasks would
+# change no verdict
+NOT_RUN_WHY = {FAILED: ("the variant failed a gated metric first", "failed"),
+               CANNOT_PASS: ("the variant could no longer pass", "moot"),
+               TIME_BUDGET: ("the time budget ended", "budget"),
+               REFUSED: ("the server refused log-likelihood", "refused")}
 
 
 @dataclass(frozen=True)
@@ -60,6 +74,7 @@ class Measured:
     phases: dict[str, float] = field(default_factory=dict)
     # task -> why evaluate did not run it (result_json.NOT_RUN: failed, cannot pass, time budget)
     not_run: dict[str, str] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)            # task -> why the server could not score it
     # the settled verdicts checked under the engine's second arithmetic (result.json; scoring/verdict/arith_check.py)
     arithmetic_check: ArithmeticCheck | None = None
     tokenizer_check: TokenizerCheck | None = None     # prepare's, as evaluate read it; None: not recorded
@@ -112,10 +127,24 @@ class Measured:
         text = f"look {look} of {lk.of}, {n:,} of {lk.cap:,} samples"
         return f"{text}; stopped by the time budget" if lk.budget and at is None else text
 
+    def not_run_why(self, task: str) -> tuple[str, str] | None:
+        """Why a task has no score, (in full, in short) (NOT_RUN_WHY), where the run says it was never
+        run: evaluate's not_run record, the server's refusal, a failed look or a time budget that ended
+        the variant's tasks (a fixed-n read cut: `reason`). None: no record says so."""
+        key = self.not_run.get(task) or (REFUSED if task in self.refused else None)
+        if key is None and self.stopped:
+            key = FAILED
+        if key is not None:
+            full, short = NOT_RUN_WHY.get(key, (key, key))
+            return (f"{full}: {self.refused[task]}" if key == REFUSED else full), short
+        # an ok row's reason is where the time budget cut its reads (decide_inputs: result.json `cut`; a
+        # fixed-n read, lm_eval_runner.run_within, records no task by task not_run): the tasks after it
+        return (self.reason, NOT_RUN_WHY[TIME_BUDGET][1]) if self.reason else None
+
     def not_run_text(self, task: str) -> str | None:
-        """'not run: <why>' for a task evaluate did not run (result.json not_run), else None."""
-        why = self.not_run.get(task)
-        return f"not run: {why}" if why else None
+        """'not run (<why>)' for a task the variant never ran (not_run_why), else None."""
+        why = self.not_run_why(task)
+        return f"{NOT_RUN} ({why[0]})" if why else None
 
     def budget_cut(self) -> str | None:
         """Where a time budget ended the looks ('look 2 of 4 of classification, ...'), from the looks
@@ -188,7 +217,7 @@ class Settle:
 class Verdict:
     """One metric's verdict. With an interval: its bounds oriented so that a drop is negative, the
     allowed drop and n; without one, `note` says why there is no verdict on the evidence."""
-    verdict: str                     # pass | fail | inconclusive
+    verdict: str                     # pass | fail | inconclusive | not run (NOT_RUN: `note` says why)
     note: str | None = None
     lo: float | None = None
     hi: float | None = None
@@ -200,6 +229,16 @@ class Verdict:
     unstable: str | None = None      # the run's verdict, when the second arithmetic does not give it
     look: str | None = None          # the look it was read at (eval.sequential), e.g. "look 2 of 4, ..."
     unchecked: str | None = None     # the run's verdict, when the second arithmetic was not read for it
+    short: str | None = None         # a not-run verdict's why in a word or two (page 1's cells)
+
+    @classmethod
+    def not_run(cls, why: tuple[str, str]) -> "Verdict":
+        """The verdict of a metric whose task was never run: `why` (in full, in short), Measured.not_run_why."""
+        return cls(NOT_RUN, why[0], short=why[1])
+
+    def text(self) -> str:
+        """'not run (the variant failed a gated metric first)' for a not-run verdict, else its state."""
+        return f"{NOT_RUN} ({self.note})" if self.verdict == NOT_RUN else self.verdict
 
     @property
     def why(self) -> str:
@@ -231,7 +270,8 @@ def confidence_text(c: float) -> str:
 
 @dataclass(frozen=True)
 class Judgement:
-    overall: str              # pass | fail | inconclusive | baseline | failed | unsupported | not measured
+    # pass | fail | inconclusive | not run (no gated metric ran) | baseline | failed | unsupported | not measured
+    overall: str
     verdicts: dict[str, Verdict] = field(default_factory=dict)     # gated metric -> verdict
 
 
