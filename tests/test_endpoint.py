@@ -121,3 +121,18 @@ def test_an_endpoint_is_judged_against_the_runs_baseline_and_says_where_it_is_se
     assert judge.baseline_for(row("int8", "vllm", "bfloat16"), bases) is None     # others pair by engine
     assert commands.serve_command(Row(ep, Evidence(), Judgement("pass")), "float16", "auto") == \
         "# already served: m-int8 at http://h:8000"
+
+
+def test_an_endpoint_is_a_candidate_on_each_gpu_its_family_runs_on_without_a_memory_plan():
+    from pipeline.schema import TargetGpu
+    from pipeline.scoring.pick import recommend
+
+    def judged(facts, overall):
+        return Row(facts, Evidence(), Judgement(overall))
+    found = [judged(row("fp16", "reference", "float32"), "baseline"),
+             judged(row("served", "endpoint", serving={"base_url": "http://h:8000", "served_model": "m-int8"},
+                        hardware="int8-w8a8"), "pass"),
+             judged(row("int8", "vllm", "bfloat16", hardware="int8-w8a8"), "pass")]
+    # no variant has a plan: the endpoint's weights are on its server, the others' plans are not made here
+    assert recommend.gpu_candidates(found, "m", "L4", TargetGpu(24, 300, 8.9), {}) == {("served", "auto")}
+    assert recommend.gpu_candidates(found, "m", "V100", TargetGpu(32, 900, 6.0), {}) == set()

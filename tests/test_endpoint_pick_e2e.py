@@ -43,6 +43,11 @@ def project(tmp_path_factory, request):
         p["eval"]["noise_floor"] = False
         # the tiny random model scores near zero: a floor above it would make every verdict inconclusive
         p["decision"]["min_baseline"] = {m: 0.0 for m in p["decision"]["min_baseline"]}
+        # identical answers on 8 items still read about +-41 points (the graded interval's floor: no change
+        # seen in 8 pairs does not rule out a rare large one), so the margin is wide enough for them to pass
+        p["decision"]["tolerances"] = {m: {"abs": 60.0} for m in p["decision"]["tolerances"]}
+        for task in p["eval"]["tasks"].values():
+            task["limit"] = 8
         p["tiers"] = {"fp16": p["tiers"]["fp16"],
                       "served": {"method": "endpoint", "base_url": fake.url, "served_model": SERVED,
                                  "hardware": "fp16", "label": "the baseline's answers, served"}}
@@ -54,7 +59,10 @@ def project(tmp_path_factory, request):
         assert {f.stem for f in samples} == {"translation", "summarization"}, samples
         for f in samples:
             fake.answer(read_jsonl(f))
-        yield proj, fake, run(["dvc", "repro"], proj)
+        r = run(["dvc", "repro"], proj)
+        if r.returncode != 0 and (proj / "logs/decide.log").is_file():
+            print((proj / "logs/decide.log").read_text()[-3000:])       # decide's traceback, for the failure
+        yield proj, fake, r
     finally:
         fake.close()
 
