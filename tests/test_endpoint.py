@@ -136,3 +136,15 @@ def test_an_endpoint_is_a_candidate_on_each_gpu_its_family_runs_on_without_a_mem
     # no variant has a plan: the endpoint's weights are on its server, the others' plans are not made here
     assert recommend.gpu_candidates(found, "m", "L4", TargetGpu(24, 300, 8.9), {}) == {("served", "auto")}
     assert recommend.gpu_candidates(found, "m", "V100", TargetGpu(32, 900, 6.0), {}) == set()
+
+
+def test_page_one_says_an_endpoint_s_line_is_sized_by_its_server():
+    from pipeline.report import summary
+    from tests.test_report import model_report
+
+    ep = Row(row("served", "endpoint", serving={"base_url": "http://h:8000", "served_model": "m-int8"}), Evidence(),
+             Judgement("pass"))
+    command = commands.serve_command(ep, "float16", "auto")
+    lines = summary.recommendation_lines(model_report([ep], ep, "it passes", command))
+    assert lines[2] == ("Serve: `# already served: m-int8 at http://h:8000` (sized by its server; the same line under "
+                        "*Per target GPU*).")

@@ -2,7 +2,9 @@
 a fake OpenAI-compatible server (tests/fake_openai.py Replay) answers every generation prompt with the
 output the reference baseline gave for that document, so the endpoint's verdicts pass against the
 baseline on merit and decide recommends it: its `# already served` line on page 1 and under every
-target GPU. The task set is generation-only: the fake serves no prompt log-probs (as llama.cpp), so a
+target GPU. (The tiny random model's answers at these prompts are empty, so the test also checks that
+the endpoint's outputs are the baseline's document by document and no task prompt went unmatched.)
+About 2 minutes on 2 cores. The task set is generation-only: the fake serves no prompt log-probs (as llama.cpp), so a
 log-likelihood task would be refused, not passed. The noise stage is off (eval.noise_floor: false): the
 baseline's second arithmetic gives other answers than the ones the fake replays, so page 1 says the
 verdicts rest on one arithmetic.
@@ -75,7 +77,8 @@ def test_the_endpoint_replays_the_baseline_and_passes(project):
     assert not res.get("refused"), res["refused"]
     base = {f.stem: read_jsonl(f) for f in (proj / "results/baseline/tiny/samples").glob("*.jsonl")}
     for task, rows in base.items():       # the fake's answers are the baseline's, document by document
-        mine = {x["doc_id"]: x["output"] for x in read_jsonl(proj / f"results/evals/tiny/served-auto/samples/{task}.jsonl")}
+        served = read_jsonl(proj / f"results/evals/tiny/served-auto/samples/{task}.jsonl")
+        mine = {x["doc_id"]: x["output"] for x in served}
         assert mine == {x["doc_id"]: x["output"] for x in rows if x["doc_id"] in mine} and mine, task
     row = next(x for x in json.loads((proj / "results/decision.json").read_text())["rows"] if x["tier"] == "served")
     assert row["overall"] == "pass", row
