@@ -66,3 +66,81 @@ class Servers:
     def close(self) -> None:
         for s in self.running:
             s.shutdown()
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+class Replay:
+    """An OpenAI-compatible completions server that answers every generation prompt with the output
+    another engine gave for the same document (tests/test_endpoint_pick_e2e.py: the baseline's, so
+    the endpoint's verdicts pass on merit). Token-id prompts are decoded with the model's tokenizer;
+    a prompt is the document whose input texts' endings (left truncation keeps them) it holds the most
+    of. Echo carries no prompt log-probs (as llama.cpp's), so log-likelihood tasks are refused; any other
+    prompt (the contract's probes, the decode probe) gets `fallback`. `answer(rows)` loads evaluate's
+    per-sample rows (task_rows.sample_row: input, output) once they exist."""
+
+    TAIL = 80       # characters of each input text's end that identify its document
+
+    def __init__(self, decode, fallback: str = "The sea is wide and blue."):
+        self.decode, self.fallback = decode, fallback
+        self.known: list[tuple[list[str], str]] = []       # (the document's input tails, its output)
+        self.unmatched: list[str] = []                      # generation prompts no document matched
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def answer(self, rows: list[dict]) -> None:
+        for r in rows:
+            # a short field (a language's name) would be in every prompt: only texts identify a document
+            tails = [_squash(v)[-self.TAIL:] for v in r["input"].values() if isinstance(v, str) and len(v) >= 12]
+            self.known.append((tails, r["output"]))
+
+    def reply_to(self, prompt) -> str:
+        text = _squash(self.decode(prompt) if isinstance(prompt, list) else str(prompt))
+        held = [(sum(len(t) for t in tails if t in text), out) for tails, out in self.known]
+        best = max(held, default=(0, None), key=lambda h: h[0])
+        if best[0] == 0:
+            self.unmatched.append(text)
+            return self.fallback
+        return best[1]
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+    def _handler(self):
+        replay = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):       # no /v1/models, no /version: the server says nothing of itself
+                self.send_response(404)
+                self.end_headers()
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if "prompt_logprobs" in body:       # vLLM's extension: not this server's
+                    self.send_response(400)
+                    self.end_headers()
+                    return
+                prompt = body.get("prompt")
+                many = isinstance(prompt, list) and prompt and isinstance(prompt[0], (list, str))
+                choices = []
+                for i, p in enumerate(prompt if many else [prompt]):
+                    if body.get("echo"):
+                        choice = {"index": i, "text": " x", "logprobs": {
+                            "tokens": ["x"], "token_logprobs": [-1.0], "top_logprobs": [{"x": -1.0}]}}
+                    else:
+                        choice = {"index": i, "text": replay.reply_to(p), "finish_reason": "stop"}
+                    choices.append(choice)
+                # the decode probe counts what the server says it decoded
+                data = json.dumps({"choices": choices, "usage": {"completion_tokens": body.get("max_tokens") or 1}})
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data.encode())))
+                self.end_headers()
+                self.wfile.write(data.encode())
+        return Handler

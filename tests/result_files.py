@@ -1,10 +1,13 @@
 """Complete result.json contents for tests that fake a stage's output (pipeline/domain/result_json.py):
-every field the contract requires, stamped with its version; a test names only what it is about."""
+every field the contract requires, stamped with its version; a test names only what it is about. A test
+of code that reads the typed records builds them here (`result`, `measured`: through the real parser),
+never a dict or SimpleNamespace in their place (tests/test_typed_fixtures.py holds the suite to it)."""
 from __future__ import annotations
 
 from typing import Any
 
 from pipeline.domain import result_json
+from pipeline.scoring.verdict.rows import Measured
 
 OK_VARIANT = {"backend": "reference", "chat_template": False, "add_bos_token": False, "tokenizer_check": None,
               "serving": {"backend": "reference", "device": "cpu"}, "compute_dtype": "float32", "measured_on": None, "metrics": {}, "higher_is_better": {},
@@ -29,3 +32,28 @@ def noise(status: str = "ok", model: str = "m", **fields: Any) -> dict:
     data = {"model": model, "status": status, "seconds": 1.0}
     data.update(OK_NOISE if status == "ok" else {"reason": "a test's reason"})
     return result_json.stamp({**data, **fields}, "noise")
+
+
+def result(status: str = "ok", **fields: Any) -> result_json.Result:
+    """A variant's result.json (`variant`) parsed as decide reads it: every record typed by the parser."""
+    return result_json.parse(variant(status, **fields), "a test's result.json")
+
+
+# Measured's own fields, beside what it takes from result.json (decide_inputs.build_row)
+ROW_ONLY = ("scheme", "hardware", "weight_bytes", "kv_bytes_per_token", "tokens_per_s", "serve_path", "kv_formula",
+            "task_seconds", "repair")
+
+
+def measured(tier: str = "fp16", kv: str = "auto", status: str = "ok", model: str = "m", **fields: Any) -> Measured:
+    """A row's facts as decide_inputs.build_row makes them, from `result(...)`: the typed records are the
+    parser's, never a dict a reader would trip on only at decide's end. Fields named in ROW_ONLY are
+    Measured's own; the rest are result.json's."""
+    own = {k: fields.pop(k) for k in ROW_ONLY if k in fields}
+    res = result(status, model=model, tier=tier, kv=kv, **fields)
+    return Measured(model, tier, kv, res.status, reason=res.reason, stopped=res.stopped, backend=res.backend,
+                    compute_dtype=res.compute_dtype, metrics=dict(res.metrics),
+                    higher_is_better=dict(res.higher_is_better), num_samples=dict(res.num_samples),
+                    versions=dict(res.versions), measured_on=res.measured_on, serving=res.serving,
+                    throughput=res.throughput, looks=dict(res.looks), seconds=res.seconds,
+                    long_context=res.long_context, phases=dict(res.phases), not_run=dict(res.not_run),
+                    arithmetic_check=res.arithmetic_check, tokenizer_check=res.tokenizer_check, **own)

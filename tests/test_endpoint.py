@@ -12,10 +12,11 @@ from pipeline.engines import endpoint
 from pipeline.engines.base import Unsupported
 from pipeline.domain.tasks import TaskSpec, is_loglik
 from pipeline.report import commands
-from pipeline.schema import FieldError, Tier
+from pipeline.schema import Baseline, Decision, FieldError, Tier
 from pipeline.scoring.verdict import judge
-from pipeline.scoring.verdict.rows import Measured
+from pipeline.scoring.verdict.rows import Evidence, Judgement, Row
 from pipeline.evaluation.lm_eval_runner import without_refused
+from tests import result_files
 from tests.fake_openai import Servers
 from tests.test_vllm_backend import variant
 
@@ -106,16 +107,44 @@ def test_another_kv_mode_and_a_dead_server_are_unsupported(tmp_path):
 
 
 def row(tier, backend, compute=None, **kw):
-    return Measured("m", tier, "auto", "ok", backend=backend, compute_dtype=compute, metrics={"t/acc": 90.0},
-                    higher_is_better={"t/acc": True}, **kw)
+    # the typed records as decide reads them (tests/result_files.py: through result.json's parser)
+    return result_files.measured(tier, backend=backend, compute_dtype=compute, metrics={"t/acc": 90.0},
+                                 higher_is_better={"t/acc": True}, **kw)
 
 
 def test_an_endpoint_is_judged_against_the_runs_baseline_and_says_where_it_is_served():
     base = row("fp16", "reference", "float32")
     ep = row("served", "endpoint", serving={"base_url": "http://h:8000", "served_model": "m-int8"},
              hardware="int8-w8a8")
-    bases = judge.baselines([base, ep], SimpleNamespace(baseline=SimpleNamespace(tier="fp16", kv="auto")))
+    bases = judge.baselines([base, ep], Decision(Baseline(tier="fp16", kv="auto"), tolerances={}))
     assert judge.baseline_for(ep, bases) is base
     assert judge.baseline_for(row("int8", "vllm", "bfloat16"), bases) is None     # others pair by engine
-    assert commands.serve_command(SimpleNamespace(facts=ep), "float16", "auto") == \
+    assert commands.serve_command(Row(ep, Evidence(), Judgement("pass")), "float16", "auto") == \
         "# already served: m-int8 at http://h:8000"
+
+
+def test_an_endpoint_is_a_candidate_on_each_gpu_its_family_runs_on_without_a_memory_plan():
+    from pipeline.schema import TargetGpu
+    from pipeline.scoring.pick import recommend
+
+    def judged(facts, overall):
+        return Row(facts, Evidence(), Judgement(overall))
+    found = [judged(row("fp16", "reference", "float32"), "baseline"),
+             judged(row("served", "endpoint", serving={"base_url": "http://h:8000", "served_model": "m-int8"},
+                        hardware="int8-w8a8"), "pass"),
+             judged(row("int8", "vllm", "bfloat16", hardware="int8-w8a8"), "pass")]
+    # no variant has a plan: the endpoint's weights are on its server, the others' plans are not made here
+    assert recommend.gpu_candidates(found, "m", "L4", TargetGpu(24, 300, 8.9), {}) == {("served", "auto")}
+    assert recommend.gpu_candidates(found, "m", "V100", TargetGpu(32, 900, 6.0), {}) == set()
+
+
+def test_page_one_says_an_endpoint_s_line_is_sized_by_its_server():
+    from pipeline.report import summary
+    from tests.test_report import model_report
+
+    ep = Row(row("served", "endpoint", serving={"base_url": "http://h:8000", "served_model": "m-int8"}), Evidence(),
+             Judgement("pass"))
+    command = commands.serve_command(ep, "float16", "auto")
+    lines = summary.recommendation_lines(model_report([ep], ep, "it passes", command))
+    assert lines[2] == ("Serve: `# already served: m-int8 at http://h:8000` (sized by its server; the same line under "
+                        "*Per target GPU*).")

@@ -32,3 +32,17 @@ def test_the_by_length_plot_has_an_axes_per_tier_and_a_line_per_kv_mode(tmp_path
     assert all([ln.get_label() for ln in ax.get_lines()] == ["KV auto", "KV fp8"] for ax in shown)
     assert all(ax.get_lines()[0].get_linestyle() == "-" and ax.get_lines()[1].get_linestyle() == "--" for ax in shown)
     assert out.stat().st_size > 1000
+
+
+def test_quality_vs_memory_draws_a_panel_where_no_compared_variant_s_weights_are_known(tmp_path):
+    """An endpoint's weights are on its server: where it is the only compared variant, its panel says so
+    (decide ended with `max() arg is an empty sequence` before)."""
+    from pipeline.scoring.estimators.stats import Interval
+    from pipeline.scoring.verdict.rows import Evidence, Judgement, Row
+    from tests import result_files
+
+    facts = result_files.measured("served", backend="endpoint", serving={"base_url": "http://h:1", "served_model": "m"})
+    served = Row(facts, Evidence({"t/acc": 0.0}, {"t/acc": Interval(0.0, -1.0, 1.0, 40)}), Judgement("pass"))
+    out = tmp_path / "q.png"
+    plots.quality_vs_memory([served], ["t/acc"], out, "t", {"t/acc": 3.0})
+    assert out.stat().st_size > 1000

@@ -16,7 +16,7 @@ def serve_command(row: Row, model_dtype: str, cache_dtype: str, budget: Memory |
     command carries that GPU's --max-model-len, --gpu-memory-utilization and --max-num-seqs."""
     if row.facts.backend == "endpoint":      # someone else's server: nothing to start
         s = row.facts.serving
-        return f"# already served: {s.get('served_model')} at {s.get('base_url')}"
+        return f"# already served: {s.served_model} at {s.base_url}"
     kind = hardware.kind(row.facts.hardware)
     extra: dict[str, object] = {"quantization": kind.vllm_quantization_flag}
     if budget is not None and plan is not None:

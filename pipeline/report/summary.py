@@ -8,7 +8,7 @@ from pipeline.report.cells import MARK, is_baseline, label, md_row, status_cell,
 from pipeline.report import provenance
 from pipeline.report.document import ModelReport
 from pipeline.schema import Baseline
-from pipeline.scoring.verdict.judge import FAIL, PASS, not_capable, overall
+from pipeline.scoring.verdict.judge import ENDPOINT, FAIL, PASS, not_capable, overall
 from pipeline.scoring.verdict.rows import Row
 
 NOT_CAPABLE_CELL = "not capable"
@@ -20,9 +20,12 @@ def recommendation_lines(m: ModelReport) -> list[str]:
     if rec.row is None:
         return [f"**{m.name}: no tier can be recommended**: {rec.why}.", ""] + sanity_lines(m)
     f = rec.row.facts
+    # an endpoint is served already, sized by its own server: no target GPU changes its line
+    where = ("sized by its server; the same line under *Per target GPU*" if f.backend == ENDPOINT
+             else "sized per target GPU under *Per target GPU*")
     return [f"**Recommended: `{f.tier}` with KV cache `{f.kv}`** for {m.name}.  ",
             f"Why: {rec.why}.  ",
-            f"Serve: `{rec.command}` (sized per target GPU under *Per target GPU*).", ""] + sanity_lines(m)
+            f"Serve: `{rec.command}` ({where}).", ""] + sanity_lines(m)
 
 
 def sanity_lines(m: ModelReport) -> list[str]:

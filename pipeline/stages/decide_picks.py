@@ -64,8 +64,9 @@ def gpu_recommendations(params: schema.Params, rows: list[Row], model: str, plan
         rec = recommend.explain(walk(rows, model, recommend.gpu_candidates(rows, model, name, gpu, plans), barred),
                                 fits=True)
         if rec.row is not None:
+            # an endpoint has no plan (recommend.gpu_candidates): its line names the server, sized by no GPU
             rec = dataclasses.replace(rec, command=serve_command(params, model, rec.row, planned.budget,
-                                                                 plans[rec.row.variant][name]))
+                                                                 plans.get(rec.row.variant, {}).get(name)))
         recs[name] = rec
     return recs
 

@@ -11,7 +11,7 @@ from pipeline.schema import TargetGpu
 from pipeline.scoring.planning.planner import Plan
 from pipeline.scoring.pick.sequence import memory_key
 from pipeline.scoring.pick.walk import Walk, walk
-from pipeline.scoring.verdict.judge import INCONCLUSIVE, PASS, not_capable
+from pipeline.scoring.verdict.judge import ENDPOINT, INCONCLUSIVE, PASS, not_capable
 from pipeline.scoring.verdict.rows import NOT_RUN, Row
 
 
@@ -92,7 +92,9 @@ def by_state(r: Row, metrics: list[str]) -> dict[str, list[str]]:
 def gpu_candidates(rows: list[Row], model: str, name: str, gpu: TargetGpu, plans: dict[str, dict[str, Plan]]
                    ) -> set[tuple[str, str]]:
     """(tier, kv) of the model's variants a GPU can serve: vLLM has kernels for the tier's family at
-    the GPU's compute capability, and the memory plan fits. `plans`: variant -> GPU name -> Plan."""
+    the GPU's compute capability, and the memory plan fits. `plans`: variant -> GPU name -> Plan. An
+    endpoint is sized by its own server (its weights are there, unknown here, so it has no plan): it is
+    a candidate wherever its declared family runs, so each GPU's sequence holds it where page 1's does."""
     return {(r.facts.tier, r.facts.kv) for r in rows if r.facts.model == model
             and hardware.supports(r.facts.hardware, gpu.compute_capability)
-            and (p := plans.get(r.variant, {}).get(name)) is not None and p.fits}
+            and (r.facts.backend == ENDPOINT or ((p := plans.get(r.variant, {}).get(name)) is not None and p.fits))}

@@ -80,6 +80,16 @@ class Measured:
     tokenizer_check: TokenizerCheck | None = None     # prepare's, as evaluate read it; None: not recorded
     repair: Repair | None = None                      # a repaired tier's search as quantize recorded it
 
+    def __post_init__(self) -> None:
+        # a dict or a stand-in where a record belongs would fail only where a reader uses it (decide's
+        # end, or never in a test): build records with result_records.parse (tests: tests/result_files.py)
+        for name, kind in RECORDS.items():
+            found = getattr(self, name)
+            if found is not None and not isinstance(found, kind):
+                raise TypeError(f"Measured.{name}: a {kind.__name__}, got {type(found).__name__}")
+        if bad := [t for t, lk in self.looks.items() if not isinstance(lk, TaskLooks)]:
+            raise TypeError(f"Measured.looks[{bad[0]!r}]: a TaskLooks, got {type(self.looks[bad[0]]).__name__}")
+
     def second(self, metric: str) -> tuple[str, str] | None:
         """(the metric's verdict under the second arithmetic, that arithmetic) where evaluate checked it."""
         c = self.arithmetic_check.metrics.get(metric) if self.arithmetic_check else None
@@ -163,6 +173,12 @@ class Measured:
     @property
     def variant(self) -> str:
         return f"{self.tier}-{self.kv}"
+
+
+# Measured's fields that hold a typed record (checked in Measured.__post_init__)
+RECORDS = {"measured_on": MeasuredOn, "serving": Serving, "throughput": Throughput, "fidelity": fidelity_est.Read,
+           "long_context": LongContext, "arithmetic_check": ArithmeticCheck, "tokenizer_check": TokenizerCheck,
+           "repair": Repair}
 
 
 @dataclass(frozen=True)
