@@ -107,8 +107,8 @@ class LongContext:
     then doubling, up to the smaller of `positions`, the model's context and memory.max_model_len), with
     t intervals over texts. A quantized KV mode is judged against the same tier with the baseline's KV
     cache: non-inferior in a bucket when the upper bound of its paired KL increase is within
-    decision.kv_kl_tolerance. Reference backend only (it reads what the quantized cache holds at every
-    position)."""
+    decision.kv_kl_tolerance. Measured on the reference backend and on vLLM on a CPU (its prompt log-probs,
+    whose prefill reads the quantized cache: pipeline/evaluation/longctx.py engine_path); not on vLLM on a GPU."""
     data: str = "eval_sets/long_texts.jsonl"
     field: str = "text"
     texts: int = 3                              # the first rows; an interval over texts needs >= 2
