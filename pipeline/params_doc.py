@@ -1,10 +1,11 @@
 """The params.yaml reference, docs/params.md, generated from the schema: every field of
 `pipeline.schema.Params`, recursively (its type, its default), with the one-line description of its
-dotted key in docs/params_doc.yaml.
+dotted key in docs/params_doc.yaml, the one place a key is described (`RULE`, stated in docs/params.md;
+tests/test_one_description.py holds the other places to it).
 
     python -m pipeline.params_doc            # write docs/params.md
     python -m pipeline.params_doc --check    # exit 1 if a field has no description, a description
-                                             # names no field, or docs/params.md is stale
+                                             # names no field or is given twice, or docs/params.md is stale
 
 The walk is generic (dataclasses.fields and type hints), so a field added to the schema shows up here
 without a code change and needs only its line in docs/params_doc.yaml. A mapping's own keys (a model,
@@ -25,12 +26,15 @@ from typing import Any, Literal
 import yaml
 
 from pipeline.schema import Params
-from pipeline.schema.yaml_io import safe_load
+from pipeline.schema.yaml_io import SafeLoader
 
 ROOT = Path(__file__).resolve().parents[1]
 DESCRIPTIONS = Path("docs/params_doc.yaml")
 OUTPUT = Path("docs/params.md")
 NAME = "<name>"
+RULE = (f"Each key is described once, by its line in `{DESCRIPTIONS}`: params.yaml's comments say only why "
+        "a value is what it is (`# why ...`) or are alternatives to uncomment, and the schema's dataclasses "
+        "carry types, defaults and checks, no description (tests/test_one_description.py).")
 
 
 @dataclass(frozen=True)
@@ -130,8 +134,22 @@ def walk(cls: type = Params, path: str = "", instance: Any = None) -> list[Secti
     return sections
 
 
+class _OnceLoader(SafeLoader):
+    """YAML that refuses a key given twice (safe_load keeps the last copy, silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise SystemExit(f"qtier: {DESCRIPTIONS}: `{key}` is described twice (lines {seen[key]} and {line})")
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_descriptions(path: Path = ROOT / DESCRIPTIONS) -> dict[str, str]:
-    raw = safe_load(path.read_text(encoding="utf-8"))
+    raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_OnceLoader)  # noqa: S506 - a SafeLoader
     if not isinstance(raw, dict):
         raise SystemExit(f"qtier: {DESCRIPTIONS}: expected a mapping of dotted keys to descriptions")
     return {str(k): ("" if v is None else str(v)) for k, v in raw.items()}
@@ -158,7 +176,7 @@ def render(descriptions: dict[str, str], sections: list[Section] | None = None) 
            "(tests/test_params_doc.py fails when it is stale). -->", "",
            f"Every key of `params.yaml`, section by section. `{NAME}` is a key you choose (a model, tier, KV mode, "
            "task, metric or GPU name). `python -m pipeline.config` checks every key before any model work; "
-           "an unknown key is rejected with the closest known one.", ""]
+           "an unknown key is rejected with the closest known one.", "", RULE, ""]
     for s in sections:
         title = f"`{s.path}`" if s.path else "Top level"
         out += [f"## {title}", ""]

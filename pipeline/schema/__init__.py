@@ -8,6 +8,9 @@ data or the model's config live with their domain and are composed in pipeline/c
 One module per section of params.yaml (models, eval, serving, decision, report, memory), the whole file in
 params.py, the generic typed builder in builder.py, the stages' exit policy in cli.py. Everything
 public is re-exported here: `from pipeline import schema; schema.Tier`.
+
+The dataclasses carry each key's type, default and checks, no description: what a key means is its one
+line in docs/params_doc.yaml, rendered into docs/params.md (tests/test_one_description.py holds this).
 """
 from pipeline.schema.builder import PARAMS_FILE, load, parse
 from pipeline.schema.cli import load_or_exit

@@ -1,7 +1,5 @@
-"""The decision rule's params: the baseline, per-metric tolerances and floors, the bootstrap (what
-evaluate's looks read), and every other knob that can change a verdict or a pick (kv_kl_tolerance:
-which quantized KV modes may be picked). Knobs that only change what decision.md shows are `report:`,
-pipeline/schema/report.py."""
+"""The `decision:` section. A key belongs here when it can alter a verdict or a pick, in `report:`
+(report.py) when it alters only what decision.md shows. What each key means: docs/params_doc.yaml."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -28,9 +26,6 @@ class Tolerance:
 
 @dataclass(frozen=True)
 class Baseline:
-    """Every model's baseline variant (tier, kv); `model`, when set, also names the reference across
-    models: every variant of every model is judged against that model's baseline as well
-    (docs/across-models.md). decide alone reads `model`, so changing it re-runs decide only."""
     tier: str
     kv: str = "auto"
     model: str | None = None
@@ -55,9 +50,6 @@ class Decision:
     tolerances: dict[str, Tolerance]
     min_baseline: dict[str, float] = field(default_factory=dict)
     bootstrap: Bootstrap = field(default_factory=Bootstrap)
-    # eval.long_context: the KL (nats/token) a quantized KV cache may add, per position bucket, to the same
-    # tier with the baseline's KV cache (pipeline/scoring/verdict/long_kv.py); a quantized KV mode not shown within
-    # it up to memory.max_model_len is no candidate for any pick (page 1's and each target GPU's)
     kv_kl_tolerance: float = 0.02
     # report-only knobs moved to `report:` (decide's alone, so changing one re-runs no evaluation)
     RETIRED = {k: f"moved to report.{k} (report-only: decide applies it, no evaluation re-runs)"

@@ -10,8 +10,6 @@ from pipeline.schema.errors import FieldError
 
 @dataclass(frozen=True)
 class Languages:
-    """A translation task's language pair, substituted into its prompt as {{source_language}} and
-    {{target_language}} (pipeline/domain/tasks.py)."""
     source: str
     target: str
 
@@ -22,19 +20,17 @@ LOCAL_ONLY = ("config", "data", "fields", "labels", "languages")   # keys an lm-
 
 @dataclass(frozen=True)
 class Task:
-    """One entry of eval.tasks: a local task (an lm-eval task YAML + a JSONL file, kind generate or
-    classify) or a task from lm-eval's own registry by name (`lm_eval: arc_easy`, kind lm_eval)."""
-    kind: Literal["generate", "classify", "lm_eval"] | None = None    # None: lm_eval when `lm_eval` is given
+    kind: Literal["generate", "classify", "lm_eval"] | None = None
     config: str | None = None
     data: str | None = None
-    lm_eval: str | None = None             # a task name in lm-eval's registry
-    include_path: str | None = None        # extra folder of lm-eval task YAMLs for `lm_eval`
+    lm_eval: str | None = None
+    include_path: str | None = None
     fields: dict[str, str] = field(default_factory=dict)
     labels: list[str] = field(default_factory=list)
     languages: Languages | None = None
     limit: int | None = None
-    tolerances: dict[str, Tolerance] = field(default_factory=dict)   # metric -> overrides decision.tolerances
-    min_baseline: dict[str, float] = field(default_factory=dict)     # metric -> overrides decision.min_baseline
+    tolerances: dict[str, Tolerance] = field(default_factory=dict)
+    min_baseline: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind is None:
@@ -76,14 +72,10 @@ class Throughput:
 
 @dataclass(frozen=True)
 class Fidelity:
-    """Next-token distributions of each variant against the baseline's, teacher-forced on fixed texts
-    (pipeline/scoring/estimators/fidelity.py). Report-only: shown beside the task verdicts, never gating them."""
-    data: str                                   # a JSONL file; each text joins `fields` of one row
+    data: str
     fields: list[str] = field(default_factory=lambda: ["text"])
-    limit: int = 32                             # texts
-    max_tokens: int = 256                       # per text, after tokenization
-    # the baseline's top-k kept per position; what vLLM compares on (prompt log-probs, at most its
-    # --max-logprobs); the reference backend computes the full-vocabulary KL instead
+    limit: int = 32
+    max_tokens: int = 256
     top_k: int = 20
 
     def __post_init__(self) -> None:
@@ -102,19 +94,12 @@ class Fidelity:
 
 @dataclass(frozen=True)
 class LongContext:
-    """Fidelity by token position (docs/fidelity.md "Long context"): each variant's next-token KL and top-1
-    agreement against the baseline, teacher-forced on long texts, per position bucket (0-first_edge,
-    then doubling, up to the smaller of `positions`, the model's context and memory.max_model_len), with
-    t intervals over texts. A quantized KV mode is judged against the same tier with the baseline's KV
-    cache: non-inferior in a bucket when the upper bound of its paired KL increase is within
-    decision.kv_kl_tolerance. Reference backend only (it reads what the quantized cache holds at every
-    position)."""
     data: str = "eval_sets/long_texts.jsonl"
     field: str = "text"
-    texts: int = 3                              # the first rows; an interval over texts needs >= 2
-    positions: int = 4096                       # tokens read per text (each text needs positions + 1)
+    texts: int = 3
+    positions: int = 4096
     first_edge: int = 512
-    top_k: int = 20                             # the baseline's top-k stored per position
+    top_k: int = 20
 
     def __post_init__(self) -> None:
         if self.texts < 2:
@@ -132,10 +117,6 @@ UNPASSABLE = ("stop", "finish")
 
 @dataclass(frozen=True)
 class Strata:
-    """A choice task's looks stratified by the baseline's label margin (pipeline/scoring/estimators/strata.py,
-    docs/decisions/stratified-looks.md): the items whose margin is below `below` nats read in full by
-    the cap, the others at `share`, each look the same share of both; the accuracy delta judged with
-    the stratified estimate and its score interval."""
     below: float = 0.5
     share: float = 0.5
 
@@ -148,18 +129,9 @@ class Strata:
 
 @dataclass(frozen=True)
 class Sequential:
-    """Each variant's tasks evaluated in looks, each look a larger share of the task's `limit` (its cap),
-    its verdicts read at the group-sequential confidence of that look (pipeline/scoring/verdict/sequential.py);
-    a settled task stops, a failed gated metric stops the variant (docs/decision-rule.md "Looks")."""
     looks: list[float] = field(default_factory=lambda: [0.25, 0.5, 0.75, 1.0])
-    # passable: the report-only tasks and eval.long_context only on a variant that can still pass (none of
-    # its gated metrics failed or left open at its cap): a variant recommended nowhere has no KV cache or
-    # long prompt to vouch for (issue 38); all: on every variant, a failed one included
     probes: str = "passable"
-    # stop: a variant that can no longer pass (a gated metric open at its cap or unstable) runs none of its
-    # remaining gated tasks, as one that failed; finish: they run to their caps, their verdicts unchecked
     unpassable: str = "stop"
-    # unset: every item of a choice task read alike, in one seeded order
     strata: Strata | None = None
 
     def __post_init__(self) -> None:
@@ -178,14 +150,9 @@ class Eval:
     batch_size: int = 8
     seed: int = 1234
     throughput: Throughput = field(default_factory=Throughput)
-    fidelity: Fidelity | None = None            # unset: no fidelity stage, no KL columns
-    # stage noise@<model>: the baseline re-evaluated under a second, equally valid arithmetic (reference:
-    # serving.reference.noise_arithmetic; vLLM: another batch composition), each settled verdict read again
-    # in it; false: verdicts on the run's arithmetic alone (docs/decision-rule.md "Engine noise")
+    fidelity: Fidelity | None = None
     noise_floor: bool = True
-    # unset: every variant runs every task to its limit, read once at the fixed confidence
     sequential: Sequential | None = None
-    # unset: no fidelity by position (the KV cache judged on the tasks' prompt lengths only)
     long_context: LongContext | None = None
 
     def __post_init__(self) -> None:

