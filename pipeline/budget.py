@@ -8,10 +8,13 @@ probes@<model>` (prepare, the baseline tier and the sets; about two minutes for 
 cores). Serves the baseline through the backend the run will use (`serving.backend`), times `--samples`
 documents of every task through lm-eval as evaluate runs them, and prints the seconds per sample, then
 per stage the predicted seconds at the caps and, on vLLM, where `serving.vllm.budget.max_wall_s` (on a
-GPU `gpu_max_wall_s`) would end a variant's looks (pipeline/scoring/planning/eval_time.py). The baseline and the
-noise floor run without the budget. Every variant is taken as fast as the baseline (a quantized tier
-on a CPU is often slower: docs/performance.md), the report-only tasks as read with the looks, and the
-fidelity, long-context and load-test probes are not timed: a prediction to size a budget, not a bound.
+GPU `gpu_max_wall_s`) would end a variant's looks (pipeline/scoring/planning/time_budget.py). Each task's
+reads at each look are evaluate's (stages/look_budget.py look_reads): a choice task is read in strata of
+the baseline's margins once stage baseline has run (before, its looks are planned unstratified, which
+the line says). The baseline and the noise floor run without the budget. Every variant is taken as fast
+as the baseline (a quantized tier on a CPU is often slower: docs/performance.md), the report-only tasks
+as read with the looks, and the fidelity, long-context and load-test probes are not timed: a prediction
+to size a budget, not a bound.
 """
 from __future__ import annotations
 
@@ -20,12 +23,13 @@ import sys
 import time
 
 from pipeline import config, paths, schema
-from pipeline.domain import looks, machine, tasks
+from pipeline.domain import looks, machine, task_rows, tasks
 from pipeline.engines import Unsupported
 from pipeline.engines.base import baseline_variant
 from pipeline.engines.selection import select
 from pipeline.evaluation.lm_eval_runner import run_tasks
-from pipeline.scoring.planning import eval_time as budget
+from pipeline.scoring.planning import time_budget
+from pipeline.stages.look_budget import Rows, look_reads
 
 BUDGET_KEY = {"cpu": "serving.vllm.budget.max_wall_s", "gpu": "serving.vllm.budget.gpu_max_wall_s"}
 
@@ -42,16 +46,20 @@ def measure(session, specs: list[tasks.TaskSpec], ev: schema.Eval, samples: int,
 
 
 def report(params: schema.Params, model: str, backend: str, device: str, load_s: float, per: dict[str, float],
-           caps: dict[str, int]) -> list[str]:
-    fractions = params.eval.sequential.looks if params.eval.sequential is not None else [1.0]
-    free = budget.predict(per, caps, [1.0], load_s, None)
+           caps: dict[str, int], rows: Rows) -> list[str]:
+    """The probe's lines; `rows`: the baseline's samples where stage baseline has run (the strata of a
+    stratified task's looks), else empty."""
+    free = time_budget.predict(per, {t: [n] for t, n in caps.items()}, load_s, None)
     lines = [f"{model} on {backend} ({device}): load {load_s:.0f} s; seconds per sample: "
              + ", ".join(f"{t} {s:.2f}" for t, s in per.items()),
              f"  baseline@{model}, noise@{model} (no per-variant budget): about {free.total_s:,.0f} s of tasks each"]
     wall = params.serving.vllm.for_device(device).budget.max_wall_s if backend == "vllm" else None
-    found = budget.predict(per, caps, fractions, load_s, wall)
+    found = time_budget.predict(per, look_reads(params, caps, rows), load_s, wall)
+    seq = params.eval.sequential
+    unknown = "" if rows or seq is None or seq.strata is None else (
+        " (looks planned unstratified: the strata come from stage baseline's samples, not run yet)")
     lines.append(f"  evaluate@{model}-<tier>-<kv>, each at the baseline's speed: "
-                 + budget.advice(found, BUDGET_KEY[device]))
+                 + time_budget.advice(found, BUDGET_KEY[device]) + unknown)
     return lines
 
 
@@ -79,7 +87,8 @@ def main(argv: list[str] | None = None) -> None:
             per = measure(session, specs, params.eval, a.samples)
     except Unsupported as e:
         raise SystemExit(f"qtier: {model}: the baseline cannot be served here: {e}") from None
-    print("\n".join(report(params, model, backend.name, device, load_s, per, {s.name: s.num_docs for s in specs})))
+    print("\n".join(report(params, model, backend.name, device, load_s, per, {s.name: s.num_docs for s in specs},
+                            task_rows.read_samples(paths.baseline_dir(model)))))
 
 
 if __name__ == "__main__":

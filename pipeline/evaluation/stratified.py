@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pipeline.domain import tasks
 from pipeline.schema import Eval
 from pipeline.scoring.estimators import strata
+from pipeline.scoring.verdict.sequential import look_sizes
 
 
 @dataclass(frozen=True)
@@ -43,21 +44,35 @@ def plan(spec: tasks.TaskSpec, base_rows: list[dict] | None, ev: Eval) -> Plan |
     design = ev.sequential.strata if ev.sequential else None
     if design is None or spec.docs is None or not tasks.is_loglik(spec) or not base_rows:
         return None
-    by_doc = {r["doc_id"]: r for r in base_rows}
     docs = list(spec.doc_ids)
-    if any(d not in by_doc or "logliks" not in by_doc[d] for d in docs):
+    stratum = strata_of(docs, base_rows, design.below)
+    if stratum is None:
         return None
-    labels = strata.assign([strata.label_margin(by_doc[d]["logliks"]) for d in docs], design.below)
-    stratum = {d: int(h) for d, h in zip(docs, labels)}
-    pool = (int((labels == 0).sum()), int((labels == 1).sum()))
-    fractions = list(ev.sequential.looks)
-    reads = strata.stratum_reads(pool, design.share, fractions)
-    kept: list[int] = []            # a small pool can give two looks the same items: the later one stays
-    for k, r in enumerate(reads):
-        if kept and sum(r) == sum(reads[kept[-1]]):
-            kept[-1] = k
-        else:
-            kept.append(k)
-    fractions, reads = [fractions[k] for k in kept], [reads[k] for k in kept]
+    labels = [stratum[d] for d in docs]
+    pool = (labels.count(0), labels.count(1))
+    fractions, reads = strata.look_reads(pool, design.share, ev.sequential.looks)
     order = strata.look_order(docs, stratum, reads)
     return Plan(replace(spec, docs=tuple(order)), [sum(r) for r in reads], fractions, stratum, pool, reads)
+
+
+def strata_of(docs: list[int], base_rows: list[dict], below: float) -> dict[int, int] | None:
+    """doc id -> its stratum from the baseline's label margins; None where a doc has no baseline row
+    with label log-likelihoods (the task is then read unstratified)."""
+    by_doc = {r["doc_id"]: r for r in base_rows}
+    if any(d not in by_doc or "logliks" not in by_doc[d] for d in docs):
+        return None
+    labels = strata.assign([strata.label_margin(by_doc[d]["logliks"]) for d in docs], below)
+    return {d: int(h) for d, h in zip(docs, labels)}
+
+
+def sizes(ev: Eval, cap: int, base_rows: list[dict] | None) -> list[int]:
+    """Items a local task capped at `cap` reads by each look, as evaluate reads it: in strata of the
+    baseline's rows (the cap's documents, read by stage baseline) where `plan` would stratify it, else
+    sequential.look_sizes. The time budget plans with this (stages/look_budget.py). A registry task is
+    read whole: the caller knows which task is one (its spec, or eval.tasks.<task>.lm_eval)."""
+    design = ev.sequential.strata
+    stratum = strata_of([r["doc_id"] for r in base_rows], base_rows, design.below) if design and base_rows else None
+    if stratum is None:
+        return look_sizes(ev.sequential.looks, cap)
+    labels = list(stratum.values())
+    return [sum(r) for r in strata.look_reads((labels.count(0), labels.count(1)), design.share, ev.sequential.looks)[1]]

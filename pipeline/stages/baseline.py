@@ -11,7 +11,7 @@ prints the variants' predicted wall time under the budget its measured speed siz
 from __future__ import annotations
 
 from pipeline import paths
-from pipeline.domain import result_json, serving_record
+from pipeline.domain import result_json, serving_record, task_rows
 from pipeline.schema.params import without_wall_budget
 from pipeline.stages import look_budget, runner
 from pipeline.stages.evaluation import evaluate, run_stage
@@ -35,7 +35,8 @@ def main(st: runner.Stage) -> None:
     if res.status == "ok" and res.backend == "vllm":
         device = res.serving.device if res.serving else "cpu"
         # after the stage's own line, before any variant starts (the variants depend on this stage)
-        st.report.append(f"predicted: {look_budget.prediction(st.params, model, res, device)}")
+        rows = task_rows.read_samples(out_dir)     # the strata of a stratified task's looks
+        st.report.append(f"predicted: {look_budget.prediction(st.params, model, res, rows, device)}")
 
 
 if __name__ == "__main__":

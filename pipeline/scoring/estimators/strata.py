@@ -62,6 +62,20 @@ def stratum_reads(sizes: Sequence[int], share: float, fractions: Sequence[float]
     return out
 
 
+def look_reads(pool: Sequence[int], share: float, fractions: Sequence[float]) -> tuple[list[float], list[list[int]]]:
+    """(the looks' fractions, items read per stratum by each look) of a stratified task whose strata hold
+    `pool` items: stratum_reads, a look that reads no more than the one before dropped (a small pool
+    can give two looks the same items: the later one stays, with its fraction)."""
+    reads = stratum_reads(pool, share, fractions)
+    kept: list[int] = []
+    for k, r in enumerate(reads):
+        if kept and sum(r) == sum(reads[kept[-1]]):
+            kept[-1] = k
+        else:
+            kept.append(k)
+    return [float(fractions[k]) for k in kept], [reads[k] for k in kept]
+
+
 def look_order(order: Sequence[int], stratum_of: dict[int, int], reads: Sequence[Sequence[int]]) -> list[int]:
     """The documents in the order a stratified task reads them: look k's new items of stratum 0, then of
     stratum 1, each stratum in the task's seeded `order`, so every look's prefix is look k's sample."""
