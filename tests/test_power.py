@@ -94,3 +94,16 @@ def test_the_bootstrap_standard_error_is_the_spread_of_the_resampled_deltas():
     base, tier = rng.normal(0, 1, 400), rng.normal(0, 1, 400)
     iv = stats.paired_mean(base, tier, 2000, 1)
     assert iv.se == pytest.approx(np.std(tier - base, ddof=1) / np.sqrt(400), rel=0.08)
+
+
+def test_the_samples_to_settle_are_the_same_count_at_the_observed_effect():
+    # [-4, 0] over 100 samples, 1 point from the margin: the half-width 2 must shrink to 1 -> 100 x (2/1)^2,
+    # which is samples_for_power at the interval's own confidence and power 0.5 (judge.samples_to_settle)
+    for c in (0.95, 0.956, 0.99999):
+        assert power.to_settle(-4.0, 0.0, 100, c, 1.0) == 400
+        assert power.to_settle(-4.0, 0.0, 100, c, 1.0) == power.samples_for_power(
+            power.spread(-4.0, 0.0, 100, c), 1.0, c, 0.5)
+    assert power.to_settle(-4.0, 0.0, 100, 0.95, 0.0) is None
+    # the page's close call (fp8-auto, classification): [-3.34, -0.16] at 95.6% over 955, 1.28 from -3
+    assert power.to_settle(-3.3399356945929535, -0.15669975019946542, 955, 0.9559997485404885,
+                           abs(-1.7187500000000004 + 3.0)) == 1474

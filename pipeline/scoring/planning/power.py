@@ -59,22 +59,40 @@ def min_detectable_drop(sd: float, n: int, confidence: float = 0.95, power: floa
 
 
 def samples_for_power(sd: float, margin: float, confidence: float = 0.95, power: float = POWER) -> int | None:
-    """Samples for `power` at `margin`; None for a zero margin (no n shows a drop of exactly 0).
-    At least 2, since a paired SD needs two samples."""
+    """Samples for `power` at `margin`, the distance between the true difference and the verdict's
+    margin (the tolerance itself for an unchanged tier); None for a zero distance (no n settles a
+    difference exactly on the margin). At least 2, since a paired SD needs two samples. Every count
+    of samples a verdict needs is this one: n for 80% power here and in `python -m pipeline.config`,
+    and the samples to settle an inconclusive verdict at its observed effect (`to_settle`)."""
     if margin <= 0:
         return None
-    return max(2, math.ceil((z_sum(confidence, power) * sd / margin) ** 2))
+    # less 1e-9 before rounding up: an n that is whole on paper (to_settle's 50 x (2/1)^2 = 200, through
+    # an SD and a z that cancel) lands a rounding error above it, and must not read one more
+    return max(2, math.ceil((z_sum(confidence, power) * sd / margin) ** 2 - 1e-9))
+
+
+def spread(lo: float, hi: float, n: int, interval_confidence: float) -> float:
+    """The SD of paired differences that an interval of n samples, two-sided at `interval_confidence`,
+    implies: half-width x sqrt(n) / z."""
+    return (hi - lo) / 2 * math.sqrt(n) / statistics.NormalDist().inv_cdf(0.5 + interval_confidence / 2)
+
+
+def to_settle(lo: float, hi: float, n: int, interval_confidence: float, distance: float) -> int | None:
+    """Samples at which an interval like [lo, hi] (n samples, at `interval_confidence`), its half-width
+    shrinking as 1/sqrt(n), would just exclude the margin `distance` from its centre: samples_for_power
+    at the interval's own confidence and power 0.5 (the observed effect taken as true), i.e.
+    n x (half-width / distance)^2. None for a zero distance."""
+    return samples_for_power(spread(lo, hi, n, interval_confidence), distance, interval_confidence, 0.5)
 
 
 def from_interval(lo: float, hi: float, n: int, interval_confidence: float, margin: float,
                   confidence: float = 0.95) -> Power | None:
     """Power figures from the interval a verdict was read on (two-sided at `interval_confidence`, a
-    look's repeated level where it was read in looks): s = half-width x sqrt(n) / z, planned at the
-    verdict's `confidence`. None with fewer than two samples."""
+    look's repeated level where it was read in looks): s = `spread`, planned at the verdict's
+    `confidence`. None with fewer than two samples."""
     if n < 2:
         return None
-    z = statistics.NormalDist().inv_cdf(0.5 + interval_confidence / 2)
-    sd = (hi - lo) / 2 * math.sqrt(n) / z
+    sd = spread(lo, hi, n, interval_confidence)
     return Power(sd, n, min_detectable_drop(sd, n, confidence), samples_for_power(sd, margin, confidence))
 
 

@@ -18,13 +18,13 @@ dtype it ran at): a delta across backends or dtypes would mix the engine into th
 """
 from __future__ import annotations
 
-import math
 import dataclasses
 from dataclasses import dataclass
 
 from pipeline.domain.result_json import NOT_MEASURED as NOT_MEASURED_STATUS
 from pipeline.domain.metrics import split_id
 from pipeline.schema import Decision, Task, Tolerance, gate
+from pipeline.scoring.planning import power
 from pipeline.scoring.verdict import margin
 from pipeline.scoring.verdict.rows import NOT_RUN, Evidence, Judgement, Key, Measured, Row, Settle, Verdict
 from pipeline.scoring.estimators.stats import Interval
@@ -77,21 +77,22 @@ def judge_metric(metric: str, base: float | None, interval: Interval | None, tol
     if on_sampling != INCONCLUSIVE:
         return Verdict(on_sampling, **found)
     return Verdict(INCONCLUSIVE, **found, settle=samples_to_settle(sign * interval.delta, lo, hi, limit, interval.n,
-                                                                   reach))
+                                                                   reach, confidence))
 
 
 def samples_to_settle(delta: float, lo: float, hi: float, limit: float, n: int,
-                      reach: tuple[int, int] | None = None) -> Settle:
+                      reach: tuple[int, int] | None = None, confidence: float = 0.95) -> Settle:
     """How many samples would settle an inconclusive verdict if the observed effect held: the interval's
-    half-width shrinks as 1/sqrt(n), and it must shrink to the distance between delta and -limit.
-    `reach`: (the most items the design reads, its pool)."""
+    half-width shrinks as 1/sqrt(n), and it must shrink to the distance between delta and -limit
+    (power.to_settle: the count every sample-size figure comes from). `reach`: (the most items the
+    design reads, its pool); `confidence`: the interval's."""
     margin = abs(delta + limit)
     half = (hi - lo) / 2
     outcome = PASS if delta > -limit else FAIL
     readable, pool = reach if reach is not None else (None, None)
     if margin < 1e-9 or half <= 0:
         return Settle(None, outcome, readable, pool)
-    return Settle(math.ceil(n * (half / margin) ** 2), outcome, readable, pool)
+    return Settle(power.to_settle(lo, hi, n, confidence, margin), outcome, readable, pool)
 
 
 @dataclass(frozen=True)
