@@ -2,6 +2,7 @@
 import dataclasses
 
 from pipeline.report import markdown, page_one
+from pipeline.report.cells import task_cell
 from pipeline.scoring.pick import recommend
 from tests.test_report import HEADER, model_report, rows
 
@@ -63,10 +64,10 @@ def test_a_task_a_failed_variant_did_not_run_says_why_not_not_measured():
     ev = Evidence({"classification/acc": -30.0}, {"classification/acc": Interval(-30.0, -34.0, -26.0, 160)})
     rs = judged([base, failed], [None, ev])
     m = model_report(rs)
-    assert page_one.cell(m, rs[1], rs[0], "other") == "not run (failed)"
-    assert page_one.cell(m, rs[1], rs[0], "classification").startswith("FAIL -30.0 [-34.0,-26.0]")
+    assert task_cell(rs[1], "other", None, interval=True) == "not run (failed)"
+    assert task_cell(rs[1], "classification", None, interval=True).startswith("FAIL -30.0 [-34.0,-26.0]")
     unsaid = judged([base, dataclasses.replace(failed, stopped=None, not_run={})], [None, ev])[1]
-    assert page_one.cell(m, unsaid, rs[0], "other") == "inconclusive (not measured)"
+    assert task_cell(unsaid, "other", None, interval=True) == "inconclusive (not measured)"
 
 
 def close_rows(int8_interval, int4_interval):

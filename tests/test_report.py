@@ -257,15 +257,15 @@ def test_the_compute_column_names_the_w8a8_arithmetic_the_reference_recorded():
 
 
 def test_a_task_without_a_tolerance_shows_its_deltas_as_not_gated():
-    from pipeline.report.summary import decided_cell
+    from pipeline.report.cells import task_cell
 
     found = [facts("fp16", "auto", metrics={"classification/acc": 90.0, "retrieval_4096/exact_match": 100.0}),
              facts("int4", "fp8", metrics={"classification/acc": 89.0, "retrieval_4096/exact_match": 66.7})]
     ev = Evidence({"classification/acc": -1.0, "retrieval_4096/exact_match": -33.3},
                   {"classification/acc": Interval(-1.0, -2.0, 0.0, 160)})
     _, int4 = judged(found, [None, ev])
-    assert decided_cell(int4, "retrieval_4096", BASE) == "not gated: Exact match -33.3"
-    assert decided_cell(int4, "classification", BASE) == "pass Accuracy -1.0"
+    assert task_cell(int4, "retrieval_4096", BASE) == "not gated: Exact match -33.3"
+    assert task_cell(int4, "classification", BASE) == "pass Accuracy -1.0"
 
 
 def test_how_the_engine_stored_fp8_kv_is_said_under_the_variants_once_per_finding():

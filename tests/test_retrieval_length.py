@@ -86,7 +86,7 @@ def test_a_length_without_a_tolerance_is_measured_and_shown_as_report_only():
 def test_a_length_not_run_because_the_variant_cannot_pass_says_so():
     """eval.sequential.probes: passable leaves the suite out on a variant with a gated metric open at its
     cap: its cells say why, not "not measured"; a length it did run keeps its number."""
-    from pipeline.report.summary import decided_cell
+    from pipeline.report.cells import task_cell
 
     why = {"r1": "cannot pass", "r4": "cannot pass"}
     v = Row(Measured("m", "int8", "auto", "ok", metrics={"c/acc": 90.0}, not_run=why), Evidence(),
@@ -94,8 +94,8 @@ def test_a_length_not_run_because_the_variant_cannot_pass_says_so():
     (e,) = rl.table([v], [L1, L4])
     assert [c.verdict for _, c in e.cells] == ["not run (the variant could no longer pass)"] * 2
     assert e.sentence() == "int8 + auto KV: retrieval not run (the variant could no longer pass)"
-    assert decided_cell(v, "r1", None) == "not run (the variant could no longer pass)"
-    assert decided_cell(v, "r2", None) == "not measured"
+    assert task_cell(v, "r1", None) == "not run (the variant could no longer pass)"
+    assert task_cell(v, "r2", None) == "not measured"
     some = Row(Measured("m", "int8", "auto", "ok", metrics={"r1/exact_match": 100.0},
                         not_run={"r4": "time budget"}), Evidence(deltas={"r1/exact_match": 0.0}),
                Judgement("inconclusive", {}))

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pipeline.domain.metrics import split_id
 from pipeline.domain.result_json import NOT_MEASURED
 from pipeline.schema import Baseline
-from pipeline.scoring.verdict.judge import task_verdicts
+from pipeline.scoring.verdict.judge import FAIL, PASS, not_capable, overall
 from pipeline.scoring.verdict.rows import NOT_RUN, Row
 
 
@@ -15,6 +15,7 @@ MARK = {"pass": "pass", "fail": "**FAIL**", "inconclusive": "inconclusive", NOT_
 PLAIN = {**MARK, "fail": "FAIL"}      # page 1's table: no bold inside its cells
 # a row that has no result to read: "unsupported" is what the engine refuses here, "not measured" a
 # variant the time budget ended before its first look (served, never judged: not an engine limitation)
+NOT_CAPABLE_CELL = "not capable"
 STATUS_WORDS = {"unsupported": "unsupported here", NOT_MEASURED: "not measured (time budget)"}
 
 
@@ -46,15 +47,66 @@ def is_baseline(r: Row, baseline: Baseline | None) -> bool:
     return baseline is not None and (r.facts.tier, r.facts.kv) == (baseline.tier, baseline.kv)
 
 
-def task_cell(r: Row, task: str, is_base: bool) -> str:
-    if r.facts.status != "ok":
+def deciding(r: Row, task: str):
+    """(metric, verdict) that decided the task on the row: its worst verdict (None: no gated verdict)."""
+    mine = {mid: v for mid, v in r.judgement.verdicts.items() if task_of(mid) == task and not not_capable(v)}
+    order = {"fail": 0, "inconclusive": 1, NOT_RUN: 1, "pass": 2}
+    return min(mine.items(), key=lambda kv: order.get(kv[1].verdict, 1)) if mine else None
+
+
+def task_cell(r: Row, task: str, base: Baseline | None, interval: bool = False) -> str:
+    """A task's cell, in both tables that have one. *Every variant* (summary.py): the task's verdict and
+    the deltas of the metrics that decided it (`not capable`: the baseline cannot do the task, so no
+    metric of it counts). Page 1 (`interval`, page_one.py, which shows the baseline's own row itself):
+    the verdict of the metric that decided it, its delta and interval at its confidence, a not-run
+    reason in a word or two (page 1's row keeps to a screen's width), and `–` where nothing is judged."""
+    f = r.facts
+    read = any(task_of(mid) == task for mid in f.metrics)
+    if f.status != "ok":
         return "–"
-    if not any(task_of(mid) == task for mid in r.facts.metrics):
+    if interval:
+        found = deciding(r, task)
+        if found is not None:
+            return decided_interval(r, *found)
+        why = None if read else f.not_run_why(task)
+        return f"{NOT_RUN} ({why[1]})" if why else "–" if read else unread(r, task)
+    if not read:
         return unread(r, task)
-    if is_base:
+    if is_baseline(r, base):
         return "baseline"
-    verdict = task_verdicts(r.judgement.verdicts).get(task)
-    return MARK.get(verdict, verdict) if verdict else "not gated"
+    mine = {mid: v for mid, v in r.judgement.verdicts.items() if task_of(mid) == task}
+    counted = {mid: v for mid, v in mine.items() if not not_capable(v)}
+    if not mine:        # no tolerance: its deltas shown, judged by nothing
+        shown = [f"{label(mid, with_task=False)} {r.evidence.deltas[mid]:+.1f}" for mid in f.metrics
+                 if task_of(mid) == task and mid in r.evidence.deltas]
+        return "not gated" + (f": {', '.join(shown)}" if shown else "")
+    if not counted:
+        return NOT_CAPABLE_CELL
+    verdict = overall(mine)
+    wanted = {FAIL: (FAIL,), PASS: (PASS,)}.get(verdict, ("inconclusive",))
+    deltas = r.evidence.deltas
+    # unstable: settled in one arithmetic only (docs/decision-rule.md "Engine noise")
+    parts = [(f"{label(mid, with_task=False)} {deltas[mid]:+.1f}" if mid in deltas
+              else f"{label(mid, with_task=False)} n/a") + flag(v) for mid, v in counted.items() if v.verdict in wanted]
+    return f"{MARK[verdict]} " + ", ".join(parts)
+
+
+def decided_interval(r: Row, mid: str, v) -> str:
+    """Page 1's form of the deciding verdict: `pass -1.4 [-2.8,-0.1] at 95.6%`."""
+    if v.verdict == NOT_RUN:
+        return f"{NOT_RUN} ({v.short})"
+    shown = word(v, PLAIN)
+    if v.lo is None:
+        return f"{shown} (not measured)" if "not measured" in (v.note or "") else shown
+    delta = r.evidence.deltas.get(mid)
+    return f"{shown} {delta:+.1f} [{v.lo:+.1f},{v.hi:+.1f}] at {confidence(v)}" if delta is not None else shown
+
+
+def flag(v) -> str:
+    """An inconclusive verdict's reason when it was settled in one arithmetic only."""
+    if v.unstable:
+        return " (unstable)"
+    return f" (unchecked {v.unchecked})" if v.unchecked else ""
 
 
 def metric_cell(r: Row, metric: str, is_base: bool) -> str:

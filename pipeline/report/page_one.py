@@ -12,7 +12,7 @@ import textwrap
 
 from pipeline.domain.memory import mib
 from pipeline.report import close_call
-from pipeline.report.cells import PLAIN, confidence, is_baseline, label, md_row, status_word, task_of, unread, word
+from pipeline.report.cells import deciding, is_baseline, label, md_row, status_word, task_cell, task_of
 from pipeline.report.document import Header, ModelReport
 from pipeline.schema import Baseline
 from pipeline.scoring.verdict.judge import not_capable
@@ -87,31 +87,6 @@ def recovery(r: Row, base: Row, mid: str) -> float | None:
     return None if not b or v is None else 100.0 * v / b
 
 
-def deciding(r: Row, task: str):
-    """(metric, verdict) that decided the task on the row: its worst verdict (None: no gated verdict)."""
-    mine = {mid: v for mid, v in r.judgement.verdicts.items() if task_of(mid) == task and not not_capable(v)}
-    order = {"fail": 0, "inconclusive": 1, NOT_RUN: 1, "pass": 2}
-    return min(mine.items(), key=lambda kv: order.get(kv[1].verdict, 1)) if mine else None
-
-
-def cell(m: ModelReport, r: Row, base: Row, task: str) -> str:
-    """verdict delta [interval] at its confidence, of the metric that decided the task."""
-    found = deciding(r, task)
-    if found is None:
-        why = r.facts.not_run_why(task)
-        return (f"{NOT_RUN} ({why[1]})" if why else unread(r, task)) if not any(
-            task_of(mid) == task for mid in r.facts.metrics) else "–"
-    mid, v = found
-    if v.verdict == NOT_RUN:
-        # why, in a word or two: page 1's row keeps to a screen's width (*Every variant* says it in full)
-        return f"{NOT_RUN} ({v.short})"
-    shown = word(v, PLAIN)
-    if v.lo is None:
-        return f"{shown} (not measured)" if "not measured" in (v.note or "") else shown
-    delta = r.evidence.deltas.get(mid)
-    return f"{shown} {delta:+.1f} [{v.lo:+.1f},{v.hi:+.1f}] at {confidence(v)}" if delta is not None else shown
-
-
 def recovery_cell(r: Row, base: Row, task: str) -> str:
     """Recovery of the metric that decided the task, '–' where there is none."""
     found = deciding(r, task)
@@ -149,7 +124,7 @@ def table(m: ModelReport, base: Row, tasks: list[str]) -> list[str]:
             verdict, cells = status_word(f.status), ["–"] * (len(head) - 4)
         else:
             verdict = r.judgement.overall.replace("fail", "FAIL")
-            cells = [c for t in tasks for c in [cell(m, r, base, t), recovery_cell(r, base, t)]
+            cells = [c for t in tasks for c in [task_cell(r, t, None, interval=True), recovery_cell(r, base, t)]
                      + [flips_cell(m, r, t)] * flipped[t]]
         lines.append(md_row([f.tier, f.kv, verdict] + cells + [f"{mib(f.weight_bytes):.1f}" if f.weight_bytes else "–"]))
     return lines + ["", *wrap("Task cells: verdict, delta in points [interval] at its confidence; recovery: variant / "

@@ -4,15 +4,12 @@ measured). Pure."""
 from __future__ import annotations
 
 from pipeline.domain.memory import mib
-from pipeline.report.cells import MARK, is_baseline, label, md_row, status_cell, task_of, tasks_of, unread
+from pipeline.report.cells import NOT_CAPABLE_CELL, is_baseline, md_row, status_cell, task_cell, tasks_of
 from pipeline.report import provenance
 from pipeline.report.document import ModelReport
 from pipeline.schema import Baseline
-from pipeline.scoring.verdict.judge import ENDPOINT, FAIL, PASS, not_capable, overall
+from pipeline.scoring.verdict.judge import ENDPOINT
 from pipeline.scoring.verdict.rows import Row
-
-NOT_CAPABLE_CELL = "not capable"
-
 
 def recommendation_lines(m: ModelReport) -> list[str]:
     """Three lines: what to ship, why, and the command."""
@@ -43,41 +40,6 @@ def sanity_lines(m: ModelReport) -> list[str]:
         f"| {s.task} | {s.what} | {s.causes} |" for s in m.sanity] + [""]
 
 
-def decided_cell(r: Row, task: str, base: Baseline | None) -> str:
-    """A task's verdict and the deltas of the metrics that decided it (`not capable`: the baseline
-    cannot do the task, so no metric of it counts)."""
-    f = r.facts
-    if f.status != "ok":
-        return "–"
-    if not any(task_of(mid) == task for mid in f.metrics):
-        return unread(r, task)
-    if is_baseline(r, base):
-        return "baseline"
-    mine = {mid: v for mid, v in r.judgement.verdicts.items() if task_of(mid) == task}
-    if not mine:        # no tolerance: its deltas shown, judged by nothing
-        shown = [f"{label(mid, with_task=False)} {r.evidence.deltas[mid]:+.1f}" for mid in f.metrics
-                 if task_of(mid) == task and mid in r.evidence.deltas]
-        return "not gated" + (f": {', '.join(shown)}" if shown else "")
-    verdict = overall(mine)
-    counted = {mid: v for mid, v in mine.items() if not not_capable(v)}
-    if not counted:
-        return NOT_CAPABLE_CELL
-    wanted = {FAIL: (FAIL,), PASS: (PASS,)}.get(verdict, ("inconclusive",))
-    deciding = [mid for mid, v in counted.items() if v.verdict in wanted]
-    deltas = r.evidence.deltas
-    # unstable: settled in one arithmetic only (docs/decision-rule.md "Engine noise")
-    parts = [(f"{label(mid, with_task=False)} {deltas[mid]:+.1f}" if mid in deltas
-              else f"{label(mid, with_task=False)} n/a") + flag(counted[mid]) for mid in deciding]
-    return f"{MARK[verdict]} " + ", ".join(parts)
-
-
-def flag(v) -> str:
-    """An inconclusive verdict's reason when it was settled in one arithmetic only."""
-    if v.unstable:
-        return " (unstable)"
-    return f" (unchecked {v.unchecked})" if v.unchecked else ""
-
-
 def verdict_table(m: ModelReport, base: Baseline | None, machines: dict[str, str]) -> list[str]:
     """One row per variant. `machines`: provenance.machines of the run (the header lists them)."""
     names = tasks_of(m.rows)
@@ -87,7 +49,7 @@ def verdict_table(m: ModelReport, base: Baseline | None, machines: dict[str, str
     for r in m.rows:
         f = r.facts
         verdict = "baseline" if is_baseline(r, base) and f.status == "ok" else status_cell(r)
-        lines.append(md_row([f.tier, f.kv, verdict] + [decided_cell(r, t, base) for t in names]
+        lines.append(md_row([f.tier, f.kv, verdict] + [task_cell(r, t, base) for t in names]
                             + [f"{mib(f.weight_bytes):.1f}" if f.weight_bytes else "–",
                                f"{f.kv_bytes_per_token:,}" if f.kv_bytes_per_token else "–",
                                provenance.row_cell(r, machines)]))
