@@ -32,7 +32,8 @@ class Comparison:
     flips: dict[str, dict[str, dict[str, Flips]]] = field(default_factory=dict)        # model -> variant -> task
     regressions: dict[str, dict[str, dict[str, list[Regression]]]] = field(default_factory=dict)  # same keys
     kv_length: list[KvLength] = field(default_factory=list)
-    # model -> variant -> task -> (items whose best choices tied exactly, items scored): every ok row's
+    # model -> variant -> task -> (items whose best choices tied exactly, items scored): every ok row's, over
+    # the documents its verdict was read on (read_of)
     ties: dict[str, dict[str, dict[str, tuple[int, int]]]] = field(default_factory=dict)
     reads: dict[str, dict[str, dict[str, Read]]] = field(default_factory=dict)         # model -> variant -> task
 
