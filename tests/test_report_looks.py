@@ -9,8 +9,12 @@ from pipeline.scoring.estimators.stats import Interval
 from tests.test_report import judged, model_report
 
 
-def measured(tier, acc, n, seconds, computing, stopped=None):
-    lk = {"classification": TaskLooks(cap=640, sizes=[160, 320, 480, 640], looks=n // 160, of=4, n=n)}
+def measured(tier, acc, n, seconds, computing, stopped=None, settled=None):
+    """`settled`: the verdict evaluate recorded for acc at the last look read (decide reads it)."""
+    at = {"acc": {"verdict": settled, "look": n // 160, "n": n, "delta": 0.0, "lo": 0.0, "hi": 0.0,
+                  "confidence": 0.95}} if settled else {}
+    lk = {"classification": parse(TaskLooks, {"cap": 640, "sizes": [160, 320, 480, 640], "looks": n // 160, "of": 4,
+                                              "n": n, "settled": at}, "looks.classification")}
     return Measured("m", tier, "auto", "ok", scheme=tier, hardware="fp16", backend="reference",
                     compute_dtype="float32", metrics={"classification/acc": acc}, stopped=stopped,
                     looks=lk if tier != "fp16" else {}, seconds=seconds,
@@ -18,8 +22,9 @@ def measured(tier, acc, n, seconds, computing, stopped=None):
 
 
 def report():
-    found = [measured("fp16", 90.0, 640, 300.0, 240.0), measured("int8", 89.9, 320, 250.0, 200.0),
-             measured("int4", 60.0, 160, 60.0, 40.0, stopped="stopped at look 1 of 4 of classification")]
+    found = [measured("fp16", 90.0, 640, 300.0, 240.0), measured("int8", 89.9, 320, 250.0, 200.0, settled="pass"),
+             measured("int4", 60.0, 160, 60.0, 40.0, stopped="stopped at look 1 of 4 of classification",
+                      settled="fail")]
     ev = [None, Evidence({"classification/acc": -0.1}, {"classification/acc": Interval(-0.1, -1.0, 0.8, 320)}),
           Evidence({"classification/acc": -30.0}, {"classification/acc": Interval(-30.0, -34.0, -26.0, 160)})]
     return replace(model_report(judged(found, ev)), num_samples={"classification": 640})

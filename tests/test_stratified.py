@@ -85,3 +85,23 @@ def test_the_stratified_delta_weights_each_stratum_by_its_share_of_the_pool():
     lost_low = sum(1 for t in low if t["scores"]["acc"] == 0.0)
     assert iv.delta == pytest.approx(-100.0 * 0.5 * lost_low / len(low))
     assert done.metrics["c"].metrics["acc"] == pytest.approx(100.0 + iv.delta)
+
+
+def test_the_record_keeps_the_look_order_so_each_look_s_read_is_its_prefix():
+    """decide reads a verdict's flips, ties and regressions from the documents of the look it settled at
+    (result_records.TaskLooks.read): each look's prefix of the recorded order is its stratified sample."""
+    from pipeline.domain.result_records import Settled, TaskLooks, parse
+
+    s = spec()
+    rng = random.Random(0)
+    same = {d: rng.random() < 0.9 for d in range(400)}
+    calls: list = []
+    rec = run_looks(None, [s], EV, {"c": base_rows(s, same)}, {"c/acc": Gate(0.5)}, BOOT,
+                    run=fake_run(same, calls)).record["c"]
+    assert rec["looks"] == 4 and rec["order"] == [d for look in calls for d in look]     # every look's new items
+    lk = parse(TaskLooks, rec, "looks.c")
+    at = Settled("pass", 1, rec["sizes"][0], 0.0, -1.0, 1.0, 0.999)
+    first = lk.read(at)
+    assert first == set(calls[0]) and sorted(margin(d) < 0.5 for d in first).count(True) == rec["strata"]["reads"][0][0]
+    assert lk.read(None) is None and lk.read(Settled("pass", 4, rec["n"], 0.0, -1.0, 1.0, 0.95)) is None
+    assert parse(TaskLooks, {k: v for k, v in rec.items() if k != "order"}, "looks.c").read(at) is None   # older result

@@ -57,11 +57,21 @@ class TaskLooks:
     budget: bool = False                          # the time budget ended the task at this look
     halted: bool = False                          # the variant failed on another task first
     whole: bool = False
+    order: list[int] | None = None                # the documents read, in look order (None: not recorded)
 
     def read_on(self, metric: str) -> Settled | None:
         """The look a metric settled at in the run's arithmetic, with its interval (None: open at the
         last look)."""
         return (self.first if self.first is not None else self.settled).get(metric)
+
+    def read(self, at: Settled | None) -> frozenset[int] | None:
+        """The documents a verdict settled at `at` was read on: the first at.n of the look order (a
+        stratified read's order too: each look's prefix is its sample). None: every document the task
+        read (`at` None: open at the last look; a whole read), or no order recorded (an older result:
+        who shows a number over more than the verdict's pairs labels it with its own n)."""
+        if at is None or at.n >= self.n or self.order is None:
+            return None
+        return frozenset(self.order[:at.n])
 
     def reach(self) -> tuple[int, int] | None:
         """(the most items the looks read by the cap, the pool they read from), None for a whole read."""

@@ -224,8 +224,11 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
     done.metrics[spec.name] = task_rows.TaskResult(task_rows.scores_from_rows(spec, rows), rows,
                                                dict(spec.higher_is_better))
     done.samples[spec.name] = rows
+    # order: the documents read, in look order, so that decide reads the flips, ties, regressions and
+    # by-length deltas beside a verdict from the pairs it settled on (TaskLooks.read), not from every look
     done.record[spec.name] = {"cap": cap, "sizes": sizes, "looks": k + 1, "of": len(sizes),
-                              "n": len(rows), "confidence": design.confidence_at(k), "settled": state.settled}
+                              "n": len(rows), "confidence": design.confidence_at(k), "settled": state.settled,
+                              "order": list(spec.doc_ids[:len(rows)])}
     if plan:
         done.record[spec.name]["strata"] = plan.record(ev.sequential.strata, cap)
     if checking:

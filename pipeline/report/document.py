@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipeline.schema import Baseline, Bootstrap, Memory, TargetGpu
-from pipeline.scoring.estimators.analysis import KvLength, Regression
+from pipeline.scoring.estimators.analysis import KvLength, Read, Regression
 from pipeline.scoring.pick.across_pick import Difference, GpuPick
 from pipeline.scoring.pick.recommend import Recommendation
 from pipeline.scoring.verdict.across import Across
@@ -62,6 +62,8 @@ class ModelReport:
     ties: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)  # variant -> task -> (tied, scored)
     regressions: dict[str, dict[str, list[Regression]]] = field(default_factory=dict)  # variant -> task -> worst
     regression_links: dict[str, str] = field(default_factory=dict)           # variant -> link
+    # variant -> task -> the pairs its flips, ties, regressions and deltas by length come from (comparison.read_of)
+    reads: dict[str, dict[str, Read]] = field(default_factory=dict)
     kv_length: list[KvLength] = field(default_factory=list)
     plans: dict[str, dict[str, Plan]] = field(default_factory=dict)          # variant -> GPU name -> plan
     gpu_recs: dict[str, Recommendation] = field(default_factory=dict)        # GPU name -> recommendation

@@ -8,6 +8,7 @@ from pipeline.domain.memory import mib
 from pipeline.report import long_context, noise, provenance
 from pipeline.report.cells import is_baseline
 from pipeline.report.document import Header, ModelReport
+from pipeline.domain.result_records import TaskLooks
 from pipeline.report.serving import load_note
 from pipeline.scoring.verdict import retrieval_length
 from pipeline.scoring.verdict.judge import task_verdicts
@@ -62,8 +63,23 @@ def row_json(r: Row, m: ModelReport, base: Row | None) -> dict:
             "power": {k: p.as_dict() for k, p in e.power.items()}, "fidelity": f.fidelity.as_dict() if f.fidelity else None,
             "measured_on": as_json(f.measured_on),
             # what it cost: where each task's looks stopped, the stage's seconds and their parts
-            "looks": {t: dataclasses.asdict(lk) for t, lk in f.looks.items()}, "seconds": f.seconds,
+            "looks": looks_json(f.looks), "seconds": f.seconds,
             "phases": f.phases}
+
+
+def looks_json(looks: dict[str, TaskLooks]) -> dict:
+    """Each task's looks as evaluate recorded them, without the look order (result.json keeps it). A
+    `settled` record is the later of the two arithmetics' looks (scoring/verdict/arith_check.py), so each
+    names the arithmetic it was read in: "run" (the verdict's own interval, as `first` has it) or
+    "second" (the engine's second arithmetic settling it later: not the interval beside the verdict)."""
+    out = {}
+    for task, lk in looks.items():
+        found = dataclasses.asdict(lk)
+        found.pop("order", None)
+        for metric, rec in found["settled"].items():
+            rec["arithmetic"] = "run" if lk.first is None or lk.first.get(metric) == lk.settled[metric] else "second"
+        out[task] = found
+    return out
 
 
 def as_json(record: object | None) -> dict | None:

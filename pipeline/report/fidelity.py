@@ -75,7 +75,9 @@ def kv_length_lines(m: ModelReport) -> list[str]:
             comparable += 1
             worse_long += filled[-1].delta < filled[0].delta
         lines.append(md_row([k.variant, k.reference, k.task, "; ".join(parts)]))
-    lines += ["", f"Longest bucket worse than shortest in {worse_long} of {comparable} comparisons "
+    lines += ["", "Each row over the documents the variant's verdict on the task was read on (the look it settled "
+              "at; a stratified read weighted as its delta is), paired with the same tier under the baseline's KV.",
+              "", f"Longest bucket worse than shortest in {worse_long} of {comparable} comparisons "
               "(field experience says KV quantization hurts long inputs most; with these sample sizes a "
               "difference of a few points is within noise)."]
     return lines

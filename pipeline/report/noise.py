@@ -59,14 +59,22 @@ def noise_lines(m: ModelReport) -> list[str]:
         lines += [md_row([v, mid, a, b, "stable" if a == b else "**unstable**"]) for v, mid, a, b in found] + [""]
     if m.noise_flips:
         tasks = sorted({t for d in m.noise_flips.values() for t in d})
-        lines += ["Flips against the baseline, and how many had a baseline margin within the noise floor's "
-                  "(flips the engine alone can make):", "",
+        lines += ["Flips against the baseline over the pairs each verdict was read on (as under *Quality by "
+                  "task*), and how many had a baseline margin within the noise floor's (flips the engine alone "
+                  "can make):", "",
                   "| variant | " + " | ".join(tasks) + " |", "|---|" + "---|" * len(tasks)]
         for variant, by_task in m.noise_flips.items():
-            cells = [f"{by_task[t][0]} ({by_task[t][1]} inside)" if t in by_task else "–" for t in tasks]
+            cells = [f"{by_task[t][0]} ({by_task[t][1]} inside)" + label(m, variant, t) if t in by_task else "–"
+                     for t in tasks]
             lines.append(md_row([variant, *cells]))
         lines.append("")
     return lines
+
+
+def label(m: ModelReport, variant: str, task: str) -> str:
+    """' (n=478)' where the flips are over more pairs than the verdict's (comparison.read_of), else ''."""
+    read = m.reads.get(variant, {}).get(task)
+    return read.label() if read is not None else ""
 
 
 def kl_line(fid: Read | None) -> list[str]:

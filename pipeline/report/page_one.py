@@ -96,7 +96,9 @@ def recovery_cell(r: Row, base: Row, task: str) -> str:
 
 def flips_cell(m: ModelReport, r: Row, task: str) -> str:
     flips = m.flips.get(r.variant, {}).get(task)
-    return f"{100.0 * flips.rate:.1f}%" if flips is not None and flips.n and deciding(r, task) else "–"
+    read = m.reads.get(r.variant, {}).get(task)        # over the verdict's pairs, else labelled with its own n
+    return (f"{100.0 * flips.rate:.1f}%" + (read.label() if read else "")
+            if flips is not None and flips.n and deciding(r, task) else "–")
 
 
 def has_flips(m: ModelReport, task: str) -> bool:

@@ -64,7 +64,8 @@ def task_tables(m: ModelReport, baseline: Baseline) -> list[str]:
             cells = [r.variant] + [metric_cell(r, x, is_baseline(r, baseline)) for x in mids]
             if flips:
                 f = flips.get(r.variant)
-                cells.append(f"{f.right_to_wrong}/{f.wrong_to_right}" if f else "–")
+                read = m.reads.get(r.variant, {}).get(task)
+                cells.append(f"{f.right_to_wrong}/{f.wrong_to_right}" + (read.label() if read else "") if f else "–")
             if ties:
                 t = ties.get(r.variant)
                 cells.append(f"{t[0]} of {t[1]:,}" if t else "–")

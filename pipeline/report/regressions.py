@@ -2,13 +2,20 @@
 from __future__ import annotations
 
 from pipeline.schema import Baseline
-from pipeline.scoring.estimators.analysis import Regression
+from pipeline.scoring.estimators.analysis import Read, Regression
 
 
-def regressions_md(model: str, variant: str, baseline: Baseline, per_task: dict[str, list[Regression]]) -> str:
+def regressions_md(model: str, variant: str, baseline: Baseline, per_task: dict[str, list[Regression]],
+                   reads: dict[str, Read] | None = None) -> str:
+    """`reads`: task -> the pairs ranked (comparison.read_of: those its verdict was read on)."""
     lines = [f"# Largest regressions: {model} {variant} vs {baseline.tier}-{baseline.kv}", ""]
     for task, regs in per_task.items():
         lines += [f"## {task}", ""]
+        read = (reads or {}).get(task)
+        if read is not None:
+            lines += [f"Ranked over the {read.n:,} sample pairs " + (
+                "its verdict was read on." if read.n == read.verdict_n else
+                f"read (its verdict was read on {read.verdict_n:,}: this result.json records no look order)."), ""]
         if not regs:
             lines += ["No sample got worse.", ""]
             continue

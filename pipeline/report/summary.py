@@ -9,7 +9,6 @@ from pipeline.report import provenance
 from pipeline.report.document import ModelReport
 from pipeline.schema import Baseline
 from pipeline.scoring.verdict.judge import ENDPOINT
-from pipeline.scoring.verdict.rows import Row
 
 def recommendation_lines(m: ModelReport) -> list[str]:
     """Three lines: what to ship, why, and the command."""

@@ -3,11 +3,12 @@ variant, a column per gated metric. What is the same for every variant (a metric
 do, the allowed drop, n) is said once, in the column head or above the table. Pure."""
 from __future__ import annotations
 
-from pipeline.report.cells import MARK, is_baseline, label, md_row, word
+from pipeline.report.cells import MARK, is_baseline, label, md_row, task_of, word
 from pipeline.report.document import ModelReport
 from pipeline.schema import Baseline
+from pipeline.scoring.planning.power import Power
 from pipeline.scoring.verdict.judge import not_capable
-from pipeline.scoring.verdict.rows import NOT_RUN, Row
+from pipeline.scoring.verdict.rows import NOT_RUN, Row, Settle
 
 
 def compared(m: ModelReport, base: Baseline | None) -> list[Row]:
@@ -108,7 +109,8 @@ def power_lines(m: ModelReport, base: Baseline | None) -> list[str]:
     head = ["Variant"] + [f"{label(mid)} (n={ns[mid]})" if ns[mid] is not None else label(mid) for mid in metrics]
     lines = ["### Power", "", "Each cell: the spread the verdict's own interval implies (half-width x sqrt(n) / z; "
              "not the sample SD, which is near 0 where most outputs equal the baseline's) / minimum detectable "
-             "drop at this n / samples for 80% power at the tolerance (n80), in items read by this design.", "",
+             "drop at this n / samples for 80% power at the tolerance (n80), in items read by this design; an n80 "
+             "beyond what the design reads says the pool it would take.", "",
              md_row(head), "|" + "---|" * len(head)]
     for r in rows:
         cells = [r.variant]
@@ -117,7 +119,23 @@ def power_lines(m: ModelReport, base: Baseline | None) -> list[str]:
             if p is None:
                 cells.append("–")
                 continue
-            n80 = "–" if p.n_for_80pct_power is None else f"{p.n_for_80pct_power:,}"
+            n80 = n80_text(p, r.facts.reach(task_of(mid)) or fixed_reach(m.num_samples.get(task_of(mid))))
             cells.append(f"{p.sd:.1f} / {p.mdd:.1f} / {n80}" + ("" if ns[mid] is not None else f" (n={p.n})"))
         lines.append(md_row(cells))
     return lines + [""]
+
+
+def fixed_reach(cap: int | None) -> tuple[int, int] | None:
+    """A task read at a fixed n reads all of its pool."""
+    return (cap, cap) if cap else None
+
+
+def n80_text(p: Power, reach: tuple[int, int] | None) -> str:
+    """n80, and where it is more than the design reads (`reach`: the most items it reads, from a pool of
+    that many), the pool it would take, as the close-call line says it (rows.Settle)."""
+    if p.n_for_80pct_power is None:
+        return "–"
+    found = Settle(p.n_for_80pct_power, "pass", *reach) if reach is not None else None
+    more = (f" (more than the {found.readable:,} this design reads: a pool of about {found.pool_needed():,})"
+            if found is not None and found.beyond() else "")
+    return f"{p.n_for_80pct_power:,}{more}"

@@ -79,6 +79,7 @@ def model_report(params: schema.Params, rows: list[Row], model: str, found: Comp
         name=model, source=params.models[model].source, rows=mine, recommendation=rec,
         num_samples=base.num_samples if base else next((r.facts.num_samples for r in mine if r.facts.num_samples), {}),
         flips=found.flips.get(model, {}), ties=found.ties.get(model, {}), regressions=found.regressions.get(model, {}),
+        reads=found.reads.get(model, {}),
         regression_links=regression_links(model, found),
         kv_length=[k for k in found.kv_length if k.model == model], plans=planned.for_model(model),
         gpu_recs=gpu_recommendations(params, rows, model, planned, barred), plot=plot_spec(params, model, mine),
@@ -107,7 +108,8 @@ def noise_floor(params: schema.Params, measured: list[Measured], model: str, sam
 
 def noise_flips(mine: list[Row], base: Measured, samples: Samples, floor: noise.NoiseFloor
                 ) -> dict[str, dict[str, tuple[int, int]]]:
-    """variant -> choice task -> (its flips against the baseline, those inside the noise floor's margin)."""
+    """variant -> choice task -> (its flips against the baseline, those inside the noise floor's margin),
+    over the pairs its verdict was read on (comparison.read_samples), as the flips beside the verdict."""
     if not floor.margin:
         return {}
     theirs = samples[base.key]
@@ -115,7 +117,7 @@ def noise_flips(mine: list[Row], base: Measured, samples: Samples, floor: noise.
     for r in mine:
         if r.facts.status != "ok" or r.facts is base:
             continue
-        own = samples[r.key]
+        own = comparison.read_samples(r.facts, samples[r.key])
         for task, limit in floor.margin.items():
             if task in own and task in theirs:
                 out.setdefault(r.variant, {})[task] = noise.inside(
@@ -185,7 +187,8 @@ def write(models: dict[str, ModelReport], head: Header, across: AcrossReport | N
     for m in models.values():
         for variant, link in m.regression_links.items():
             io.atomic_write_text(paths.RESULTS / link,
-                                 regressions.regressions_md(m.name, variant, head.baseline, m.regressions[variant]))
+                                 regressions.regressions_md(m.name, variant, head.baseline, m.regressions[variant],
+                                                            m.reads.get(variant, {})))
         if m.plot is not None:
             plots.quality_vs_memory(m.rows, m.plot.metrics, paths.RESULTS / m.plot.path, m.plot.title, m.plot.limits,
                                     m.plot.model_dtype_kv)

@@ -33,6 +33,24 @@ def common(a: list[dict], b: list[dict]) -> tuple[list[dict], list[dict]]:
     return [r for r in a if r["doc_id"] in shared], [r for r in b if r["doc_id"] in shared]
 
 
+def within(rows: list, docs: Collection[int] | None, doc=lambda x: x["doc_id"]) -> list:
+    """The rows (or pairs: `doc` reads a pair's document id) of the documents `docs`; None: all of them."""
+    return list(rows) if docs is None else [x for x in rows if doc(x) in docs]
+
+
+@dataclass(frozen=True)
+class Read:
+    """The pairs a task's per-sample numbers (flips, ties, regressions, deltas by length) come from: `n`
+    of them, and `verdict_n`, the items the verdict beside them was read on (its settled look's)."""
+    n: int
+    verdict_n: int
+
+    def label(self) -> str:
+        """'' where the numbers are the verdict's pairs, else ' (n=478)': they are over more (an older
+        result.json without the look order)."""
+        return "" if self.n == self.verdict_n else f" (n={self.n:,})"
+
+
 def sample_score_key(task_rows: list[dict]) -> str:
     """The score that ranks a task's samples: acc, rougeL, chrf, else the first one the rows carry."""
     scores = task_rows[0]["scores"] if task_rows else {}

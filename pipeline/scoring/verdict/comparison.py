@@ -1,6 +1,11 @@
 """Every ok row against its baseline, sample by sample: each row's Evidence (deltas, intervals,
-power), and the classification flips, largest regressions and KV sensitivity by input length that
-the report shows beside them. Pure: rows and their per-sample logs in, numbers out.
+power), and the classification flips, exact ties, largest regressions and KV sensitivity by input length
+that the report shows beside them. Pure: rows and their per-sample logs in, numbers out.
+
+The numbers beside a verdict come from the pairs it was read on: a task's flips, ties, regressions and
+deltas by length from the documents read by the look evaluate settled the task's ranking metric at
+(`read_of`; result.json looks.<task>.order), not from every look the task went on to read (its second
+arithmetic, or another metric, still open). Comparison.reads says how many pairs each task's come from.
 
 Samples are the JSONL records evaluate writes per task (task_rows.sample_row), keyed by the row's Key.
 """
@@ -13,7 +18,8 @@ from pipeline.schema import Decision, Report, Tolerance
 from pipeline.scoring.estimators import analysis
 from pipeline.scoring.planning import power
 from pipeline.scoring.verdict import judge
-from pipeline.scoring.estimators.analysis import KvLength, Regression, Samples, metrics_of, paired_tasks
+from pipeline.domain.metrics import metric_id
+from pipeline.scoring.estimators.analysis import KvLength, Read, Regression, Samples, metrics_of, paired_tasks
 from pipeline.scoring.verdict.rows import Evidence, Key, Measured
 from pipeline.scoring.estimators import stats
 from pipeline.scoring.estimators.stats import Flips
@@ -26,8 +32,10 @@ class Comparison:
     flips: dict[str, dict[str, dict[str, Flips]]] = field(default_factory=dict)        # model -> variant -> task
     regressions: dict[str, dict[str, dict[str, list[Regression]]]] = field(default_factory=dict)  # same keys
     kv_length: list[KvLength] = field(default_factory=list)
-    # model -> variant -> task -> (items whose best choices tied exactly, items scored): every ok row's
+    # model -> variant -> task -> (items whose best choices tied exactly, items scored): every ok row's, over
+    # the documents its verdict was read on (read_of)
     ties: dict[str, dict[str, dict[str, tuple[int, int]]]] = field(default_factory=dict)
+    reads: dict[str, dict[str, dict[str, Read]]] = field(default_factory=dict)         # model -> variant -> task
 
 
 def task_metrics(r: Measured, task: str) -> dict[str, str]:
@@ -43,7 +51,7 @@ def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision, r
     found = Comparison()
     for r in rows:
         if r.status == "ok" and r.key in samples:
-            tied = ties(samples[r.key])
+            tied = ties(read_samples(r, samples[r.key]))
             if tied:
                 found.ties.setdefault(r.model, {})[r.variant] = tied
         base = judge.baseline_for(r, bases)
@@ -52,6 +60,10 @@ def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision, r
         mine, theirs = samples[r.key], samples[base.key]
         intervals, planned, regress = {}, {}, {}
         for task, pairs in paired_tasks(theirs, mine, r.looks):
+            at = r.settled_at(metric_id(task, analysis.sample_score_key(mine[task]))) if pairs else None
+            shown = analysis.within(pairs, read_of(r, task, mine[task]), lambda p: p[1]["doc_id"])
+            found.reads.setdefault(r.model, {}).setdefault(r.variant, {})[task] = Read(
+                len(shown), at.n if at is not None else len(pairs))
             conf = r.look_confidence(task)
             reported = task_metrics(r, task)
             limits = {m: judge.allowed_drop(tol, base.metrics[mid]) for m, mid in reported.items()
@@ -68,8 +80,8 @@ def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision, r
             pws = power.powers(list(reported), limits, rule.bootstrap.confidence, ivs, confs)
             planned.update({reported[m]: p for m, p in pws.items()})
             if "logliks" in mine[task][0]:
-                found.flips.setdefault(r.model, {}).setdefault(r.variant, {})[task] = analysis.flips(pairs)
-            regress[task] = analysis.largest_regressions(pairs, report.regressions_per_task)
+                found.flips.setdefault(r.model, {}).setdefault(r.variant, {})[task] = analysis.flips(shown)
+            regress[task] = analysis.largest_regressions(shown, report.regressions_per_task)
         # the delta is its interval's wherever there is one (a task stopped at a look: over the documents
         # both read; stratified: the weighted estimate), so the page has one number for it
         deltas = {**judge.deltas(r, base), **{m: iv.delta for m, iv in intervals.items()}}
@@ -78,8 +90,24 @@ def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision, r
         found.regressions.setdefault(r.model, {})[r.variant] = regress
         ref = by_backend.get((r.model, r.tier, rule.baseline.kv, r.backend))
         if r.kv != rule.baseline.kv and ref is not None and ref.status == "ok" and ref.compute_dtype == r.compute_dtype:
-            found.kv_length += kv_length(r, ref, mine, samples[ref.key], report.length_buckets)
+            found.kv_length += kv_length(r, ref, read_samples(r, mine), samples[ref.key], report.length_buckets)
     return found
+
+
+def read_of(r: Measured, task: str, rows: list[dict]) -> frozenset[int] | None:
+    """The documents the verdict beside a task's per-sample numbers was read on: those read by the look
+    evaluate settled the metric that ranks the task's samples at (analysis.sample_score_key: acc, rougeL,
+    chrF), in the run's arithmetic. None: every row (open at the last look, a fixed-n or whole read, or a
+    result without the look order)."""
+    lk = r.looks.get(task)
+    if lk is None or not rows:
+        return None
+    return lk.read(r.settled_at(metric_id(task, analysis.sample_score_key(rows))))
+
+
+def read_samples(r: Measured, mine: Samples) -> Samples:
+    """The row's samples of each task restricted to the documents its verdict was read on (read_of)."""
+    return {task: analysis.within(rows, read_of(r, task, rows)) for task, rows in mine.items()}
 
 
 def ties(mine: Samples) -> dict[str, tuple[int, int]]:

@@ -53,12 +53,17 @@ def not_capable(v: Verdict) -> bool:
 def judge_metric(metric: str, base: float | None, interval: Interval | None, tol: Tolerance,
                  min_base: float | None, higher_is_better: bool = True, confidence: float = 0.95,
                  second: tuple[str, str] | None = None, check_expected: bool = False,
-                 reach: tuple[int, int] | None = None) -> Verdict:
+                 reach: tuple[int, int] | None = None, settled: str | None = None,
+                 looked: bool = False) -> Verdict:
     """The verdict for one metric of one variant; `confidence`: the interval's (it only names it).
     `second`: (the metric's verdict under the engine's second arithmetic, its name), where evaluate
     checked it (scoring/verdict/arith_check.py); a settled verdict it does not give is `unstable`: inconclusive,
     never a pass. `check_expected`: the engine has a second arithmetic, so a settled verdict it did not
-    check (evaluate skips the check once a variant cannot pass) is `unchecked`: inconclusive too."""
+    check (evaluate skips the check once a variant cannot pass) is `unchecked`: inconclusive too.
+    `settled`: the verdict evaluate settled the metric with at a look (result.json Settled.verdict), read
+    as it is; `looked`: the task was read in looks and the metric settled at none (open at the last). The
+    rule (margin.verdict) is applied here only to an interval no look read (a fixed-n or whole read, a
+    reference across models): one call site per decision, so a change of the rule moves every verdict."""
     if base is None:
         return Verdict(INCONCLUSIVE, NO_BASELINE)
     if min_base is not None and base < min_base:
@@ -69,7 +74,7 @@ def judge_metric(metric: str, base: float | None, interval: Interval | None, tol
     lo, hi = sorted((sign * interval.lo, sign * interval.hi))
     limit = allowed_drop(tol, base)
     found = {"lo": lo, "hi": hi, "n": interval.n, "limit": limit, "confidence": confidence, "second": second}
-    on_sampling = margin.verdict(lo, hi, limit)
+    on_sampling = settled if settled is not None else INCONCLUSIVE if looked else margin.verdict(lo, hi, limit)
     if second is not None and on_sampling != INCONCLUSIVE and second[0] != on_sampling:
         return Verdict(INCONCLUSIVE, **found, unstable=on_sampling)
     if second is None and check_expected and on_sampling != INCONCLUSIVE:
@@ -165,11 +170,13 @@ def judgement(r: Measured, ev: Evidence, base_rows: dict[Pairing, Measured], rul
             verdicts[metric] = Verdict(INCONCLUSIVE, missing_baseline(r, base_rows))
             continue
         task = split_id(metric)[0]
-        at = r.settled_at(metric)          # the look evaluate settled it at: its interval's confidence
+        at = r.settled_at(metric)          # the look evaluate settled it at, its verdict and interval
+        lk = r.looks.get(task)
         found = judge_metric(metric, base.metrics.get(metric), ev.intervals.get(metric), tol, floor,
                              r.higher_is_better.get(metric, True),
                              (at.confidence if at else r.look_confidence(task)) or rule.bootstrap.confidence,
-                             r.second(metric), r.check_expected(), r.reach(task))
+                             r.second(metric), r.check_expected(), r.reach(task),
+                             at.verdict if at else None, lk is not None and not lk.whole)
         verdicts[metric] = dataclasses.replace(found, look=r.look_text(task, at)) if found.lo is not None else found
     return Judgement(overall(verdicts), verdicts)
 

@@ -8,18 +8,20 @@ Per bucket and text, the increase is KL(variant) - KL(same tier, baseline KV) of
 the bucket's positions (the baseline tier's own KL is 0 by definition); its interval is Student's t over
 texts (pipeline/scoring/estimators/positions.py: texts, not positions, are the independent unit). A bucket is
 `pass` when the upper bound is at most the tolerance, `fail` when the lower bound is above it, else
-`inconclusive`: a one-sided test at (1 - confidence) / 2 per side, as the task verdicts. "Non-inferior up
-to L tokens" needs every bucket up to L to pass: an intersection-union test, so the claim keeps that
-level without a multiplicity correction (Berger 1982). Simulated in tests/test_long_kv.py.
+`inconclusive`: a one-sided test at (1 - confidence) / 2 per side, by the task verdicts' own rule
+(margin.verdict, on the increase turned so that higher is better). "Non-inferior up to L tokens" needs
+every bucket up to L to pass: an intersection-union test, so the claim keeps that level without a
+multiplicity correction (Berger 1982). Simulated in tests/test_long_kv.py.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from pipeline.scoring.estimators.positions import t_interval
+from pipeline.scoring.verdict import margin
 from pipeline.scoring.verdict.rows import Measured
 
-PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+PASS, FAIL, INCONCLUSIVE = margin.PASS, margin.FAIL, margin.OPEN
 
 
 @dataclass(frozen=True)
@@ -55,13 +57,11 @@ class LongKv:
 
 
 def bucket_verdict(ci: tuple[float, float] | None, tolerance: float) -> str:
+    """The task verdicts' rule (margin.verdict) on the KL increase turned so that higher is better: pass
+    when its upper bound is at most the tolerance, fail when its lower bound is above it."""
     if ci is None:
         return INCONCLUSIVE
-    if ci[1] <= tolerance:
-        return PASS
-    if ci[0] > tolerance:
-        return FAIL
-    return INCONCLUSIVE
+    return margin.verdict(-ci[1], -ci[0], tolerance)
 
 
 def increases(mine: list[list[float | None]], ref: list[list[float | None]] | None, b: int) -> list[float]:

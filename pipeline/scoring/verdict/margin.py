@@ -7,10 +7,13 @@ T of the metric's tolerance (docs/decision-rule.md):
   fail          hi <  -T
   inconclusive  otherwise (at a look: still open)
 
-evaluate's looks (evaluation/looks_runner.settle), decide (scoring/decision.judge_metric) and the
-error-rate replays (scoring/simulation/replay.py, scoring/simulation/replay_strata.py) all call these functions, so a change
-of the rule changes the simulated rates with it (tests/test_margin.py changes it and sees both move).
-No caller adds a slack of its own.
+Each decision calls it once, in one place: evaluate's looks (evaluation/looks_runner.settle) settle a
+task's metrics, and decide reads the verdict they recorded (result.json Settled.verdict) without
+judging it again; decide judges an interval no look read (scoring/verdict/judge.judge_metric: a fixed-n
+or whole read, the reference across models) and the KV cache by length (scoring/verdict/long_kv.py);
+the error-rate replays (scoring/simulation/replay.py, replay_strata.py) call it too. So a change of the
+rule moves every verdict on the page and the simulated rates with it (tests/test_margin.py changes it
+and sees them all move). No caller adds a slack of its own.
 """
 from __future__ import annotations
 
