@@ -148,19 +148,24 @@ def reserve(buffer: torch.Tensor) -> None:
     _RESERVED[buffer.data_ptr()] = buffer
 
 
-def rounded(x: torch.Tensor, scale: float) -> torch.Tensor:
-    """x through fp8. A view of a reserved cache buffer (pipeline/engines/generate.py) is rounded in
-    place, and the buffer remembers how far: rounding is idempotent and the cache only appends, so each
-    position is rounded once instead of at every later decoding step. Anything else is rounded anew.
-    (Views made under torch.inference_mode have no ._base, hence the registry of buffers.)"""
+def rounded(x: torch.Tensor, scale: float, fn=fp8_round, upto: int | None = None) -> torch.Tensor:
+    """x through fp8 (or through `fn(x, scale)`, a per-token KV format's round trip:
+    pipeline/engines/kv_formats.py), its first `upto` positions only where given (the rest as computed).
+    A view of a reserved cache buffer (pipeline/engines/generate.py) is rounded in place, and the buffer
+    remembers how far: rounding is idempotent and the cache only appends, so each position is rounded
+    once instead of at every later decoding step. Anything else is rounded anew. (Views made under
+    torch.inference_mode have no ._base, hence the registry of buffers.)"""
+    end = x.shape[2] if upto is None else min(upto, x.shape[2])
     buf = _RESERVED.get(x.data_ptr())
     if buf is None or x.shape[:2] != buf.shape[:2] or x.shape[3:] != buf.shape[3:] or x.stride() != buf.stride():
-        return fp8_round(x, scale)
-    done, done_scale = getattr(buf, "qtier_rounded", (0, scale))
-    start = done if done_scale == scale else 0
-    if start < x.shape[2]:
-        x[:, :, start:].copy_(fp8_round(x[:, :, start:], scale))
-    buf.qtier_rounded = (x.shape[2], scale)
+        if end == x.shape[2]:
+            return fn(x, scale)
+        return torch.cat([fn(x[:, :, :end], scale), x[:, :, end:]], dim=2)
+    done, how = getattr(buf, "qtier_rounded", (0, (scale, fn)))
+    done = done if how == (scale, fn) else 0
+    if done < end:
+        x[:, :, done:end].copy_(fn(x[:, :, done:end], scale))
+    buf.qtier_rounded = (max(done, end), (scale, fn))
     return x
 
 
