@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 from pipeline import paths, schema
-from pipeline.domain import bos, calibration, chat, fidelity_set, hardware, long_texts, probe_sets, sources, tasks
+from pipeline.domain import (bos, calibration, chat, fidelity_set, hardware, kv_check, long_texts, probe_sets, sources,
+                             tasks)
 from pipeline.domain.probe_sets import CHAT_TOKENS
 from pipeline.domain.metrics import metric_id
 from pipeline.engines import Unsupported, endpoint
@@ -37,6 +38,7 @@ def check(p: Params, root: Path) -> None:
             chat.resolve_folder(name, m.apply_chat_template, folder, where)
             bos.check_folder(name, m.add_bos_token, folder, where)
     check_tiers(p, root, kinds)
+    kv_check.check(p, root)
     if not (root / p.calibration.path).is_file():
         raise ConfigError(f"calibration.path: file not found: {p.calibration.path}")
     calibration.check(p, root)

@@ -89,8 +89,8 @@ def _gguf_geometry(path: Path) -> dict:
 
 
 def gguf_geometry(path: Path) -> dict:
-    """hidden_size / num_attention_heads / intermediate_size / max_position_embeddings (the context)
-    from a GGUF header (memory-mapped)."""
+    """hidden_size / num_attention_heads / intermediate_size / max_position_embeddings (the context) /
+    num_hidden_layers from a GGUF header (memory-mapped)."""
     from gguf import GGUFReader
 
     reader = GGUFReader(str(path))
@@ -101,7 +101,8 @@ def gguf_geometry(path: Path) -> dict:
         return int(field.parts[field.data[0]][0])
 
     return {"hidden_size": value("embedding_length"), "num_attention_heads": value("attention.head_count"),
-            "intermediate_size": value("feed_forward_length"), "max_position_embeddings": value("context_length")}
+            "intermediate_size": value("feed_forward_length"), "max_position_embeddings": value("context_length"),
+            "num_hidden_layers": value("block_count")}
 
 
 def storage_dtype(params: Params, model: str) -> str:

@@ -271,4 +271,7 @@ def install(model: torch.nn.Module, name: str, skip_layers: tuple = ()) -> int:
             module.qtier_kv_round_trip = plain if skipped else trip
             n += 0 if skipped else 1
             i += 1
+    beyond = [j for j in skip_layers if j >= i]
+    if beyond:
+        raise NotSimulated(f"kv skip_layers: layer {beyond[0]} is beyond the model's {i} attention layers")
     return n

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from pipeline.engines import arch, arithmetic, dists, generate, kvcache, loglik, w8a8, w8a8_gemm
+from pipeline.engines import arch, arithmetic, dists, generate, kv_formats, kvcache, loglik, w8a8, w8a8_gemm
 from pipeline.engines.base import TokenDists, Unsupported, Variant
 from pipeline.domain import bos, compute
 from pipeline.domain.machine import accelerator_available, cpu_info, native_bf16
@@ -227,7 +227,17 @@ class ReferenceBackend:
         scales = checkpoint_scales(path) if kv.calibrated else {}
         if kv.calibrated and not scales:
             raise Unsupported(f"{path} carries no k/v scales (stage kvscales makes them)")
-        if kv.cache_dtype == "fp8_e4m3":
+        other_format = kv.cache_dtype not in ("auto", "fp8_e4m3") or bool(kv.skip_layers)
+        if other_format:
+            try:
+                kv_formats.round_trip(kv.cache_dtype)
+            except kv_formats.NotSimulated as e:
+                raise Unsupported(str(e)) from None
+            kwargs["attn_implementation"] = kv_formats.register()
+            skipped = f", layers {list(kv.skip_layers)} kept in {place.dtype}" if kv.skip_layers else ""
+            info["kv_cache"] = (f"{kv.cache_dtype} simulated ({kv_formats.FORMATS[kv.cache_dtype].simulation}"
+                                f"{skipped}; pipeline/engines/kv_formats.py)")
+        elif kv.cache_dtype == "fp8_e4m3":
             kwargs["attn_implementation"] = kvcache.register()
             how = (f"calibrated per-layer scales from the checkpoint (k {_span(scales, 0)}, v {_span(scales, 1)})"
                    if kv.calibrated else f"scale {kv.scale:g}, uncalibrated like vLLM's default")
@@ -256,7 +266,7 @@ class ReferenceBackend:
             # W8A8 layers are then re-routed to the engine's arithmetic (w8a8.install, below).
             kwargs["quantization_config"] = CompressedTensorsConfig(run_compressed=False)
         tokenizer = AutoTokenizer.from_pretrained(path)
-        model = arch.load(AutoModelForCausalLM, path, kwargs, info, fp8=kv.cache_dtype == "fp8_e4m3")
+        model = arch.load(AutoModelForCausalLM, path, kwargs, info, fp8=kv.cache_dtype != "auto")
         info["weight_bytes_serving"] = serving_weight_bytes(model, variant.model_cfg.dtype)
         if alt is not None:
             layers = arithmetic.described(*arithmetic.bf16_operands(model)) if alt == arithmetic.BF16_OPERANDS else ""
@@ -279,8 +289,13 @@ class ReferenceBackend:
             info["w8a8_arithmetic"], info["w8a8_layers"] = done["arithmetic"], done["layers"]
         if kv.calibrated:
             info["kv_layers_quantized"] = kvcache.set_layer_scales(model, scales)
-        elif kv.cache_dtype == "fp8_e4m3":
+        elif kv.cache_dtype != "auto":
             info["kv_layers_quantized"] = kvcache.set_scales(model, kv.scale, kv.scale)
+        if other_format:
+            try:
+                info["kv_layers_quantized"] = kv_formats.install(model, kv.cache_dtype, tuple(kv.skip_layers))
+            except kv_formats.NotSimulated as e:
+                raise Unsupported(str(e)) from None
         lm = reference_lm_class(variant.add_bos)(pretrained=model, tokenizer=tokenizer, batch_size=self.ev.batch_size,
                   max_length=getattr(model.config, "max_position_embeddings", 2048))
         info["shared_prompt_prefix"] = lm.qtier_share_prefix

@@ -36,6 +36,7 @@ def serve_argv(cfg: Vllm, variant: Variant, port: int, dev: str) -> tuple[list[s
         enforce_eager=cfg.enforce_eager,
         trust_remote_code=variant.model_cfg.trust_remote_code,
         host="127.0.0.1", port=port, served_model_name=variant.key,
+        kv_cache_dtype_skip_layers=list(variant.kv_cfg.skip_layers),
     )
     args = vllm_serve_args(target, dtype, variant.kv_cfg.cache_dtype, extra)
     return [cfg.python, str(LAUNCHER), *args[1:]], target

@@ -29,7 +29,7 @@ from pipeline.engines.server import NoTokenCount, Server, ServerDied, decode_spe
 from pipeline.engines.vllm_argv import serve_argv, served_dtype, server_env
 from pipeline.engines.vllm_bench import too_slow
 from pipeline.engines.vllm_session import VllmSession, WallBudget
-from pipeline.domain import bos, compute
+from pipeline.domain import bos, compute, kv_formats, vllm_installed
 from pipeline.domain.machine import accelerator_available, cpu_info, exact_int8_dot
 from pipeline import paths
 from pipeline.io import read_json
@@ -59,7 +59,8 @@ class VllmBackend:
         out_dir = variant.out_dir or Path(".")
         port = free_port()
         argv, target = serve_argv(cfg, variant, port, dev)
-        refusal = cpu_int8_refusal(_quantization_config(target), cpu_info()) if dev == "cpu" else None
+        refusal = (cpu_int8_refusal(_quantization_config(target), cpu_info())
+                   or cpu_kv_refusal(variant.kv_cfg.cache_dtype, self.cfg.python)) if dev == "cpu" else None
         if refusal:
             raise Unsupported(refusal)
         env = server_env(dev)
@@ -175,6 +176,19 @@ def kv_scales_note(in_checkpoint: bool, logged_unit_scales: bool) -> str:
     if logged_unit_scales:
         return "NOT applied: the checkpoint carries calibrated k/v scales, yet vLLM logged that it uses 1.0"
     return "calibrated (k_scale/v_scale in the checkpoint, loaded by vLLM)"
+
+
+def cpu_kv_refusal(cache_dtype: str, python: str) -> str | None:
+    """Why the installed vLLM's CPU build cannot serve this KV format (its CPU attention backend's
+    supported_kv_cache_dtypes, read from its files), or None."""
+    found = vllm_installed.installed(python)
+    served = found.cpu_dtypes if found and found.cpu_dtypes else kv_formats.CPU_SERVED
+    version = found.version if found else vllm_installed.RECORDED_VERSION
+    if cache_dtype in served or kv_formats.FORMATS.get(cache_dtype, None) is None:
+        return None
+    flag = kv_formats.FORMATS[cache_dtype].flag
+    return (f"--kv-cache-dtype {flag}: vLLM {version}'s CPU attention backend serves {', '.join(served)} only "
+            f"({kv_formats.CPU_ATTENTION}); a GPU serves it (docs/kv-cache.md)")
 
 
 def cpu_int8_refusal(quantization_config: dict, info: dict) -> str | None:

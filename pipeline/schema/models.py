@@ -10,7 +10,8 @@ METHODS = ("baseline", "rtn", "gptq", "awq", "smoothquant-gptq", "bnb-int8", "bn
 RECIPE_METHODS = ("rtn", "gptq", "awq", "smoothquant-gptq")
 CALIBRATED_METHODS = ("gptq", "awq", "smoothquant-gptq")
 BNB_METHODS = ("bnb-int8", "bnb-nf4")
-KV_DTYPES = ("auto", "fp8_e4m3")
+KV_DTYPES = ("auto", "fp8_e4m3")     # the default run's; every format vLLM lists is checked at check (domain/kv_check.py)
+PER_TENSOR_SCALED = ("fp8", "fp8_e4m3")      # what stage kvscales calibrates
 
 
 @dataclass(frozen=True)
@@ -131,19 +132,28 @@ class Tier:
 class KvMode:
     cache_dtype: str
     scale: float | Literal["calibrated"] = 1.0
+    skip_layers: list[int] = field(default_factory=list)
 
     @property
     def calibrated(self) -> bool:
         return self.scale == "calibrated"
 
     def __post_init__(self) -> None:
-        if self.cache_dtype not in KV_DTYPES:
-            raise FieldError("cache_dtype", f"{self.cache_dtype!r} is not one of {KV_DTYPES}")
+        if not self.cache_dtype or not self.cache_dtype.replace("_", "").isalnum():
+            raise FieldError("cache_dtype", f"{self.cache_dtype!r} is not a KV cache dtype name")
         if self.calibrated:
             if self.cache_dtype == "auto":
                 raise FieldError("scale", "calibrated scales need a quantized cache_dtype (fp8_e4m3), not auto")
+            if self.cache_dtype not in PER_TENSOR_SCALED:
+                raise FieldError("scale", f"stage kvscales calibrates fp8_e4m3's per-layer scales, not "
+                                          f"{self.cache_dtype}'s")
         elif self.scale <= 0:
             raise FieldError("scale", f"must be positive or 'calibrated', got {self.scale}")
+        if self.skip_layers and self.cache_dtype == "auto":
+            raise FieldError("skip_layers", "an auto cache quantizes no layer to skip")
+        bad = [i for i in self.skip_layers if i < 0]
+        if bad:
+            raise FieldError("skip_layers", f"layer indices count from 0, got {bad[0]}")
 
 
 @dataclass(frozen=True)

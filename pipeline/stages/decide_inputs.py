@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from pipeline import io, paths, schema
-from pipeline.domain import memory, result_json, serving_record, sources, task_rows
+from pipeline.domain import kv_formats, result_json, serving_record, sources, task_rows
 from pipeline.domain.result_facts import OK, Fidelity, Serving
 from pipeline.scoring.estimators import fidelity
 from pipeline.scoring.planning import planner
@@ -38,14 +38,15 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
     record = serving_record.read(record_file)
     scheme = record.label if record.repair and record.label else scheme     # the label names what was promoted
     hf = record.geometry.as_dict() if record.geometry else None
-    nbytes = memory.kv_dtype_bytes(params.kv_modes[kv].cache_dtype, sources.storage_dtype(params, model))
+    mode = params.kv_modes[kv]
     # metrics are `<task>/<metric>` in result.json, with each one's direction from its task's YAML
     return Measured(
         model, tier, kv, res.status, reason=res.reason or res.cut, stopped=res.stopped,
         backend=res.backend, compute_dtype=compute_dtype_of(res), scheme=scheme, hardware=kind,
         metrics=dict(res.metrics), higher_is_better=dict(res.higher_is_better),
         weight_bytes=record.weight_bytes or (res.serving.weight_bytes_serving if res.serving else None),
-        kv_bytes_per_token=memory.kv_bytes_per_token(hf, nbytes) if hf else None,
+        kv_bytes_per_token=kv_formats.bytes_per_token(hf, mode.cache_dtype, sources.storage_dtype(params, model),
+                                                      tuple(mode.skip_layers)) if hf else None,
         tokens_per_s=res.throughput.gen_tokens_per_s if res.throughput else None, serve_path=record.served_as,
         num_samples=dict(res.num_samples), versions=dict(res.versions), measured_on=res.measured_on,
         serving=res.serving, throughput=res.throughput,
@@ -85,7 +86,7 @@ def engine_kv_check(hf: dict, cache_dtype: str, serving: Serving | None, block_s
     served = serving.engine.dtype if serving.engine else None
     if not served:
         return None
-    per_token = memory.kv_bytes_per_token(hf, memory.kv_dtype_bytes(cache_dtype, str(served).replace("torch.", "")))
+    per_token = kv_formats.bytes_per_token(hf, cache_dtype, str(served).replace("torch.", ""))
     formula = planner.kv_capacity_tokens(gib * planner.GIB, per_token, block_size)
     return (f"{formula:,} tokens ({(formula - tokens) / tokens:+.2%}) from {gib} GiB x {per_token:,} B/token "
             f"in blocks of {block_size}")
