@@ -17,8 +17,13 @@ the backend's `customize_spec` packing):
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.paths import HARDWARE_TABLE
+from pipeline.schema.yaml_io import safe_load
 
 # TurboQuant presets (vllm/model_executor/layers/quantization/turboquant/config.py TQ_PRESETS):
 # key bits (8 = fp8 keys, no rotation), value bits, norm correction
@@ -147,3 +152,20 @@ def overhead(name: str, head_dim: int) -> str:
     if fmt.family == "fp8":
         return "per-layer scale only"
     return "none"
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_table() -> dict[str, dict]:
+    """--kv-cache-dtype -> the GPUs vLLM serves it on (pipeline/data/vllm_hardware.yaml kv_cache_dtypes)."""
+    return safe_load(Path(HARDWARE_TABLE).read_text())["kv_cache_dtypes"]
+
+
+def served_on(name: str, compute_capability: float, head_dim: int) -> bool:
+    """Whether vLLM's GPU attention backends serve format `name` at this compute capability and head_dim."""
+    row = kernel_table().get(name)
+    if row is None:
+        return False
+    low = row["min_compute_capability"]
+    if head_dim == 64:
+        low = max(low, row.get("head_dim_64_min_compute_capability", low))
+    return low - 1e-9 <= compute_capability <= row.get("max_compute_capability", 99.0) + 1e-9
