@@ -19,7 +19,7 @@ from pipeline.schema.errors import ConfigError, FieldError, near
 from pipeline.schema.eval import (LOCAL_ONLY, TASK_KINDS, Eval, Fidelity, Languages, LongContext, Sequential, Strata, Task,
                                   Throughput)
 from pipeline.schema.memory import Memory, TargetGpu
-from pipeline.schema.models import (BNB_METHODS, CALIBRATED_METHODS, KV_DTYPES, METHODS, RECIPE_METHODS,
+from pipeline.schema.models import (BNB_METHODS, CALIBRATED_METHODS, METHODS, RECIPE_METHODS,
                                     Calibration, KvMode, Model, Repair, Tier)
 from pipeline.schema.params import NAME_RE, Gate, Params, gate, tolerance_of
 from pipeline.schema.report import Report
@@ -27,7 +27,7 @@ from pipeline.schema.traced import replaced
 from pipeline.schema.serving import Reference, Serving, Slo, Vllm, VllmBench, VllmBudget
 
 __all__ = [
-    "BNB_METHODS", "CALIBRATED_METHODS", "KV_DTYPES", "LOCAL_ONLY", "METHODS", "NAME_RE", "PARAMS_FILE",
+    "BNB_METHODS", "CALIBRATED_METHODS", "LOCAL_ONLY", "METHODS", "NAME_RE", "PARAMS_FILE",
     "RECIPE_METHODS", "TASK_KINDS", "Baseline", "Bootstrap", "Calibration", "ConfigError", "Decision", "Eval",
     "FieldError", "Fidelity", "Gate", "LongContext", "Sequential", "Strata", "KvMode", "Languages", "Memory", "Model", "Params", "Reference", "Report", "Serving", "Slo",
     "TargetGpu", "Task", "Throughput", "Tier", "Tolerance", "Vllm", "VllmBench", "VllmBudget", "gate", "load", "tolerance_of",

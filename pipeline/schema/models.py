@@ -10,7 +10,6 @@ METHODS = ("baseline", "rtn", "gptq", "awq", "smoothquant-gptq", "bnb-int8", "bn
 RECIPE_METHODS = ("rtn", "gptq", "awq", "smoothquant-gptq")
 CALIBRATED_METHODS = ("gptq", "awq", "smoothquant-gptq")
 BNB_METHODS = ("bnb-int8", "bnb-nf4")
-KV_DTYPES = ("auto", "fp8_e4m3")     # the default run's; every format vLLM lists is checked at check (domain/kv_check.py)
 PER_TENSOR_SCALED = ("fp8", "fp8_e4m3")      # what stage kvscales calibrates
 
 
