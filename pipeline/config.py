@@ -139,7 +139,7 @@ def check_group_sizes(p: Params, root: Path) -> None:
 # Keys with a default that dvc.yaml names one by one (evaluate, baseline, noise, fidelity_base read them,
 # decide reads the rest of `decision`): DVC stops with "missing params" on a key params.yaml leaves out,
 # so check asks for them written out. Narrow, so that decision.baseline.model re-runs decide only.
-DVC_TRACKED = ("decision.baseline.kv", "decision.min_baseline", "decision.bootstrap")
+DVC_TRACKED = ("decision.baseline.kv", "decision.min_baseline", "decision.confidence")
 
 
 def check_tracked_keys(path: Path) -> None:
@@ -157,7 +157,7 @@ def check_tracked_keys(path: Path) -> None:
 
 def default_of(key: str) -> str:
     return {"decision.baseline.kv": "auto", "decision.min_baseline": "{}",
-            "decision.bootstrap": "{resamples: 1000, seed: 12345, confidence: 0.95}"}[key]
+            "decision.confidence": "0.95"}[key]
 
 
 def load(path: str | Path = PARAMS_FILE) -> Params:
@@ -176,7 +176,7 @@ def planned_power(p: Params, root: Path) -> list[str]:
     """For each task, the samples this run will score and, per gated metric, the minimum detectable
     drop at that n and the n for 80% power at the tolerance (pipeline/scoring/planning/power.py), from the
     SDs the last run observed (results/decision.json) when there is one."""
-    confidence = p.decision.bootstrap.confidence
+    confidence = p.decision.confidence
     last_file = root / paths.DECISION_JSON
     last = power.last_run(json.loads(last_file.read_text())) if last_file.is_file() else None
     if last is None:
