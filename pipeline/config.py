@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 from pipeline import paths, schema
-from pipeline.domain import bos, calibration, chat, fidelity_set, hardware, long_texts, probe_sets, sources, tasks
+from pipeline.domain import (bos, calibration, chat, fidelity_set, hardware, long_texts, metric_registry, probe_sets,
+                             sources, tasks)
 from pipeline.domain.probe_sets import CHAT_TOKENS
 from pipeline.domain.metrics import metric_id
 from pipeline.engines import Unsupported, endpoint
@@ -85,6 +86,7 @@ def check_tasks(p: Params, root: Path) -> None:
             seen[task.lm_eval] = name
         tasks.check_files(name, task, root)
         tasks.check_data(name, task, root)
+        check_metrics(name, task, root)
         check_fits_vllm(p, name, task, root)
         if task.tolerances or task.min_baseline:
             reported = tasks.declared_metrics(task, root)
@@ -93,6 +95,18 @@ def check_tasks(p: Params, root: Path) -> None:
                     if reported and metric not in reported:
                         raise ConfigError(f"eval.tasks.{name}.{key}.{metric}: task {name} does not report "
                                           f"{metric!r}{near(metric, reported)} (it reports: {', '.join(reported)})")
+
+
+def check_metrics(name: str, task: Task, root: Path) -> None:
+    """Each metric a local task's YAML declares is one metric_registry declares: qtier scores a local task
+    from its rows, by the registry's per-row score and aggregate (a registry task's are lm-eval's own)."""
+    if task.kind == "lm_eval":
+        return
+    for metric in tasks.declared_metrics(task, root):
+        if not metric_registry.declared(metric):
+            raise ConfigError(f"eval.tasks.{name}.config: {task.config} declares metric {metric!r}, which "
+                              f"pipeline/domain/metric_registry.py does not{near(metric, list(metric_registry.METRICS))} "
+                              "(declare it there once: kind, per-row score, aggregate, interval)")
 
 
 def check_probe_sets(p: Params, root: Path) -> None:
