@@ -21,7 +21,7 @@ Kinds:
 - graded: a per-sample score on 0-100 (ROUGE): the floored studentized interval ("studentized");
 - corpus: a score of the whole set (BLEU, chrF, macro-F1): BLEU and chrF get the studentized interval
   of their jackknife pseudo-values from sacrebleu's per-sentence statistics ("jackknife"); macro-F1 has
-  none (reported, judged by nothing until it has one).
+  none (reported without an interval, so never passed).
 An lm-eval metric not declared here (f1, mcc, perplexity...) is `unknown(name)`: graded, kept on
 lm-eval's scale, with an interval only where its per-sample values average to its aggregate.
 """
