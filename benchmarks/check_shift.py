@@ -16,11 +16,10 @@ import argparse
 
 from pipeline import paths
 from pipeline.domain import result_json, task_rows
-from pipeline.schema import Bootstrap
 from pipeline.scoring.estimators import analysis
 from pipeline.scoring.estimators.stats import repeated
 
-BOOT = Bootstrap(resamples=200, seed=1, confidence=0.95)
+CONFIDENCE = 0.95
 
 
 def main() -> None:
@@ -39,9 +38,9 @@ def main() -> None:
             ids = {r["doc_id"] for r in rows2}
             p1 = analysis.align(base[task], [r for r in first[task] if r["doc_id"] in ids], subset=True)
             p2 = analysis.align(noise[task], rows2, subset=True)
-            conf = looks[task].confidence if task in looks and looks[task].confidence else BOOT.confidence
-            a = repeated(analysis.intervals(["acc"], p1, BOOT)["acc"], conf)
-            b = repeated(analysis.intervals(["acc"], p2, BOOT)["acc"], conf)
+            conf = looks[task].confidence if task in looks and looks[task].confidence else CONFIDENCE
+            a = repeated(analysis.intervals(["acc"], p1, CONFIDENCE)["acc"], conf)
+            b = repeated(analysis.intervals(["acc"], p2, CONFIDENCE)["acc"], conf)
             differ = sum(1 for (_, x), (_, y) in zip(p1, p2) if x["pred"] != y["pred"])
             print(f"| {folder.parent.name} | {task} | {len(p1):,} | {a.delta:+.1f} [{a.lo:+.1f}, {a.hi:+.1f}] | "
                   f"{b.delta:+.1f} [{b.lo:+.1f}, {b.hi:+.1f}] | {b.delta - a.delta:+.1f} | {differ} |")

@@ -139,7 +139,7 @@ def task_part(params: schema.Params, task: str, tier: str, limit: int, vllm: boo
     names = list(rows)
     for i, a in enumerate(names):
         for b in names[i + 1:]:
-            ivs = analysis.intervals(metrics, analysis.align(rows[a], rows[b]), params.decision.bootstrap)
+            ivs = analysis.intervals(metrics, analysis.align(rows[a], rows[b]), params.decision.confidence)
             out.append(f"| {b} minus {a} | " + " | ".join(
                 f"{ivs[m].delta:+.2f} [{ivs[m].lo:+.2f}, {ivs[m].hi:+.2f}]" if m in ivs else "–" for m in metrics) + " |")
     return out

@@ -1,6 +1,6 @@
 """Do two backends agree? The same variants evaluated twice - e.g. by the reference backend
 (transformers) and by a vLLM server - compared sample by sample: for each variant and metric,
-B - A with a paired bootstrap interval (decision.bootstrap from params.yaml). "within noise"
+B - A with its paired interval (the method its kind gets, at decision.confidence from params.yaml). "within noise"
 when the interval contains 0. Two runs of one backend should give exactly 0 (a determinism check).
 
     python -m pipeline.backend_diff <results dir A> <results dir B> [--out diff.md] [--label-a X --label-b Y]
@@ -53,7 +53,7 @@ def load_run(variant_dir: Path) -> Run | None:
                kv_rounding(res))
 
 
-def diff(a: Run, b: Run, boot: schema.Bootstrap) -> dict[str, Interval]:
+def diff(a: Run, b: Run, confidence: float) -> dict[str, Interval]:
     """`<task>/<metric>` -> interval of B - A over the samples both scored."""
     out: dict[str, Interval] = {}
     for task in a.samples:
@@ -64,7 +64,7 @@ def diff(a: Run, b: Run, boot: schema.Bootstrap) -> dict[str, Interval]:
         common = {r["doc_id"] for r in a.samples[task]} & {r["doc_id"] for r in b.samples[task]}
         pairs = analysis.align([r for r in a.samples[task] if r["doc_id"] in common],
                                [r for r in b.samples[task] if r["doc_id"] in common])
-        out.update({metric_id(task, m): iv for m, iv in analysis.intervals(both, pairs, boot).items()})
+        out.update({metric_id(task, m): iv for m, iv in analysis.intervals(both, pairs, confidence).items()})
     return out
 
 
@@ -75,7 +75,7 @@ def verdict(iv: Interval) -> str:
     return "within noise" if iv.lo <= 0 <= iv.hi else "differs"
 
 
-def compare_dirs(dir_a: Path, dir_b: Path, boot: schema.Bootstrap) -> list[tuple[str, str, str, dict]]:
+def compare_dirs(dir_a: Path, dir_b: Path, confidence: float) -> list[tuple[str, str, str, dict]]:
     """(model, variant, note, {metric: interval}) for every variant either run has."""
     rows = []
     variants = sorted({p.relative_to(d / paths.EVALS) for d in (dir_a, dir_b)
@@ -94,7 +94,7 @@ def compare_dirs(dir_a: Path, dir_b: Path, boot: schema.Bootstrap) -> list[tuple
             if a.kv_rounding != b.kv_rounding:
                 # a known cause of a difference, said beside it (docs/kv-cache.md)
                 note += f"; fp8 K/V rounded: A {a.kv_rounding or '?'}, B {b.kv_rounding or '?'}"
-            rows.append((model, variant, note, diff(a, b, boot)))
+            rows.append((model, variant, note, diff(a, b, confidence)))
     return rows
 
 
@@ -113,11 +113,11 @@ def describe(results_dir: Path) -> str:
     return f"{'/'.join(sorted(backends)) or 'no backend recorded'} on {where}"
 
 
-def render(rows: list[tuple[str, str, str, dict]], label_a: str, label_b: str, boot: schema.Bootstrap) -> str:
+def render(rows: list[tuple[str, str, str, dict]], label_a: str, label_b: str, confidence: float) -> str:
     metrics = sorted({m for *_, ivs in rows for m in ivs})
     lines = [f"# Backend comparison: B ({label_b}) minus A ({label_a})", "",
-             f"Paired bootstrap over the same samples, {boot.resamples} resamples, seed {boot.seed}, "
-             f"{boot.confidence:.0%} intervals; cell: `delta [lo, hi] verdict`.", "",
+             f"Paired {confidence:.0%} intervals over the same samples (each metric's method: docs/decision-rule.md); "
+             "cell: `delta [lo, hi] verdict`.", "",
              "| Model | Variant | Runs | " + " | ".join(metrics) + " |",
              "|---|---|---|" + "---|" * len(metrics)]
     for model, variant, note, ivs in rows:
@@ -139,10 +139,10 @@ def main(argv: list[str] | None = None) -> None:
         if not (d / paths.EVALS).is_dir():
             print(f"qtier: error: {d}: no evals/ folder (expected a results/ dir of a finished run)", file=sys.stderr)
             sys.exit(2)
-    boot = schema.load_or_exit().decision.bootstrap
+    confidence = schema.load_or_exit().decision.confidence
     try:
-        text = render(compare_dirs(args.a, args.b, boot), args.label_a or describe(args.a),
-                      args.label_b or describe(args.b), boot)
+        text = render(compare_dirs(args.a, args.b, confidence), args.label_a or describe(args.a),
+                      args.label_b or describe(args.b), confidence)
     except io.DataError as e:           # a result of another qtier version, a partial one: one line
         print(f"qtier: error: {e}", file=sys.stderr)
         sys.exit(2)

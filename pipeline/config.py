@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from pipeline import paths, schema
-from pipeline.domain import (bos, calibration, chat, fidelity_set, hardware, kv_check, long_texts, probe_sets, sources,
-                             tasks)
+from pipeline.domain import (bos, calibration, chat, fidelity_set, hardware, kv_check, long_texts, metric_registry,
+                             probe_sets, sources, tasks)
 from pipeline.domain.probe_sets import CHAT_TOKENS
 from pipeline.domain.metrics import metric_id
 from pipeline.engines import Unsupported, endpoint
@@ -87,6 +87,7 @@ def check_tasks(p: Params, root: Path) -> None:
             seen[task.lm_eval] = name
         tasks.check_files(name, task, root)
         tasks.check_data(name, task, root)
+        check_metrics(name, task, root)
         check_fits_vllm(p, name, task, root)
         if task.tolerances or task.min_baseline:
             reported = tasks.declared_metrics(task, root)
@@ -95,6 +96,18 @@ def check_tasks(p: Params, root: Path) -> None:
                     if reported and metric not in reported:
                         raise ConfigError(f"eval.tasks.{name}.{key}.{metric}: task {name} does not report "
                                           f"{metric!r}{near(metric, reported)} (it reports: {', '.join(reported)})")
+
+
+def check_metrics(name: str, task: Task, root: Path) -> None:
+    """Each metric a local task's YAML declares is one metric_registry declares: qtier scores a local task
+    from its rows, by the registry's per-row score and aggregate (a registry task's are lm-eval's own)."""
+    if task.kind == "lm_eval":
+        return
+    for metric in tasks.declared_metrics(task, root):
+        if not metric_registry.declared(metric):
+            raise ConfigError(f"eval.tasks.{name}.config: {task.config} declares metric {metric!r}, which "
+                              f"pipeline/domain/metric_registry.py does not{near(metric, list(metric_registry.METRICS))} "
+                              "(declare it there once: kind, per-row score, aggregate, interval)")
 
 
 def check_probe_sets(p: Params, root: Path) -> None:
@@ -141,7 +154,7 @@ def check_group_sizes(p: Params, root: Path) -> None:
 # Keys with a default that dvc.yaml names one by one (evaluate, baseline, noise, fidelity_base read them,
 # decide reads the rest of `decision`): DVC stops with "missing params" on a key params.yaml leaves out,
 # so check asks for them written out. Narrow, so that decision.baseline.model re-runs decide only.
-DVC_TRACKED = ("decision.baseline.kv", "decision.min_baseline", "decision.bootstrap")
+DVC_TRACKED = ("decision.baseline.kv", "decision.min_baseline", "decision.confidence")
 
 
 def check_tracked_keys(path: Path) -> None:
@@ -159,7 +172,7 @@ def check_tracked_keys(path: Path) -> None:
 
 def default_of(key: str) -> str:
     return {"decision.baseline.kv": "auto", "decision.min_baseline": "{}",
-            "decision.bootstrap": "{resamples: 1000, seed: 12345, confidence: 0.95}"}[key]
+            "decision.confidence": "0.95"}[key]
 
 
 def load(path: str | Path = PARAMS_FILE) -> Params:
@@ -178,7 +191,7 @@ def planned_power(p: Params, root: Path) -> list[str]:
     """For each task, the samples this run will score and, per gated metric, the minimum detectable
     drop at that n and the n for 80% power at the tolerance (pipeline/scoring/planning/power.py), from the
     SDs the last run observed (results/decision.json) when there is one."""
-    confidence = p.decision.bootstrap.confidence
+    confidence = p.decision.confidence
     last_file = root / paths.DECISION_JSON
     last = power.last_run(json.loads(last_file.read_text())) if last_file.is_file() else None
     if last is None:

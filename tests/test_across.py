@@ -48,7 +48,7 @@ def project(tmp_path, monkeypatch, root):
     p["tiers"] = {k: p["tiers"][k] for k in ("fp16", "int8", "int4-gptq")}
     p["kv_modes"] = {"auto": p["kv_modes"]["auto"]}
     p["eval"]["tasks"] = {"classification": p["eval"]["tasks"]["classification"]}
-    p["decision"]["bootstrap"]["resamples"] = 100
+    p["report"]["fidelity_bootstrap"]["resamples"] = 100
     p["decision"]["baseline"]["model"] = "big"
     (tmp_path / "params.yaml").write_text(safe_dump(p))
     monkeypatch.chdir(tmp_path)

@@ -2,11 +2,10 @@
 with every expected number worked out by hand."""
 import pytest
 
-from pipeline.schema import Bootstrap
 from pipeline.scoring.estimators import analysis
 from pipeline.scoring.estimators.analysis import Bucket
 
-BOOT = Bootstrap(resamples=200, seed=3)
+CONFIDENCE = 0.95
 
 
 def cls(doc_id, gold, logliks, prompt_chars=None):
@@ -44,7 +43,7 @@ def test_sample_score_key_prefers_acc_then_rougeL_then_chrf():
 def test_intervals_per_sample_metric():
     base = [cls(i, 0, [0.0, -1.0]) for i in range(4)]                      # all right
     tier = base[:3] + [cls(3, 0, [-1.0, 0.0])]                             # last one wrong: -25 points
-    out = analysis.intervals(["acc", "macro_f1"], list(zip(base, tier)), BOOT)
+    out = analysis.intervals(["acc", "macro_f1"], list(zip(base, tier)), CONFIDENCE)
     assert set(out) == {"acc"}                       # macro_f1 has no per-sample score: no interval
     iv = out["acc"]
     assert (iv.delta, iv.n) == (-25.0, 4)
@@ -58,10 +57,10 @@ def test_intervals_corpus_metrics_score_cleaned_outputs(metric):
     base = [gen(i, target=r, output=r) for i, r in enumerate(refs)]
     same = [gen(i, target=r, output=f"\n  {r}  \nsecond line") for i, r in enumerate(refs)]
     disjoint = [gen(i, target=r, output="xyz xyz xyz xyz") for i, r in enumerate(refs)]
-    iv = analysis.intervals([metric], list(zip(base, same)), BOOT)[metric]
+    iv = analysis.intervals([metric], list(zip(base, same)), CONFIDENCE)[metric]
     # the first non-empty line is scored: nothing changed (and 3 identical outputs settle nothing)
     assert (iv.delta, iv.n, iv.graded.changed) == (0.0, 3, 0) and iv.lo < -10 and iv.hi > 10
-    iv = analysis.intervals([metric], list(zip(base, disjoint)), BOOT)[metric]
+    iv = analysis.intervals([metric], list(zip(base, disjoint)), CONFIDENCE)[metric]
     assert iv.delta == pytest.approx(-100.0) and iv.graded.changed == 3
 
 
@@ -122,6 +121,6 @@ def test_a_stratified_read_is_weighted_by_length_as_its_delta_is():
     (bucket,) = analysis.by_length(pairs, [0])
     # stratified: stratum 0 loses 1 of 4 (-25 points) at half the pool, stratum 1 loses none: -12.5
     assert bucket.delta == pytest.approx(-12.5) and bucket.n == 5
-    iv = analysis.intervals(["acc"], pairs, BOOT)["acc"]
+    iv = analysis.intervals(["acc"], pairs, CONFIDENCE)["acc"]
     assert iv.delta == pytest.approx(bucket.delta)
     assert analysis.flips(pairs).share == pytest.approx(0.125)        # the plain share read would be 0.2

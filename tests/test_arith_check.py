@@ -9,13 +9,13 @@ from pipeline.evaluation.looks_runner import Gate, run_looks
 from pipeline.domain import looks
 from pipeline.domain.task_rows import TaskResult
 from pipeline.domain.tasks import TaskSpec
-from pipeline.schema import Bootstrap, Eval, Sequential, Tolerance
+from pipeline.schema import Eval, Sequential, Tolerance
 from pipeline.scoring.verdict import arith_check
 from pipeline.scoring.verdict.judge import FAIL, INCONCLUSIVE, PASS, judge_metric
 from pipeline.scoring.estimators.stats import Interval
 
 EV = Eval(tasks={}, sequential=Sequential())
-BOOT = Bootstrap(resamples=100, seed=1, confidence=0.95)
+CONFIDENCE = 0.95
 
 
 def at(verdict, look):
@@ -96,7 +96,7 @@ def study(rng, drop: float, tau: float, ties: float = 0.1) -> tuple[bool, bool]:
         (s,) = specs
         found = [first[d] for d in s.docs]
         return {s.name: TaskResult({}, found, {"acc": True})}, {s.name: found}
-    done = run_looks(None, [SPEC], EV, {"c": base_a}, {"c/acc": Gate(3.0)}, BOOT, run=run,
+    done = run_looks(None, [SPEC], EV, {"c": base_a}, {"c/acc": Gate(3.0)}, CONFIDENCE, run=run,
                      second=Draw(var_b, base_b))
     rec = done.record["c"]
     return rec["first"].get("acc", {}).get("verdict") == PASS, rec["settled"].get("acc", {}).get("verdict") == PASS

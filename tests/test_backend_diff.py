@@ -3,10 +3,9 @@ import json
 import pytest
 
 from pipeline import backend_diff
-from pipeline.schema import Bootstrap
 from tests import result_files
 
-BOOT = Bootstrap(resamples=200, seed=1, confidence=0.95)
+CONFIDENCE = 0.95
 
 
 def write_run(root, variant, status="ok", preds=(1, 0, 1, 1), backend="reference", reason=None, gold=(1, 0, 1, 0),
@@ -38,14 +37,14 @@ def test_identical_differs_missing_and_unsupported(tmp_path):
     write_run(a, "int4-auto")
     write_run(b, "int4-auto", status="unsupported", reason="cpu_gemm_wna16 | not implemented\nmore")
     write_run(a, "fp8-auto")
-    rows = {v: (note, ivs) for _, v, note, ivs in backend_diff.compare_dirs(a, b, BOOT)}
+    rows = {v: (note, ivs) for _, v, note, ivs in backend_diff.compare_dirs(a, b, CONFIDENCE)}
     assert rows["fp16-auto"][0] == "A reference, B vllm"
     assert backend_diff.verdict(rows["fp16-auto"][1]["classification/acc"]) == "identical"
     iv = rows["int8-auto"][1]["classification/acc"]
     assert iv.delta == pytest.approx(-75.0) and iv.hi < 0 and backend_diff.verdict(iv) == "differs"
     assert rows["int4-auto"] == ("A ok, B unsupported: cpu_gemm_wna16 / not implemented", {})
     assert rows["fp8-auto"] == ("only in A", {})
-    md = backend_diff.render(list(backend_diff.compare_dirs(a, b, BOOT)), "run A", "run B", BOOT)
+    md = backend_diff.render(list(backend_diff.compare_dirs(a, b, CONFIDENCE)), "run A", "run B", CONFIDENCE)
     assert "| m | int8-auto | A reference, B vllm | -75.00 [" in md
 
 
@@ -66,7 +65,7 @@ def test_runs_at_different_limits_compare_on_the_samples_both_scored(tmp_path):
     write_run(a, "fp16-auto", preds=(1, 0), gold=(1, 0))                 # 2 samples, both right
     write_run(b, "fp16-auto", preds=(1, 1, 1, 1), gold=(1, 0, 1, 0))     # 4 samples: doc 1 now wrong
     iv = backend_diff.diff(backend_diff.load_run(a / "evals/m/fp16-auto"), backend_diff.load_run(b / "evals/m/fp16-auto"),
-                           BOOT)["classification/acc"]
+                           CONFIDENCE)["classification/acc"]
     assert iv.n == 2 and iv.delta == pytest.approx(-50.0)
 
 
@@ -94,7 +93,7 @@ def test_a_difference_in_how_the_fp8_cache_rounds_is_said_beside_the_row(tmp_pat
     write_run(b, "int8-fp8", backend="vllm", serving={"kv_cache": "fp8_e4m3", "kv_write": {"rounding": "truncation"}})
     write_run(a, "int8-auto", serving={"kv_cache": "auto"})
     write_run(b, "int8-auto", backend="vllm", serving={"kv_cache": "auto"})
-    rows = {v: note for _, v, note, _ in backend_diff.compare_dirs(a, b, BOOT)}
+    rows = {v: note for _, v, note, _ in backend_diff.compare_dirs(a, b, CONFIDENCE)}
     assert rows["int8-fp8"] == "A reference, B vllm; fp8 K/V rounded: A nearest, B truncation"
     assert rows["int8-auto"] == "A reference, B vllm"
 

@@ -128,8 +128,15 @@ CASES = {
     "baseline not a tier": (set_in("decision.baseline.tier", "bf16"), "decision.baseline.tier: 'bf16' is not a tier"),
     "reference not a model": (set_in("decision.baseline.model", "big"),
                               "decision.baseline.model: 'big' is not a model (models: smollm2-135m)"),
-    "a DVC-tracked key left to its default": (lambda p, _: p["decision"].pop("bootstrap"),
-                                              "decision.bootstrap: write it out in params.yaml"),
+    "a DVC-tracked key left to its default": (lambda p, _: p["decision"].pop("confidence"),
+                                              "decision.confidence: write it out in params.yaml"),
+    "a local task's metric the registry does not declare": (
+        lambda p, root: (root / "eval_sets/tasks/summarization.yaml").write_text(
+            (root / "eval_sets/tasks/summarization.yaml").read_text().replace("metric: rougeL\n", "metric: rougeLsum\n")),
+        "eval.tasks.summarization.config: eval_sets/tasks/summarization.yaml declares metric 'rougeLsum', which "
+        "pipeline/domain/metric_registry.py does not (did you mean 'rougeL'?)"),
+    "the retired bootstrap key": (set_in("decision.bootstrap", {"resamples": 1000, "seed": 12345, "confidence": 0.95}),
+                                  "decision.bootstrap: renamed: its confidence is decision.confidence"),
     "unknown task kind": (set_in("eval.tasks.summarization.kind", "summarize"),
                           "eval.tasks.summarization.kind: 'summarize' is not one of"),
     "language missing": (lambda p, _: p["eval"]["tasks"]["translation"].pop("languages"),

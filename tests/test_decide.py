@@ -51,7 +51,7 @@ def project(tmp_path, monkeypatch, root):
     p = safe_load((root / "params.yaml").read_text())
     p["models"] = {"m": {"source": "embedded:smollm2-135m-instruct", "dtype": "float16"}}
     p["tiers"] = {k: p["tiers"][k] for k in ("fp16", "int8", "int4-gptq", "nf4-bnb")}
-    p["decision"]["bootstrap"]["resamples"] = 100   # the least check allows: these tests read the report
+    p["report"]["fidelity_bootstrap"]["resamples"] = 100   # the least check allows: these tests read the report
     # 40 identical translations cannot show a 1-point corpus BLEU margin (one sentence may move 100
     # points): a margin the fixture's sizes can settle
     p["eval"]["tasks"]["translation"]["tolerances"] = {"bleu": {"abs": 30.0}, "chrf": {"abs": 30.0}}
@@ -94,9 +94,6 @@ def project(tmp_path, monkeypatch, root):
 
 def test_decide_renders_every_section(project, monkeypatch):
     monkeypatch.setattr(plots, "quality_vs_memory", REAL_PLOT)
-    p = safe_load((project / "params.yaml").read_text())
-    p["decision"]["bootstrap"]["resamples"] = 200       # the power figures below were computed at 200
-    (project / "params.yaml").write_text(safe_dump(p))
     decide.main()
     md = (project / "results/decision.md").read_text()
     data = json.loads((project / "results/decision.json").read_text())
@@ -108,7 +105,7 @@ def test_decide_renders_every_section(project, monkeypatch):
     assert rows[("int4-gptq", "auto")]["flips"]["classification"] == {"right_to_wrong": 50, "wrong_to_right": 0, "n": 200}
     # identical answers of 200: no discordant pair, the score interval's -/+2.35 (not [0, 0])
     iv = rows[("int8", "auto")]["intervals"]["classification/acc"]
-    assert (iv["delta"], iv["n"], iv["se"], iv["discordant"]) == (0.0, 200, 0.0, [0, 0])
+    assert (iv["delta"], iv["n"], iv["discordant"]) == (0.0, 200, [0, 0]) and "se" not in iv     # no bootstrap
     assert iv["lo"] == pytest.approx(-2.349, abs=1e-3) and iv["hi"] == pytest.approx(2.349, abs=1e-3)
     assert rows[("nf4-bnb", "auto")]["weight_bytes"] == 1500
     # smallest passing: nf4-bnb (1500 B) with fp8 KV beats int8 (2000 B)

@@ -11,12 +11,12 @@ from pipeline.domain.tasks import report_only
 from pipeline.domain import looks, metrics, task_rows
 from pipeline.domain.task_rows import TaskResult
 from pipeline.domain.tasks import TaskSpec
-from pipeline.schema import Bootstrap, Eval, Gate as ParamGate, Sequential, Tolerance
+from pipeline.schema import Eval, Gate as ParamGate, Sequential, Tolerance
 from pipeline.scoring.verdict.sequential import Design
 from pipeline.scoring.estimators.stats import Interval
 
 EV = Eval(tasks={}, sequential=Sequential())
-BOOT = Bootstrap(resamples=200, seed=1, confidence=0.95)
+CONFIDENCE = 0.95
 
 
 def spec(name="c", kind="classify", cap=320, pool=400, hib=None):
@@ -85,7 +85,7 @@ def test_a_failing_variant_stops_at_its_first_failing_look_and_runs_nothing_afte
     base = {d: True for d in range(400)}
     broken = {d: d % 2 == 0 for d in range(400)}            # half wrong: -50 points
     calls: list = []
-    done = run_looks(None, [g, c], EV, {"c": baseline_rows(c, base)}, {"c/acc": Gate(3.0)}, BOOT,
+    done = run_looks(None, [g, c], EV, {"c": baseline_rows(c, base)}, {"c/acc": Gate(3.0)}, CONFIDENCE,
                      run=fake_run(broken, calls))
     assert [name for name, _ in calls] == ["c"]              # the log-likelihood task first; g never runs
     assert calls[0][1] == list(c.docs[:80])
@@ -103,7 +103,7 @@ def test_an_unchanged_variant_reads_until_it_passes_and_keeps_every_sample_it_re
     rng = random.Random(0)
     same = {d: rng.random() < 0.9 for d in range(400)}
     calls: list = []
-    done = run_looks(None, [c], EV, {"c": baseline_rows(c, same)}, {"c/acc": Gate(3.0)}, BOOT,
+    done = run_looks(None, [c], EV, {"c": baseline_rows(c, same)}, {"c/acc": Gate(3.0)}, CONFIDENCE,
                      run=fake_run(same, calls))
     rec = done.record["c"]
     assert rec["settled"]["acc"]["verdict"] == "pass" and done.stopped is None
@@ -118,7 +118,7 @@ def test_a_report_only_task_runs_to_its_cap_and_an_ungated_one_stops_at_its_firs
     same = {d: rng.random() < 0.9 for d in range(400)}
     for report_only, sizes in (({"c"}, [320]), ((), [80])):
         c, calls = spec("c"), []
-        done = run_looks(None, [c], EV, {"c": baseline_rows(c, same)}, {}, BOOT, run=fake_run(same, calls),
+        done = run_looks(None, [c], EV, {"c": baseline_rows(c, same)}, {}, CONFIDENCE, run=fake_run(same, calls),
                          report_only=report_only)
         assert [len(d) for _, d in calls] == sizes and done.record["c"]["n"] == sizes[0], report_only
         assert done.stopped is None
@@ -136,14 +136,14 @@ def test_a_variant_that_cannot_pass_runs_no_report_only_task_unless_probes_is_al
     for probes, ran in (("passable", ["c"] * 4), ("all", ["c"] * 4 + ["r"])):
         calls: list = []
         ev = Eval(tasks={}, sequential=Sequential(probes=probes))
-        done = run_looks(None, [r, c], ev, base, {"c/acc": Gate(3.0)}, BOOT,
+        done = run_looks(None, [r, c], ev, base, {"c/acc": Gate(3.0)}, CONFIDENCE,
                          run=fake_run(worse, calls), report_only={"r"})
         assert [name for name, _ in calls] == ran, probes
         assert done.cannot_pass() == "c/acc inconclusive at the cap" and done.stopped is None
         assert done.not_run == ({"r": "cannot pass"} if probes == "passable" else {})
     passing = {"c/acc": Gate(3.0)}             # settles (pass) before the cap: the report-only task runs
     calls = []
-    done = run_looks(None, [r, c], EV, base, passing, BOOT, run=fake_run(same, calls), report_only={"r"})
+    done = run_looks(None, [r, c], EV, base, passing, CONFIDENCE, run=fake_run(same, calls), report_only={"r"})
     assert calls[-1][0] == "r" and done.cannot_pass() is None and done.not_run == {}
 
 
@@ -158,7 +158,7 @@ def test_a_variant_that_can_no_longer_pass_stops_its_gated_tasks_unless_unpassab
     for unpassable, ran in (("stop", ["c"] * 4), ("finish", ["c"] * 4 + ["g"])):
         calls: list = []
         ev = Eval(tasks={}, sequential=Sequential(unpassable=unpassable))
-        done = run_looks(None, [g, c], ev, base, {"c/acc": Gate(3.0)}, BOOT, run=fake_run(worse, calls))
+        done = run_looks(None, [g, c], ev, base, {"c/acc": Gate(3.0)}, CONFIDENCE, run=fake_run(worse, calls))
         assert [name for name, _ in calls][:len(ran)] == ran and ("g" in done.record) == (unpassable == "finish")
         assert done.not_run == ({"g": "cannot pass"} if unpassable == "stop" else {}) and done.stopped is None
 
@@ -173,7 +173,7 @@ def test_a_failed_variant_still_runs_its_report_only_tasks_unless_probes_is_pass
     for probes, ran, left in (("all", ["c", "r"], "g"), ("passable", ["c"], "r, g")):
         calls: list = []
         done = run_looks(None, [r, g, c], Eval(tasks={}, sequential=Sequential(probes=probes)),
-                         {"c": baseline_rows(c, base), "r": baseline_rows(r, base)}, {"c/acc": Gate(3.0)}, BOOT,
+                         {"c": baseline_rows(c, base), "r": baseline_rows(r, base)}, {"c/acc": Gate(3.0)}, CONFIDENCE,
                          run=fake_run(broken, calls), report_only={"r"})
         assert [name for name, _ in calls] == ran, probes
         assert done.stopped == head, probes
@@ -196,7 +196,7 @@ def test_no_verdict_is_checked_in_the_second_arithmetic_once_the_variant_cannot_
     for probes in ("all", "passable"):
         second_calls: list = []
         done = run_looks(None, [c1, c2], Eval(tasks={}, sequential=Sequential(probes=probes, unpassable="finish")), base,
-                         {"c1/acc": Gate(3.0), "c2/acc": Gate(3.0)}, BOOT, run=run,
+                         {"c1/acc": Gate(3.0), "c2/acc": Gate(3.0)}, CONFIDENCE, run=run,
                          second=Second(worse, base, second_calls))
         assert done.cannot_pass() == "c1/acc inconclusive at the cap", probes
         assert "c2" not in {name for name, *_ in second_calls} and "second" not in done.record["c2"], probes
@@ -234,7 +234,7 @@ def test_a_verdict_settles_once_the_second_arithmetic_gives_it_too_and_is_unstab
     base = {"c": baseline_rows(c, same), "r": baseline_rows(r, same)}
     # the second arithmetic agrees: settled at the look both pass, checked from the first look that passed
     calls, second_calls = [], []
-    done = run_looks(None, [c, r], EV, base, {"c/acc": Gate(3.0)}, BOOT, run=fake_run(same, calls),
+    done = run_looks(None, [c, r], EV, base, {"c/acc": Gate(3.0)}, CONFIDENCE, run=fake_run(same, calls),
                      report_only={"r"}, second=Second(same, base, second_calls))
     rec = done.record["c"]
     assert rec["settled"]["acc"]["verdict"] == "pass" and rec["unstable"] == [] and done.cannot_pass() is None
@@ -243,7 +243,7 @@ def test_a_verdict_settles_once_the_second_arithmetic_gives_it_too_and_is_unstab
     # report-only task is skipped: probes passable, the default)
     worse = {d: same[d] and d % 10 != 0 for d in range(400)}
     second_calls = []
-    done = run_looks(None, [c, r], EV, base, {"c/acc": Gate(3.0)}, BOOT, run=fake_run(same, []),
+    done = run_looks(None, [c, r], EV, base, {"c/acc": Gate(3.0)}, CONFIDENCE, run=fake_run(same, []),
                      report_only={"r"}, second=Second(worse, base, second_calls))
     rec = done.record["c"]
     assert rec["settled"] == {} and rec["unstable"] == ["acc"] and rec["first"]["acc"]["verdict"] == "pass"
@@ -259,13 +259,13 @@ def test_a_fail_stops_the_variant_only_once_both_arithmetics_give_it():
     base = {d: True for d in range(400)}
     broken = {d: d % 2 == 0 for d in range(400)}
     second_calls: list = []
-    done = run_looks(None, [g, c], EV, {"c": baseline_rows(c, base)}, {"c/acc": Gate(3.0)}, BOOT,
+    done = run_looks(None, [g, c], EV, {"c": baseline_rows(c, base)}, {"c/acc": Gate(3.0)}, CONFIDENCE,
                      run=fake_run(broken, []), second=Second(broken, {"c": baseline_rows(c, base)}, second_calls))
     assert {k: done.record["c"]["settled"]["acc"][k] for k in ("verdict", "look", "n")} == {
         "verdict": "fail", "look": 1, "n": 80} and done.stopped
     assert second_calls == [("c", 0, 80)]
     fine = {d: True for d in range(400)}        # the second arithmetic does not fail it: the looks go on
-    done = run_looks(None, [c], EV, {"c": baseline_rows(c, base)}, {"c/acc": Gate(3.0)}, BOOT,
+    done = run_looks(None, [c], EV, {"c": baseline_rows(c, base)}, {"c/acc": Gate(3.0)}, CONFIDENCE,
                      run=fake_run(broken, []), second=Second(fine, {"c": baseline_rows(c, base)}, []))
     rec = done.record["c"]      # looked on until the second arithmetic passed it: pass against fail
     assert rec["unstable"] == ["acc"] and done.stopped is None and rec["looks"] > 1 and rec["second"]["acc"]["verdict"] == "pass"
@@ -294,12 +294,12 @@ def test_a_registry_task_read_in_one_look_is_checked_on_the_second_arithmetic_s_
     same = {d: d % 10 != 0 for d in range(200)}
     gates = {"e/acc": Gate(3.0)}
     second = Whole(same)
-    done = run_looks(None, [e], EV, {"e": rows_of(same)}, gates, BOOT, run=run_whole(same), second=second)
+    done = run_looks(None, [e], EV, {"e": rows_of(same)}, gates, CONFIDENCE, run=run_whole(same), second=second)
     rec = done.record["e"]
     assert rec["whole"] and second.calls == [("e", 0, None)]
     assert rec["first"]["acc"]["verdict"] == rec["second"]["acc"]["verdict"] == "pass" and rec["unstable"] == []
     worse = {d: same[d] and d % 5 != 1 for d in range(200)}     # 20 points down in the second arithmetic
-    done = run_looks(None, [e], EV, {"e": rows_of(same)}, gates, BOOT, run=run_whole(same), second=Whole(worse))
+    done = run_looks(None, [e], EV, {"e": rows_of(same)}, gates, CONFIDENCE, run=run_whole(same), second=Whole(worse))
     assert done.record["e"]["unstable"] == ["acc"] and done.unstable == ["e/acc"]
     # a metric the run's arithmetic leaves open is not read in the second (it is open, not unstable)
     wide = TaskSpec("e", "lm_eval", {}, "e", 200, {"acc": True, "acc_norm": True})
@@ -316,7 +316,7 @@ def test_a_registry_task_read_in_one_look_is_checked_on_the_second_arithmetic_s_
             return [{**r, "scores": {**r["scores"], "acc_norm": 100.0 * (r["doc_id"] % 2)}} for r in rows_of(same)]
     second = Same(same)
     second.baseline = base
-    done = run_looks(None, [wide], EV, base, {"e/acc": Gate(3.0), "e/acc_norm": Gate(3.0)}, BOOT, run=run_two,
+    done = run_looks(None, [wide], EV, base, {"e/acc": Gate(3.0), "e/acc_norm": Gate(3.0)}, CONFIDENCE, run=run_two,
                      second=second)
     rec = done.record["e"]
     assert set(rec["first"]) == {"acc"} and set(rec["second"]) == {"acc"} and rec["unstable"] == []
@@ -324,7 +324,7 @@ def test_a_registry_task_read_in_one_look_is_checked_on_the_second_arithmetic_s_
     tiny = TaskSpec("e", "lm_eval", {}, "e", 4, {"acc": True})
     second = Whole(same)
     few = lambda session, specs, ev: ({"e": None}, {"e": rows_of(same)[:4]})
-    done = run_looks(None, [tiny], EV, {"e": rows_of(same)[:4]}, gates, BOOT, run=few, second=second)
+    done = run_looks(None, [tiny], EV, {"e": rows_of(same)[:4]}, gates, CONFIDENCE, run=few, second=second)
     assert second.calls == [] and "second" not in done.record["e"]
 
 
@@ -338,7 +338,7 @@ def test_a_second_arithmetic_that_cannot_start_leaves_the_run_s_verdicts_uncheck
 
         def rows(self, spec, start, stop):
             return None
-    done = run_looks(None, [c], EV, {"c": baseline_rows(c, same)}, {"c/acc": Gate(3.0)}, BOOT,
+    done = run_looks(None, [c], EV, {"c": baseline_rows(c, same)}, {"c/acc": Gate(3.0)}, CONFIDENCE,
                      run=fake_run(same, []), second=Refused())
     assert done.record["c"]["settled"]["acc"]["verdict"] == "pass" and "second" not in done.record["c"]
 
@@ -373,7 +373,7 @@ def simulate(shift: float, sims: int, seed: int = 0) -> float:
             rows = [{"doc_id": d, "scores": {"score": tier[d]}} for d in s.docs]
             return {s.name: TaskResult({}, rows, {"score": True})}, {s.name: rows}
         brows = [{"doc_id": d, "scores": {"score": base[d]}} for d in c.docs]
-        done = run_looks(None, [c], EV, {"c": brows}, {"c/score": Gate(3.0)}, BOOT, run=run)
+        done = run_looks(None, [c], EV, {"c": brows}, {"c/score": Gate(3.0)}, CONFIDENCE, run=run)
         passes += done.record["c"]["settled"].get("score", {}).get("verdict") == "pass"
     return passes / sims
 
@@ -405,7 +405,7 @@ def test_an_engine_slower_than_the_budget_is_read_at_its_last_completed_look_nev
         return inner(session, specs, ev)
     done = Looked()
     with pytest.raises(WallBudgetExceeded):
-        run_looks(None, [c], EV, {"c": baseline_rows(c, base)}, {"c/acc": Gate(30.0)}, BOOT, run=slow, done=done)
+        run_looks(None, [c], EV, {"c": baseline_rows(c, base)}, {"c/acc": Gate(30.0)}, CONFIDENCE, run=slow, done=done)
     rec = done.record["c"]
     assert rec["looks"] == 2 and rec["n"] == 160 and rec["of"] == 4 and rec["budget"] is True
     assert rec["confidence"] == pytest.approx(Design.of([0.25, 0.5, 0.75, 1.0], 0.95).confidence_at(1))
@@ -420,7 +420,7 @@ def test_an_engine_slower_than_the_budget_is_read_at_its_last_completed_look_nev
         raise WallBudgetExceeded("did not finish")
     nothing = Looked()
     with pytest.raises(WallBudgetExceeded):
-        run_looks(None, [c], EV, {"c": baseline_rows(c, base)}, {"c/acc": Gate(3.0)}, BOOT, run=none_done,
+        run_looks(None, [c], EV, {"c": baseline_rows(c, base)}, {"c/acc": Gate(3.0)}, CONFIDENCE, run=none_done,
                   done=nothing)
     assert "c" not in nothing.record and nothing.budget is None
 
@@ -459,7 +459,7 @@ def test_under_a_budget_every_gated_task_gets_a_look_before_any_gets_a_second():
     done = Looked()
     gates = {"c/acc": Gate(30.0), "d/acc": Gate(30.0)}
     with pytest.raises(WallBudgetExceeded):
-        run_looks(None, [c, d], EV, {"c": baseline_rows(c, right), "d": baseline_rows(d, right)}, gates, BOOT,
+        run_looks(None, [c, d], EV, {"c": baseline_rows(c, right), "d": baseline_rows(d, right)}, gates, CONFIDENCE,
                   run=slow, done=done, interleave=True)
     assert [name for name, _ in calls] == ["c", "d", "c"]
     assert (done.record["c"]["looks"], done.record["d"]["looks"]) == (2, 1)
@@ -468,7 +468,7 @@ def test_under_a_budget_every_gated_task_gets_a_look_before_any_gets_a_second():
                            "max_wall_s); look 2 of 4 of c (160 of 320 samples; serving.vllm.budget.max_wall_s)")
     # in turn, not one after the other: without interleave c takes its looks first
     calls.clear()
-    seq = run_looks(None, [c, d], EV, {"c": baseline_rows(c, right), "d": baseline_rows(d, right)}, gates, BOOT,
+    seq = run_looks(None, [c, d], EV, {"c": baseline_rows(c, right), "d": baseline_rows(d, right)}, gates, CONFIDENCE,
                     run=inner)
     assert [name for name, _ in calls][:2] == ["c", "c"] and not seq.budget
 
@@ -479,7 +479,7 @@ def test_interleaved_a_failed_task_halts_the_others_at_their_last_completed_look
     tier = {x: x % 10 != 0 for x in range(400)}          # -10 points: fails a 3-point margin, at look 2
     calls: list = []
     done = run_looks(None, [c, d], EV, {"c": baseline_rows(c, base), "d": baseline_rows(d, base)},
-                     {"c/acc": Gate(3.0), "d/acc": Gate(3.0)}, BOOT, run=fake_run(tier, calls), interleave=True)
+                     {"c/acc": Gate(3.0), "d/acc": Gate(3.0)}, CONFIDENCE, run=fake_run(tier, calls), interleave=True)
     failed = [n for n, r in done.record.items() if r["settled"].get("acc", {}).get("verdict") == "fail"]
     assert failed and done.stopped.startswith("stopped at look")
     other = ({"c", "d"} - {failed[0]}).pop()

@@ -36,7 +36,7 @@ def _everyone(monkeypatch=None):
     rng = np.random.default_rng(0)
     base = rng.choice([0.0, 100.0], 400, p=[0.2, 0.8])
     tier = np.where(rng.random(400) < 0.05, 100.0 - base, base)
-    sim = {r.name: r.value for r in replay.rates(replay.Population.of(base, tier), [0.5, 1.0], 400, 0.95, 3.0,
+    sim = {r.name: r.value for r in replay.rates(replay.Population.of(base, tier, "binary"), [0.5, 1.0], 400, 0.95, 3.0,
                                                  sims=200)}
     items = replay_strata.Items.of(rng.integers(0, 2, 400), base, tier)
     strat = {r.name: r.value for r in replay_strata.rates(items, [0.5, 1.0], 400, 0.95, 3.0, 0.5, sims=200)
@@ -74,7 +74,7 @@ def _evaluate():
     from pipeline.domain import looks
     from pipeline.domain.task_rows import TaskResult
     from pipeline.domain.tasks import TaskSpec
-    from pipeline.schema import Bootstrap, Eval, Sequential
+    from pipeline.schema import Eval, Sequential
     from tests import result_files
     from tests.test_decide import samples
     from tests.test_report_long import record
@@ -94,7 +94,7 @@ def _evaluate():
 
         done = looks_runner.run_looks(None, [spec], Eval(tasks={}, sequential=Sequential()), {"classification": base},
                                       {"classification/acc": looks_runner.Gate(3.0)},
-                                      Bootstrap(resamples=100, seed=1, confidence=0.95), run=run)
+                                      0.95, run=run)
         io.atomic_write_jsonl(folder / "samples/classification.jsonl", done.samples["classification"])
         res = {k: v for k, v in json.loads((folder / "result.json").read_text()).items()
                if k not in ("schema_version", "kind")}

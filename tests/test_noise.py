@@ -4,7 +4,7 @@ same arithmetic: tests/test_arith_check.py.)"""
 import pytest
 
 from pipeline.domain import result_json
-from pipeline.schema import Bootstrap, Tolerance
+from pipeline.schema import Tolerance
 from pipeline.scoring.estimators import noise, stats
 from pipeline.scoring.verdict.rows import Measured
 from tests import result_files
@@ -30,13 +30,13 @@ def test_the_floor_is_the_second_run_against_the_baseline_sample_by_sample():
     second = choice_rows([1, 0, 0, 0], [[-1.1, -1.0], [-1.0, -3.0], [-1.9, -2.0], [-1.0, -1.5]])
     row = Measured("m", "fp16", "auto", "ok", metrics={"c/acc": 75.0})
     f = noise.floor(parse(result_files.noise(arithmetic="bf16-operands: x")), row.metrics, {"c": base}, {"c": second},
-                    Bootstrap(resamples=200, seed=1))
+                    0.95)
     assert f.status == "ok" and f.intervals["c/acc"].delta == pytest.approx(0.0)
     assert (f.flips["c"].right_to_wrong, f.flips["c"].wrong_to_right) == (1, 1)
     assert f.margin["c"] == pytest.approx(0.1)                # the flipped samples' margins: 0.05 and 0.1
     variant = choice_rows([1, 1, 1, 0], [[-1.2, -1.0], [-2.0, -1.0], [-2.0, -1.9], [-1.0, -1.5]])
     assert noise.inside(list(zip(base, variant)), f.margin["c"]) == (2, 1)    # 0.05 inside, 2.0 not
-    off = noise.floor(parse(result_files.noise("unsupported", reason="no AVX-512")), row.metrics, {}, {}, Bootstrap())
+    off = noise.floor(parse(result_files.noise("unsupported", reason="no AVX-512")), row.metrics, {}, {}, 0.95)
     assert off.intervals == {} and (off.status, off.why) == ("unsupported", "no AVX-512")
 
 

@@ -43,8 +43,8 @@ def test_a_key_described_twice_stops_the_generator(tmp_path):
     assert params_doc.load_descriptions()
     twice = tmp_path / "params_doc.yaml"
     text = (ROOT / params_doc.DESCRIPTIONS).read_text(encoding="utf-8")
-    twice.write_text(text + 'decision.bootstrap: "A second description."\n', encoding="utf-8")
-    with pytest.raises(SystemExit, match=r"`decision\.bootstrap` is described twice \(lines \d+ and \d+\)"):
+    twice.write_text(text + 'decision.confidence: "A second description."\n', encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"`decision\.confidence` is described twice \(lines \d+ and \d+\)"):
         params_doc.load_descriptions(twice)
 
 

@@ -41,15 +41,15 @@ def test_the_interval_holds_the_estimate_and_narrows_with_n():
 
 
 def test_no_discordant_pair_is_not_evidence_of_no_difference():
-    """Five identical answers: the bootstrap's interval is [0, 0]; the score interval is wide."""
-    iv = stats.paired_mean([100.0] * 5, [100.0] * 5, 1000, 1)
+    """Five identical answers: a bootstrap's interval is [0, 0]; the score interval is wide."""
+    iv = stats.paired_binary_mean([100.0] * 5, [100.0] * 5)
     assert iv.discordant == (0, 0) and iv.lo < -30 and iv.hi > 30
     assert verdict(iv.lo, iv.hi, 5.0) == OPEN
 
 
-def test_a_graded_metric_keeps_the_bootstrap():
-    iv = stats.paired_mean([40.0, 55.5, 12.0, 80.0], [41.0, 50.0, 12.0, 82.5], 1000, 1)
-    assert iv.discordant is None
+def test_a_graded_metric_has_no_discordant_counts():
+    iv = stats.paired_graded_mean([40.0, 55.5, 12.0, 80.0], [41.0, 50.0, 12.0, 82.5])
+    assert iv.discordant is None and iv.graded is not None
 
 
 def _counts(rng, cap, lost, gained, reps):

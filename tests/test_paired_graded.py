@@ -9,11 +9,11 @@ from pipeline.scoring.verdict.margin import OPEN, verdict
 
 def test_identical_outputs_get_an_interval_as_wide_as_the_worst_tier_at_that_reach():
     base = [40.0, 12.5, 70.0, 77.0, 20.0] * 4          # 20 summaries, identical outputs
-    iv = stats.paired_mean(base, base, 200, 1)
+    iv = stats.paired_graded_mean(base, base)
     assert iv.delta == 0.0 and iv.lo < -3.0 and iv.hi > 3.0
     assert verdict(iv.lo, iv.hi, 3.0) == OPEN
     # with enough samples identical outputs are evidence: a tier at -3 must move >= 3/77 of them
-    many = stats.paired_mean(base * 30, base * 30, 200, 1)
+    many = stats.paired_graded_mean(base * 30, base * 30)
     assert -3.0 < many.lo < 0.0
 
 
@@ -57,7 +57,7 @@ def test_the_interval_holds_the_estimate_and_is_vectorised_alike():
 def test_repeated_reads_the_same_summary_at_another_confidence():
     base = list(np.linspace(5, 70, 48))
     tier = [b - (8.0 if i % 6 == 0 else 0.0) for i, b in enumerate(base)]
-    iv = stats.paired_mean(base, tier, 300, 2)
+    iv = stats.paired_graded_mean(base, tier)
     wide = stats.repeated(iv, 0.999)
     assert wide.lo < iv.lo and wide.hi > iv.hi and wide.delta == iv.delta and wide.graded == iv.graded
 

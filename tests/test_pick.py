@@ -23,7 +23,7 @@ def _verdicts(target: float, seed: int, cap: int = 640) -> np.ndarray:
     sizes = look_sizes(LOOKS, cap)
     d = Design.of([n / cap for n in sizes], 0.95)
     confs = [d.confidence_at(k) for k in range(len(sizes))]
-    pop = moved(Population.of(base, tier), target)
+    pop = moved(Population.of(base, tier, "binary"), target)
     return replay(pop, sizes, confs, 3.0, SIMS, seed, target)["verdict"] == "pass"
 
 

@@ -49,11 +49,11 @@ def test_identical_outputs_do_not_plan_a_sample_size_the_verdict_cannot_pass_at(
     from pipeline.scoring.estimators import stats
 
     same = [100.0] * 20 + [0.0] * 4
-    iv = stats.paired_mean(same, same, 200, 0)
+    iv = stats.paired_binary_mean(same, same)
     assert float(np.std(np.subtract(same, same))) == 0.0 and iv.lo < -3.0     # cannot pass at 24
     p = power.from_interval(iv.lo, iv.hi, iv.n, 0.95, 3.0)
     assert p.n_for_80pct_power > 24
-    at = stats.binary(0, 0, p.n_for_80pct_power, 0.95, None)
+    at = stats.binary(0, 0, p.n_for_80pct_power, 0.95)
     assert at.lo >= -3.0                                   # identical outputs pass at the planned size
 
 
@@ -85,15 +85,6 @@ def test_powers_plan_every_gated_metric_from_its_own_interval():
     assert out["bleu"].sd == pytest.approx(2.0 * 2 / 1.959964, abs=1e-4)
     assert out["chrf"].sd == pytest.approx(1.5 * 2 / 1.959964, abs=1e-4)
     assert power.powers(["bleu"], {}, 0.95, ivs, {"bleu": 0.95}) == {}
-
-
-def test_the_bootstrap_standard_error_is_the_spread_of_the_resampled_deltas():
-    from pipeline.scoring.estimators import stats
-
-    rng = np.random.default_rng(0)
-    base, tier = rng.normal(0, 1, 400), rng.normal(0, 1, 400)
-    iv = stats.paired_mean(base, tier, 2000, 1)
-    assert iv.se == pytest.approx(np.std(tier - base, ddof=1) / np.sqrt(400), rel=0.08)
 
 
 def test_the_samples_to_settle_are_the_same_count_at_the_observed_effect():

@@ -7,7 +7,7 @@ from pipeline.domain.serving_record import Repair
 from pipeline.scoring.estimators.fidelity import Read as FidelityRead, Summary
 from pipeline.report import exports, fidelity, gpus, markdown, provenance, serving, speed
 from pipeline.report.document import Header, KvPair, ModelReport
-from pipeline.schema import Baseline, Bootstrap, Decision, Memory, TargetGpu, Tolerance
+from pipeline.schema import Baseline, Decision, FidelityBootstrap, Memory, TargetGpu, Tolerance
 from pipeline.scoring.verdict import judge
 from pipeline.scoring.pick import recommend
 from pipeline.scoring.pick.recommend import Recommendation
@@ -16,7 +16,8 @@ from pipeline.scoring.planning.power import Power
 from pipeline.scoring.estimators.stats import Interval
 
 BASE = Baseline("fp16", "auto")
-HEADER = Header(generated="now", kv_scales={"fp8": "1.0"}, baseline=BASE, bootstrap=Bootstrap(),
+HEADER = Header(generated="now", kv_scales={"fp8": "1.0"}, baseline=BASE, confidence=0.95,
+                fidelity_bootstrap=FidelityBootstrap(),
                 budget=Memory({"A100-80G": TargetGpu(80, 2039, 8.0)}), gpus={"A100-80G": TargetGpu(80, 2039, 8.0)},
                 hardware_docs="0.15.1")
 RULE = Decision(BASE, {"acc": Tolerance(abs=3.0), "bleu": Tolerance(abs=1.0)}, {"bleu": 5.0})
@@ -227,9 +228,9 @@ def test_the_speed_column_names_the_device_the_results_record():
 
 
 def test_the_notes_name_the_run_s_confidence_and_kv_scales():
-    head = dataclasses.replace(HEADER, bootstrap=Bootstrap(confidence=0.9), kv_scales={"fp8": "0.5", "fp8-cal": "calibrated"})
+    head = dataclasses.replace(HEADER, confidence=0.9, kv_scales={"fp8": "0.5", "fp8-cal": "calibrated"})
     # the verdicts read at the run's confidence too: page 1 names each interval's own
-    md = markdown.render({"m": model_report(rows(dataclasses.replace(RULE, bootstrap=head.bootstrap)))}, head)
+    md = markdown.render({"m": model_report(rows(dataclasses.replace(RULE, confidence=head.confidence)))}, head)
     assert "one-sided test at 5.0% a side (90% two-sided)" in md and "its 90% interval" in md and "95%" not in md
     assert "each KV mode's k/v scale (`fp8` 0.5, `fp8-cal` calibrated; 1.0 is vLLM's default" in md
 

@@ -15,7 +15,7 @@ def binary_population(n=1280, lost=0.04, gained=0.01, seed=0):
     base = np.where(rng.random(n) < 0.89, 100.0, 0.0)
     u = rng.random(n)
     tier = np.where(u < lost, 0.0, np.where(u < lost + gained, 100.0, base))
-    return Population.of(base, tier)
+    return Population.of(base, tier, "binary")
 
 
 def graded_population(n=96, seed=1):
@@ -23,7 +23,7 @@ def graded_population(n=96, seed=1):
     rng = np.random.default_rng(seed)
     base = rng.uniform(10, 60, n)
     diff = np.where(rng.random(n) < 0.7, 0.0, rng.standard_t(3, n) * 8 - 2)
-    return Population.of(base, np.clip(base + diff, 0, 100))
+    return Population.of(base, np.clip(base + diff, 0, 100), "graded")
 
 
 def test_true_deltas_put_half_the_candidates_at_the_margin():

@@ -47,7 +47,7 @@ def _rate(rs, name):
                                       ("gaussian", 96)])
 def test_graded_false_pass_and_fail_stay_within_alpha(kind, cap):
     base, tier = _graded(kind, np.random.default_rng(7))
-    rs = rates(Population.of(base, tier), LOOKS, cap, 0.95, 3.0, SIMS, seed=1)
+    rs = rates(Population.of(base, tier, "graded"), LOOKS, cap, 0.95, 3.0, SIMS, seed=1)
     assert _rate(rs, "false_pass").value <= _bound()
     assert _rate(rs, "false_fail").value <= _bound()
 
@@ -56,13 +56,13 @@ def test_graded_false_pass_and_fail_stay_within_alpha(kind, cap):
                                       ("zero_inflated_10x30", 24)])
 def test_the_previous_procedure_fails_the_zero_inflated_cases(kind, cap):
     base, tier = _graded(kind, np.random.default_rng(7))
-    rs = rates(Population.of(base, tier), LOOKS, cap, 0.95, 3.0, SIMS, seed=1, method="wald")
+    rs = rates(Population.of(base, tier, "graded"), LOOKS, cap, 0.95, 3.0, SIMS, seed=1, method="wald")
     assert _rate(rs, "false_pass").value > 2 * _bound()
 
 
 def test_identical_outputs_pass_at_a_large_cap_and_not_on_a_zero_width_interval_at_a_small_one():
     base, _ = _graded("gaussian", np.random.default_rng(8))
-    pop = Population.of(base, base.copy())
+    pop = Population.of(base, base.copy(), "graded")
     big = rates(pop, LOOKS, 400, 0.95, 3.0, 600, seed=2)
     assert _rate(big, "power").value > 0.9 and _rate(big, "false_pass").value <= _bound(600)
     small = rates(pop, LOOKS, 24, 0.95, 3.0, 600, seed=2)
@@ -78,7 +78,7 @@ def test_binary_false_pass_within_alpha(lost, gained):
     tier = base.copy()
     tier[u < lost] = 0.0
     tier[(u >= 0.5 + lost) & (u < 0.5 + lost + gained)] = 100.0
-    rs = rates(Population.of(base, tier), LOOKS, 640, 0.95, 3.0, SIMS, seed=3)
+    rs = rates(Population.of(base, tier, "binary"), LOOKS, 640, 0.95, 3.0, SIMS, seed=3)
     assert _rate(rs, "false_pass").value <= _bound() and _rate(rs, "false_fail").value <= _bound()
 
 
@@ -98,11 +98,11 @@ def test_corpus_false_pass_within_alpha_and_wald_fails_when_few_change(share):
 
 def test_moving_keeps_zeros_and_reaches_the_target():
     base, tier = _graded("zero_inflated_10x30", np.random.default_rng(11))
-    pop = Population.of(base, tier)
+    pop = Population.of(base, tier, "graded")
     at = replay.moved(pop, -3.0)
     assert at.diff.mean() == pytest.approx(-3.0, abs=1e-6)
     assert (at.diff == 0).sum() >= (pop.diff == 0).sum() - 5
-    same = Population.of(base, base.copy())
+    same = Population.of(base, base.copy(), "graded")
     worst = replay.moved(same, -3.0)
     assert worst.diff.mean() == pytest.approx(-3.0, abs=1e-6) and worst.changed.sum() > 0
 
@@ -160,7 +160,7 @@ def test_reading_the_fixed_interval_at_every_look_would_not_keep_alpha():
     margin more often than 2.5% (about 0.05), the spent critical values do not."""
     rng = np.random.default_rng(13)
     base = rng.uniform(20, 80, 2000)
-    pop = replay.moved(Population.of(base, np.clip(base + rng.normal(0, 10, 2000), 0, 100)), -3.0)
+    pop = replay.moved(Population.of(base, np.clip(base + rng.normal(0, 10, 2000), 0, 100), "graded"), -3.0)
     sizes, sims = [50, 100, 150, 200], 3000
     peek = replay.replay(pop, sizes, [0.95] * 4, 3.0, sims, 1, -3.0)["verdict"] == "pass"
     spent = rates(pop, LOOKS, 200, 0.95, 3.0, sims, seed=1)
@@ -192,7 +192,7 @@ def test_the_pick_across_models_is_false_at_most_one_verdict_s_alpha(good):
     base = np.where(rng.random(1280) < 0.85, 100.0, 0.0)
     tier = np.where(rng.random(1280) < 0.04, 100.0 - base, base)
     sims = 1500
-    found = {r.name: r.value for r in pick_across.rates(Population.of(base, tier), [0.25, 0.5, 0.75, 1.0], 1280,
+    found = {r.name: r.value for r in pick_across.rates(Population.of(base, tier, "binary"), [0.25, 0.5, 0.75, 1.0], 1280,
                                                           0.95, 3.0, 8, good, sims=sims)}
     bound = found["stated_rate"] + 2 * np.sqrt(0.025 * 0.975 / sims)
     assert found["false_pick_fixed_sequence"] <= bound

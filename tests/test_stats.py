@@ -10,7 +10,7 @@ TOL = Tolerance(abs=3.0)
 def test_identical_outputs_never_pass_on_a_zero_width_interval():
     """Before 2026-12 identical graded outputs had the interval [0, 0] and passed any margin."""
     graded = [40.0, 12.5, 100.0, 77.0, 0.0] * 10
-    iv = stats.paired_mean(graded, graded, resamples=500, seed=1)
+    iv = stats.paired_graded_mean(graded, graded)
     assert iv.delta == 0.0 and iv.lo < -3.0 and iv.hi > 3.0
     assert judge_metric("rougeL", 60.0, iv, TOL, None).verdict == INCONCLUSIVE
     refs = ["Der Hund schläft.", "Es regnet heute."] * 5
@@ -21,7 +21,7 @@ def test_identical_outputs_never_pass_on_a_zero_width_interval():
 def test_truly_worse_by_twice_the_tolerance_fails():
     base = [100.0] * 600
     tier = [100.0] * 564 + [0.0] * 36          # 6 points worse = 2 x tolerance 3
-    iv = stats.paired_mean(base, tier, resamples=1000, seed=7)
+    iv = stats.paired_binary_mean(base, tier)
     assert iv.delta == pytest.approx(-6.0)
     v = judge_metric("acc", 100.0, iv, TOL, None)
     assert v.verdict == FAIL and "below -3.00" in v.why
@@ -30,18 +30,16 @@ def test_truly_worse_by_twice_the_tolerance_fails():
 def test_ten_samples_small_drop_is_inconclusive():
     base = [100.0] * 10
     tier = [100.0] * 9 + [0.0]                  # -10 points on n=10: interval far too wide
-    iv = stats.paired_mean(base, tier, resamples=1000, seed=3)
+    iv = stats.paired_binary_mean(base, tier)
     assert iv.lo < -3.0 <= iv.hi
     assert judge_metric("acc", 100.0, iv, TOL, None).verdict == INCONCLUSIVE
 
 
-def test_intervals_are_deterministic_and_the_seed_moves_only_the_bootstrap_se():
+def test_intervals_are_deterministic_and_draw_no_bootstrap():
     base = [float(i % 7) for i in range(60)]
     tier = [float((i * 3) % 7) for i in range(60)]
-    a = stats.paired_mean(base, tier, 1000, seed=42)
-    b = stats.paired_mean(base, tier, 1000, seed=42)
-    c = stats.paired_mean(base, tier, 1000, seed=43)
-    assert a == b and (a.lo, a.hi) == (c.lo, c.hi) and a.se != c.se
+    a = stats.paired_graded_mean(base, tier)
+    assert a == stats.paired_graded_mean(base, tier) and "se" not in a.as_dict()
     refs = [f"Satz Nummer {i} ist hier." for i in range(20)]
     hyp = [f"Satz {i} ist da." for i in range(20)]
     x = stats.paired_corpus("bleu", refs, refs, hyp)
@@ -76,7 +74,9 @@ def test_near_zero_baseline_is_inconclusive_even_with_a_tight_interval():
 
 def test_mismatched_lengths_rejected():
     with pytest.raises(ValueError):
-        stats.paired_mean([1.0], [1.0, 2.0], 100, 0)
+        stats.paired_graded_mean([1.0], [1.0, 2.0])
+    with pytest.raises(ValueError, match="binary metric's per-sample score is 0 or 100, got 40"):
+        stats.paired_binary_mean([100.0, 40.0], [100.0, 0.0])     # declared binary, computing something else
 
 
 @pytest.mark.parametrize("metric", ["bleu", "chrf"])
@@ -86,7 +86,7 @@ def test_sacrebleu_private_statistics_contract(metric):
     import sacrebleu
 
     assert sacrebleu.__version__ == "2.6.0"
-    m = stats._sacrebleu_metric(metric)
+    m = stats.sentence_metric(metric)
     assert callable(m._extract_corpus_statistics) and callable(m._compute_score_from_stats)
     public = {"bleu": sacrebleu.corpus_bleu, "chrf": sacrebleu.corpus_chrf}[metric]
     refs = ["Der Zug fährt um neun Uhr ab.", "Bitte Salz hinzufügen.", "Morgen regnet es.", "Der Hund schläft."]
@@ -138,10 +138,10 @@ def test_paired_corpus_reads_the_jackknife_of_sacrebleus_public_scores(metric):
 def test_identical_answers_of_a_0_100_metric_are_evidence_in_proportion_to_n():
     """No discordant pair of 50 cannot exclude a 3-point loss (about 3/n, the rule of three); of 640 it can."""
     scores = [100.0, 0.0, 100.0, 100.0, 0.0]
-    small = stats.paired_mean(scores * 10, scores * 10, resamples=500, seed=1)
+    small = stats.paired_binary_mean(scores * 10, scores * 10)
     assert small.discordant == (0, 0) and small.lo < -3.0 < 0.0 < -small.lo == small.hi
     assert judge_metric("acc", 60.0, small, TOL, None).verdict != PASS
-    large = stats.paired_mean(scores * 128, scores * 128, resamples=500, seed=1)
+    large = stats.paired_binary_mean(scores * 128, scores * 128)
     assert -1.5 < large.lo < 0.0 and judge_metric("acc", 60.0, large, TOL, None).verdict == PASS
 
 
@@ -151,9 +151,9 @@ def test_paired_mean_interval_has_the_width_of_the_normal_approximation():
     percentile bounds agree within its Monte Carlo error and the 1/6-point steps of a mean of 600 scores."""
     base = [50.0] * 600                      # graded values: the bootstrap (a 0/100 metric has its own)
     tier = [50.0] * 564 + [-50.0] * 36
-    iv = stats.paired_mean(base, tier, resamples=4000, seed=11)
+    iv = stats.paired_graded_mean(base, tier)
     half = 1.96 * 100 * (0.06 * 0.94) ** 0.5 / 600 ** 0.5
     assert iv.delta == pytest.approx(-6.0)
     assert iv.lo == pytest.approx(-6.0 - half, abs=0.35) and iv.hi == pytest.approx(-6.0 + half, abs=0.35)
-    narrower = stats.paired_mean(base, tier, resamples=4000, seed=11, confidence=0.5)   # +- 0.674 SE
+    narrower = stats.paired_graded_mean(base, tier, confidence=0.5)   # +- 0.674 SE
     assert narrower.hi - narrower.lo == pytest.approx(2 * 0.674 * half / 1.96, abs=0.35)

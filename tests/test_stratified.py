@@ -10,10 +10,10 @@ from pipeline.domain.task_rows import TaskResult
 from pipeline.domain.tasks import TaskSpec
 from pipeline.evaluation import stratified
 from pipeline.evaluation.looks_runner import Gate, run_looks
-from pipeline.schema import Bootstrap, Eval, Sequential, Strata
+from pipeline.schema import Eval, Sequential, Strata
 from pipeline.scoring.estimators import analysis
 
-BOOT = Bootstrap(resamples=200, seed=1, confidence=0.95)
+CONFIDENCE = 0.95
 EV = Eval(tasks={}, sequential=Sequential(strata=Strata(below=0.5, share=0.25)))
 
 
@@ -61,13 +61,13 @@ def test_an_unchanged_variant_passes_on_fewer_items_with_a_stratified_interval()
     rng = random.Random(0)
     same = {d: rng.random() < 0.9 for d in range(400)}
     calls: list = []
-    done = run_looks(None, [s], EV, {"c": base_rows(s, same)}, {"c/acc": Gate(6.0)}, BOOT, run=fake_run(same, calls))
+    done = run_looks(None, [s], EV, {"c": base_rows(s, same)}, {"c/acc": Gate(6.0)}, CONFIDENCE, run=fake_run(same, calls))
     rec = done.record["c"]
     assert rec["settled"]["acc"]["verdict"] == "pass"
     assert rec["strata"]["pool"] == [200, 200] and rec["strata"]["plain"] == [100, 200, 300, 400]
     assert rec["n"] == rec["sizes"][rec["looks"] - 1] < rec["strata"]["plain"][rec["looks"] - 1]
     assert all("stratum" in r for r in done.samples["c"])
-    iv = analysis.intervals(["acc"], analysis.align(base_rows(s, same), done.samples["c"], subset=True), BOOT)["acc"]
+    iv = analysis.intervals(["acc"], analysis.align(base_rows(s, same), done.samples["c"], subset=True), CONFIDENCE)["acc"]
     assert iv.effective_n is not None and iv.n == rec["n"] and iv.delta == 0.0
 
 
@@ -76,11 +76,11 @@ def test_the_stratified_delta_weights_each_stratum_by_its_share_of_the_pool():
     base = {d: True for d in range(400)}
     tier = {d: not (margin(d) < 0.5 and d % 10 == 0) for d in range(400)}     # 40 low items lost: -10 points
     calls: list = []
-    done = run_looks(None, [s], EV, {"c": base_rows(s, base)}, {"c/acc": Gate(3.0)}, BOOT, run=fake_run(tier, calls))
+    done = run_looks(None, [s], EV, {"c": base_rows(s, base)}, {"c/acc": Gate(3.0)}, CONFIDENCE, run=fake_run(tier, calls))
     rec = done.record["c"]
     assert rec["settled"]["acc"]["verdict"] == "fail"
     pairs = analysis.align(base_rows(s, base), done.samples["c"], subset=True)
-    iv = analysis.intervals(["acc"], pairs, BOOT)["acc"]
+    iv = analysis.intervals(["acc"], pairs, CONFIDENCE)["acc"]
     low = [t for _, t in pairs if t["stratum"] == 0]
     lost_low = sum(1 for t in low if t["scores"]["acc"] == 0.0)
     assert iv.delta == pytest.approx(-100.0 * 0.5 * lost_low / len(low))
@@ -96,7 +96,7 @@ def test_the_record_keeps_the_look_order_so_each_look_s_read_is_its_prefix():
     rng = random.Random(0)
     same = {d: rng.random() < 0.9 for d in range(400)}
     calls: list = []
-    rec = run_looks(None, [s], EV, {"c": base_rows(s, same)}, {"c/acc": Gate(0.5)}, BOOT,
+    rec = run_looks(None, [s], EV, {"c": base_rows(s, same)}, {"c/acc": Gate(0.5)}, CONFIDENCE,
                     run=fake_run(same, calls)).record["c"]
     assert rec["looks"] == 4 and rec["order"] == [d for look in calls for d in look]     # every look's new items
     lk = parse(TaskLooks, rec, "looks.c")

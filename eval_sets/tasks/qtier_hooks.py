@@ -1,43 +1,50 @@
 """lm-eval hooks for the qtier task YAMLs (referenced as `!function qtier_hooks.<name>`).
 
-Thin adapters: the scoring itself lives in pipeline/domain/metrics.py and is unit-tested there. qtier
-scores a local task from its per-sample rows (task_rows.scores_from_rows), not from these aggregates;
-they follow the same rules, so lm-eval's own table says the same.
-Documents reach these hooks already normalised by pipeline/domain/tasks.py to the canonical fields
-(translation: source/reference; summarization: document/reference; classification: text/choices/gold).
+Thin adapters: each per-document score and each aggregate is the one pipeline/domain/metric_registry.py
+declares for the metric (its `score` of a row, its `aggregate` over rows), so lm-eval's own table says
+what qtier's does. qtier scores a local task from its per-sample rows (task_rows.scores_from_rows), not
+from these aggregates. Documents reach these hooks already normalised by pipeline/domain/tasks.py to the
+canonical fields (translation: source/reference; summarization: document/reference; classification:
+text/choices/gold).
 """
-from pipeline.domain import metrics, retrieval, tasks
+from pipeline.domain import metric_registry, metrics, tasks
+
+
+def _scores(names, row):
+    return {m: metric_registry.get(m).score(row) for m in names}
 
 
 def process_translation(doc, results):
-    hyp = metrics.clean_generation(results[0])
-    pair = (doc["reference"], hyp)
+    # corpus metrics: lm-eval hands the (reference, output) items to the aggregation
+    pair = (doc["reference"], results[0])
     return {"bleu": pair, "chrf": pair}
 
 
 def process_summarization(doc, results):
-    return metrics.rouge(doc["reference"], metrics.clean_generation(results[0]))
+    return _scores(("rouge1", "rouge2", "rougeL"), {"target": doc["reference"], "output": results[0]})
 
 
 def process_retrieval(doc, results):
-    return {"exact_match": 100.0 * retrieval.score(results[0], str(doc["answer"]))}
+    return _scores(("exact_match",), {"target": str(doc["answer"]), "output": results[0]})
 
 
 def process_classification(doc, results):
     # the rows' rule and tie rule (qtier scores the task from its rows: task_rows.scores_from_rows)
     pred, _ = metrics.choose([ll for ll, _ in results], doc[tasks.POSITION])
-    gold = doc["gold"]
-    return {"acc": 100.0 * (pred == gold), "macro_f1": (gold, pred, len(doc["choices"]))}
+    row = {"gold": doc["gold"], "pred": pred, "choices": doc["choices"]}
+    return {**_scores(("acc",), row), "macro_f1": row}
+
+
+def _corpus(name, items):
+    return metric_registry.get(name).aggregate([{"target": ref, "output": out} for ref, out in items])
 
 
 def agg_bleu(items):
-    refs, hyps = zip(*items)
-    return metrics.corpus_bleu(refs, hyps)
+    return _corpus("bleu", items)
 
 
 def agg_chrf(items):
-    refs, hyps = zip(*items)
-    return metrics.corpus_chrf(refs, hyps)
+    return _corpus("chrf", items)
 
 
 def agg_mean(items):
@@ -45,5 +52,4 @@ def agg_mean(items):
 
 
 def agg_macro_f1(items):
-    golds, preds, ns = zip(*items)
-    return metrics.macro_f1(golds, preds, ns[0])
+    return metric_registry.get("macro_f1").aggregate(list(items))

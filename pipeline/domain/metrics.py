@@ -9,11 +9,12 @@
 Scales: every metric is reported on 0-100, so tolerances read the same way for all of them.
 
 Names: outside a task a metric is `<task>/<metric>` (metric_id), so two tasks that both report
-`acc` never overwrite each other. Which way is better comes from each task's YAML
-(`higher_is_better` in its metric_list), carried in result.json, never from a list here.
+`acc` never overwrite each other. What each metric is (kind, label, per-row score, aggregate,
+interval, direction) is declared once, in metric_registry.py; these are the functions it names.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 
@@ -69,13 +70,19 @@ _SCORER = None
 
 
 def rouge(ref: str, hyp: str) -> dict[str, float]:
+    return dict(_rouge(ref, hyp))
+
+
+@functools.lru_cache(maxsize=256)
+def _rouge(ref: str, hyp: str) -> tuple[tuple[str, float], ...]:
+    # cached: ROUGE-1, -2 and -L are three metrics (metric_registry), scored by one call per row
     global _SCORER
     if _SCORER is None:
         from rouge_score import rouge_scorer
 
         _SCORER = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
     scores = _SCORER.score(ref, hyp)
-    return {k: 100.0 * v.fmeasure for k, v in scores.items()}
+    return tuple((k, 100.0 * v.fmeasure) for k, v in scores.items())
 
 
 def mean(values: Sequence[float]) -> float:

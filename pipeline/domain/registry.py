@@ -9,11 +9,12 @@ interval and a verdict like any local task. Metrics lm-eval aggregates otherwise
 perplexity...) have no per-sample form here: they are reported without an interval.
 
 Scale: qtier reports its metrics on 0-100 so that tolerances read the same way for all tasks. The
-scale follows from what a metric is, never from the values it happens to take: the metrics lm-eval
-defines as a fraction of documents (FRACTIONS: acc, acc_norm, exact_match, ...) are multiplied by
-100, aggregate and samples alike; every other metric (bleu, chrf, perplexity, brier_score, mcc, f1,
-whose scale differs between tasks...) is kept on the scale lm-eval reports it. A fraction metric with a
-value outside [0, 1] is an error naming it: the task computes something else under that name.
+scale follows from what a metric is (metric_registry), never from the values it happens to take: the
+metrics lm-eval defines as a fraction of documents (metric_registry's binary ones: acc, acc_norm,
+exact_match, ...) are multiplied by 100, aggregate and samples alike; every other metric (bleu, chrf,
+perplexity, brier_score, mcc, f1, whose scale differs between tasks...) is kept on the scale lm-eval
+reports it. A fraction metric with a value outside [0, 1] is an error naming it: the task computes
+something else under that name.
 
 Offline: a task whose `dataset_path` is a Hub dataset (not a local builder such as json/csv with
 local files) cannot run without a network; the check says so before any model work.
@@ -26,11 +27,10 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from pipeline.domain import metric_registry
 from pipeline.schema import ConfigError, Task, near
 
 LOCAL_BUILDERS = ("json", "csv", "parquet", "text", "arrow", "pandas")
-# lm-eval's own metrics (lm_eval/api/metrics.py) that are a fraction of documents, each document 0 or 1
-FRACTIONS = frozenset({"acc", "acc_norm", "acc_mutual_info", "acc_bytes", "acc_all", "exact_match"})
 HUB = ("huggingface.co", 443)
 _MANAGERS: dict[tuple[str, ...], Any] = {}
 
@@ -138,13 +138,14 @@ def scores(results: dict, samples: list[dict], higher_is_better: dict[str, bool]
         values = [_number(s.get(metric)) for s in mine]
         per_sample = bool(values) and all(v is not None for v in values) \
             and abs(sum(values) / len(values) - value) <= 1e-6 * max(1.0, abs(value))
-        scale = 100.0 if metric in FRACTIONS else 1.0
-        if metric in FRACTIONS:
+        fraction = metric_registry.get(metric).kind == metric_registry.BINARY
+        scale = 100.0 if fraction else 1.0
+        if fraction:
             outside = [v for v in [value, *values] if v is not None and not 0.0 <= v <= 1.0]
             if outside:
                 raise ValueError(f"lm-eval metric {metric!r}: value {outside[0]:g} outside [0, 1], yet {metric} is "
-                                 "a fraction of documents (pipeline/domain/registry.py FRACTIONS): the task "
-                                 "computes something else under that name")
+                                 "a fraction of documents (binary in pipeline/domain/metric_registry.py): the "
+                                 "task computes something else under that name")
         agg[metric] = value * scale
         hib[metric] = bool(better)
         if per_sample:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import paths
-from pipeline.domain import metrics, registry, retrieval, tasks
+from pipeline.domain import metric_registry, metrics, registry, tasks
 from pipeline.domain.tasks import TaskSpec
 from pipeline.io import read_jsonl
 
@@ -51,20 +51,9 @@ def sample_row(spec: TaskSpec, s: dict[str, Any]) -> dict:
 
 
 def per_sample_scores(spec: TaskSpec, row: dict) -> dict[str, float]:
-    """Per-sample scores for paired comparisons (corpus BLEU has no per-sample form: chrF stands in)."""
-    hib = spec.higher_is_better
-    if spec.kind == "classify":
-        return {"acc": 100.0 * (row["pred"] == row["gold"])}
-    hyp = metrics.clean_generation(row["output"])
-    ref = str(row["target"])
-    scores: dict[str, float] = {}
-    if "chrf" in hib or "bleu" in hib:
-        scores["chrf"] = metrics.sentence_chrf(ref, hyp)
-    if any(m.startswith("rouge") for m in hib):
-        scores.update(metrics.rouge(ref, hyp))
-    if "exact_match" in hib:        # the retrieval suite: the first number of the whole generation
-        scores["exact_match"] = 100.0 * retrieval.score(str(row["output"]), ref)
-    return scores
+    """Per-sample scores for paired comparisons: the per-row score of each metric the task reports, as
+    metric_registry declares it (corpus BLEU has no per-sample form: chrF stands in)."""
+    return {s: metric_registry.get(s).score(row) for s in metric_registry.row_scores(spec.higher_is_better)}
 
 
 @dataclass(frozen=True)
@@ -92,20 +81,15 @@ def task_result(spec: TaskSpec, results: dict, samples: list[dict]) -> TaskResul
     return TaskResult(scores_from_rows(spec, rows), rows, dict(spec.higher_is_better))
 
 
-CORPUS = {"bleu": metrics.corpus_bleu, "chrf": metrics.corpus_chrf}
-
-
 def scores_from_rows(spec: TaskSpec, rows: list[dict]) -> dict[str, float]:
-    """A local task's scores over `rows` (one lm-eval run, several looks' runs, or cached chunks), as its
-    YAML aggregates them: corpus BLEU/chrF over the cleaned outputs, macro-F1 over the rows' predictions,
-    every other metric the mean of its per-sample score."""
+    """A local task's scores over `rows` (one lm-eval run, several looks' runs, or cached chunks), as
+    metric_registry aggregates them: a corpus metric over the rows (BLEU, chrF over the cleaned outputs,
+    macro-F1 over the predictions), every other metric the mean of its per-sample score."""
     out: dict[str, float] = {}
     for m in spec.higher_is_better:
-        if m in CORPUS:
-            out[m] = CORPUS[m]([str(r["target"]) for r in rows], [metrics.clean_generation(r["output"]) for r in rows])
-        elif m == "macro_f1":
-            out[m] = metrics.macro_f1([r["gold"] for r in rows], [r["pred"] for r in rows],
-                                      len(rows[0]["choices"]))
+        agg = metric_registry.get(m).aggregate
+        if agg is not None:
+            out[m] = agg(rows)
         elif rows and all(m in r["scores"] for r in rows):
             out[m] = _weighted_mean(rows, m)
     return out

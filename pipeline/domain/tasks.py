@@ -19,7 +19,7 @@ from typing import Any, Callable
 import yaml
 
 from pipeline import paths
-from pipeline.domain import probe_sets, public_sets, registry
+from pipeline.domain import metric_registry, probe_sets, public_sets, registry
 from pipeline.domain.metrics import metric_id
 from pipeline.io import DataError, read_jsonl, read_text
 from pipeline.schema import ConfigError, Task, Tolerance
@@ -260,7 +260,9 @@ def build(name: str, task: Task, model: str | None = None, shared: bool = False)
     cfg["dataset_kwargs"] = {"data_files": {"test": str(path)}}
     cfg["test_split"] = "test"
     cfg["process_docs"] = process_docs
-    hib = {m["metric"]: bool(m.get("higher_is_better", True)) for m in cfg.get("metric_list", [])}
+    # a YAML that does not say which way is better: the registry's declared direction
+    hib = {m["metric"]: bool(m.get("higher_is_better", metric_registry.get(m["metric"]).higher_is_better))
+           for m in cfg.get("metric_list", [])}
     return TaskSpec(name=name, kind=task.kind, config=cfg, lm_eval_name=cfg["task"], num_docs=n,
                     higher_is_better=hib, pool=len(rows))
 

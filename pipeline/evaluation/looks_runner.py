@@ -28,12 +28,11 @@ from pipeline.domain import looks, task_rows, tasks
 from pipeline.domain.result_json import CANNOT_PASS, FAILED, TIME_BUDGET
 from pipeline.domain.metrics import metric_id
 from pipeline import schema
-from pipeline.schema import Bootstrap, Eval
+from pipeline.schema import Eval
 from pipeline.scoring.estimators import analysis
 from pipeline.scoring.verdict import arith_check
 from pipeline.scoring.verdict import margin as rule
 from pipeline.scoring.verdict.sequential import Design, look_sizes
-from pipeline.scoring.estimators.stats import repeated
 
 
 @dataclass(frozen=True)
@@ -114,7 +113,7 @@ class Second(Protocol):
 
 
 def run_looks(session, specs: list[tasks.TaskSpec], ev: Eval, baseline: dict[str, list[dict]],
-              gates: dict[str, Gate], boot: Bootstrap, run=run_tasks, done: Looked | None = None,
+              gates: dict[str, Gate], confidence: float, run=run_tasks, done: Looked | None = None,
               chunk_run=None, report_only: Collection[str] = (), second: Second | None = None,
               interleave: bool = False) -> Looked:
     """`baseline`: task -> the baseline's rows (every cap); `gates`: metric id -> its gate (gates_from).
@@ -135,7 +134,7 @@ def run_looks(session, specs: list[tasks.TaskSpec], ev: Eval, baseline: dict[str
     # a variant that can no longer pass (a gated metric open at its cap or unstable) stops too: no verdict
     # of its remaining tasks could change its verdict or the pick (eval.sequential.unpassable)
     halts = (lambda: done.cannot_pass() is not None) if ev.sequential.unpassable == "stop" else (lambda: False)
-    gated = [_task(session, s, ev, baseline, gates, boot, run, chunk_run, done, second)
+    gated = [_task(session, s, ev, baseline, gates, confidence, run, chunk_run, done, second)
              for s in ordered if s.name not in report_only]
     if interleave:
         interleave_looks.round_robin(gated, done, halts)
@@ -157,13 +156,13 @@ def run_looks(session, specs: list[tasks.TaskSpec], ev: Eval, baseline: dict[str
         if passable and done.cannot_pass():
             done.not_run[spec.name] = CANNOT_PASS
             continue
-        for _ in _task(session, spec, ev, baseline, gates, boot, run, chunk_run, done, None, whole=True):
+        for _ in _task(session, spec, ev, baseline, gates, confidence, run, chunk_run, done, None, whole=True):
             pass
     return done
 
 
 def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict]], gates: dict[str, Gate],
-          boot: Bootstrap, run, chunk_run, done: Looked, second: Second | None, whole: bool = False):
+          confidence: float, run, chunk_run, done: Looked, second: Second | None, whole: bool = False):
     """One task in looks (`whole`: to its cap in one), its rows, record and verdicts into `done`. A
     generator: it pauses before each look after the first; sent False there it ends at the look it
     completed, and the budget's exception thrown there ends it so too."""
@@ -176,12 +175,12 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
         done.samples.update(rows)
         done.record[spec.name] = {"cap": spec.num_docs, "looks": 1, "n": spec.num_docs, "whole": True}
         if checking and spec.name in baseline:
-            _check_whole(spec, mine, baseline, rows[spec.name], boot, second, done)
+            _check_whole(spec, mine, baseline, rows[spec.name], confidence, second, done)
         return
     plan, cap = None if whole else stratified.plan(spec, baseline.get(spec.name), ev), spec.num_docs
     sizes = plan.sizes if plan else [cap] if whole else look_sizes(ev.sequential.looks, cap)
     spec, tag = (plan.spec, plan.tag) if plan else (spec, list)
-    design = Design.of(plan.fractions if plan else [n / cap for n in sizes], boot.confidence)
+    design = Design.of(plan.fractions if plan else [n / cap for n in sizes], confidence)
     rows: list[dict] = []
     rows2: list[dict] = []
     first: dict[str, dict] = {}       # settled in the run's arithmetic (a settled metric stays settled)
@@ -198,14 +197,14 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
             rows += tag(chunk_run(session, [looks.chunk(spec, len(rows), n)], ev)[1][spec.name])
             conf = design.confidence_at(look)
             first.update(_settled({m: g for m, g in mine.items() if m not in first}, baseline[spec.name], rows,
-                                  boot, conf, look, n))
+                                  conf, look, n))
             if checking and any(m not in other for m in first):
                 more = second.rows(spec, len(rows2), n)
                 checking = more is not None        # None: it could not start here (its record says why)
             if checking and any(m not in other for m in first):
                 rows2 += tag(more)
                 other.update(_settled({m: g for m, g in mine.items() if m in first and m not in other},
-                                      second.baseline[spec.name], rows2, boot, conf, look, n))
+                                      second.baseline[spec.name], rows2, conf, look, n))
         except WallBudgetExceeded as e:
             if look == 0:               # no look completed: the task is not measured
                 raise
@@ -253,28 +252,28 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
 
 
 def _check_whole(spec: tasks.TaskSpec, mine: dict[str, Gate], baseline: dict[str, list[dict]], rows: list[dict],
-                 boot: Bootstrap, second: Second, done: Looked) -> None:
+                 confidence: float, second: Second, done: Looked) -> None:
     """A task read in one look (an lm-eval registry task) checked like a look: the verdicts its interval
     settles in the run's arithmetic, read again on the second arithmetic's samples of the whole task."""
-    first = _settled(mine, baseline[spec.name], rows, boot, boot.confidence, 0, len(rows))
+    first = _settled(mine, baseline[spec.name], rows, confidence, 0, len(rows))
     rows2 = second.rows(spec, 0, None) if first else None
     if rows2 is None:           # nothing settled (nothing to check), or no second arithmetic here
         return
     # as at a look: only what the run's arithmetic settled is read again
-    other = _settled({m: g for m, g in mine.items() if m in first}, second.baseline[spec.name], rows2, boot,
-                     boot.confidence, 0, len(rows2))
+    other = _settled({m: g for m, g in mine.items() if m in first}, second.baseline[spec.name], rows2,
+                     confidence, 0, len(rows2))
     state = arith_check.state(first, other, list(mine), at_cap=True)
     done.record[spec.name].update(first=first, second=other, unstable=state.unstable)
     done.second_rows[spec.name] = sorted(rows2, key=lambda r: r["doc_id"])
     done.unstable += [metric_id(spec.name, m) for m in state.unstable]
 
 
-def _settled(open_: dict[str, Gate], base: list[dict], rows: list[dict], boot: Bootstrap, conf: float, k: int,
+def _settled(open_: dict[str, Gate], base: list[dict], rows: list[dict], conf: float, k: int,
              n: int) -> dict[str, dict]:
     """metric -> {"verdict", "look", "n", "delta", "lo", "hi", "confidence"} for the open metrics this
     look's repeated interval settles: the interval is recorded with the verdict, and decide reads the
     verdict from it (result_records.Settled), never from a second computation at another look."""
     pairs = analysis.align(base, rows, subset=True)
-    ivs = {m: repeated(iv, conf) for m, iv in analysis.intervals(list(open_), pairs, boot).items()}
+    ivs = analysis.intervals(list(open_), pairs, conf)     # the look's repeated interval, read at its level
     return {m: {"verdict": v, "look": k + 1, "n": n, "delta": ivs[m].delta, "lo": ivs[m].lo, "hi": ivs[m].hi,
                 "confidence": conf} for m, v in settle(ivs, open_).items()}

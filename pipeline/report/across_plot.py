@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pipeline.report.cells import label
 from pipeline.report.document import AcrossReport
 from pipeline.schema import TargetGpu
 
@@ -70,7 +71,7 @@ def quality_vs_memory(a: AcrossReport, gpus: dict[str, TargetGpu], out: Path) ->
         ax.set_ylim(bottom, top)
         ax.set_xlabel("weights (GiB, log scale)")
         ax.set_ylabel("delta vs the reference (points)")
-        ax.set_title(metric, fontsize=10)
+        ax.set_title(label(metric), fontsize=10)    # `translation BLEU`
     handles = [Line2D([], [], color=colour[m], marker="o", ls="", label=m) for m in models]
     handles += [Line2D([], [], color="black", marker="o", ls="", label="pass"),
                 Line2D([], [], color="black", marker="o", mfc="none", ls="", label="inconclusive"),

@@ -1,6 +1,7 @@
 """Table cells and labels shared by the report's sections. Pure."""
 from __future__ import annotations
 
+from pipeline.domain import metric_registry
 from pipeline.domain.metrics import split_id
 from pipeline.domain.result_json import NOT_MEASURED
 from pipeline.schema import Baseline
@@ -8,9 +9,6 @@ from pipeline.scoring.verdict.judge import FAIL, PASS, not_capable, overall
 from pipeline.scoring.verdict.rows import NOT_RUN, Row
 
 
-METRIC_LABELS = {"bleu": "BLEU", "chrf": "chrF", "rouge1": "ROUGE-1", "rouge2": "ROUGE-2",
-                 "rougeL": "ROUGE-L", "acc": "Accuracy", "macro_f1": "Macro-F1",
-                 "exact_match": "Exact match"}
 MARK = {"pass": "pass", "fail": "**FAIL**", "inconclusive": "inconclusive", NOT_RUN: NOT_RUN}
 PLAIN = {**MARK, "fail": "FAIL"}      # page 1's table: no bold inside its cells
 # a row that has no result to read: "unsupported" is what the engine refuses here, "not measured" a
@@ -22,7 +20,7 @@ STATUS_WORDS = {"unsupported": "unsupported here", NOT_MEASURED: "not measured (
 def label(mid: str, with_task: bool = True) -> str:
     """`translation BLEU` for `translation/bleu` (just `BLEU` without the task)."""
     task, metric = split_id(mid)
-    name = METRIC_LABELS.get(metric, metric)
+    name = metric_registry.label(metric)
     return f"{task} {name}" if with_task and task else name
 
 

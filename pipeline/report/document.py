@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipeline.schema import Baseline, Bootstrap, Memory, TargetGpu
+from pipeline.schema import Baseline, FidelityBootstrap, Memory, TargetGpu
 from pipeline.scoring.estimators.analysis import KvLength, Read, Regression
 from pipeline.scoring.pick.across_pick import Difference, GpuPick
 from pipeline.scoring.pick.recommend import Recommendation
@@ -24,7 +24,8 @@ class Header:
     generated: str                   # UTC time stamp
     kv_scales: dict[str, str]        # KV mode with a quantized cache -> its k/v scale ("1.0", "calibrated")
     baseline: Baseline
-    bootstrap: Bootstrap
+    confidence: float                # decision.confidence: of every interval
+    fidelity_bootstrap: FidelityBootstrap
     budget: Memory                   # params memory.*: the planner's budget
     gpus: dict[str, TargetGpu]
     hardware_docs: str               # vLLM docs version of the hardware table
@@ -89,6 +90,6 @@ class AcrossReport:
     commands: dict[str, str]                         # GPU name -> the pick's `vllm serve` line
     differences: dict[str, list[Difference]]         # GPU name -> consecutive passing candidates
     formats: dict[str, str]                          # model -> its prompt format (chat template, BOS)
-    confidence: float                                # decision.bootstrap.confidence
+    confidence: float                                # decision.confidence
     limits: dict[str, float] = field(default_factory=dict)   # gated metric -> allowed drop vs the reference
     plot: str | None = None                          # the plot, relative to results/

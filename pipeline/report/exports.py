@@ -118,7 +118,8 @@ def decision_json(models: dict[str, ModelReport], header: Header) -> dict:
         "engines": provenance.engines_of(rows),
         # decision.baseline.model only where set: a run without a reference across models writes what it did
         "baseline": {k: v for k, v in dataclasses.asdict(header.baseline).items() if k != "model" or v is not None},
-        "bootstrap": dataclasses.asdict(header.bootstrap), "budget": dataclasses.asdict(header.budget),
+        "confidence": header.confidence, "fidelity_bootstrap": dataclasses.asdict(header.fidelity_bootstrap),
+        "budget": dataclasses.asdict(header.budget),
         "recommended": {n: recommended_json(m.recommendation) for n, m in models.items()},
         "per_gpu": {n: {g: recommended_json(rec, with_why=False) for g, rec in m.gpu_recs.items()}
                     for n, m in models.items()},

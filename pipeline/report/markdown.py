@@ -21,10 +21,10 @@ from pipeline.scoring.verdict.rows import Row
 
 
 def run_lines(header: Header, rows: list[Row]) -> list[str]:
-    base, b = header.baseline, header.bootstrap
+    base = header.baseline
     return ["## The run", "",
             f"Generated {header.generated} by stage decide. Baseline: tier `{base.tier}` with KV cache `{base.kv}`. "
-            f"Intervals: {interval_text(b.confidence)}", ""
+            f"Intervals: {interval_text(header.confidence)}", ""
             ] + provenance.header_lines(rows, header.versions) + [speed.LINK, ""]
 
 
@@ -59,7 +59,7 @@ def details(m: ModelReport, header: Header) -> list[str]:
              + ", ".join(f"{t} {n}" for t, n in m.num_samples.items()) + ".", ""]
     lines += ["### How each variant ran", ""] + quality.variants_table(m)
     lines += ["### Quality by task", ""] + quality.task_tables(m, base)
-    lines += verdicts.why_lines(m, base, header.bootstrap.confidence) + verdicts.power_lines(m, base)
+    lines += verdicts.why_lines(m, base, header.confidence) + verdicts.power_lines(m, base)
     lines += repaired.repaired_lines(m)
     lines += fidelity.fidelity_lines(m)
     lines += noise.noise_lines(m)

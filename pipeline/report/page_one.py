@@ -54,7 +54,7 @@ def pass_means(m: ModelReport, header: Header, tasks: list[str]) -> list[str]:
     parts = [f"{label(mid)} at most {lim:.1f} points below baseline"
              + (f" ({m.num_samples[task_of(mid)]:,} samples at most)" if task_of(mid) in m.num_samples else "")
              for mid, lim in limits.items()]
-    side = (1 - header.bootstrap.confidence) / 2
+    side = (1 - header.confidence) / 2
     return wrap(f"Pass means: {'; '.join(parts)}; each verdict wrong at most {side:.1%} of the time over "
                 "all its looks.") if parts else []
 

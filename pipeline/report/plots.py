@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.domain.memory import mib
+from pipeline.report.cells import label
 from pipeline.scoring.verdict import long_kv, retrieval_length
 from pipeline.scoring.verdict.rows import Row
 
@@ -54,7 +55,7 @@ def quality_vs_memory(rows: list[Row], metrics: list[str], out: Path, title: str
             ax.axhline(-limits[metric], color="red", lw=0.8, ls="--")
         ax.set_xlabel("weights (MiB)")
         ax.set_ylabel("delta vs baseline (points)")
-        ax.set_title(metric, fontsize=10)
+        ax.set_title(label(metric), fontsize=10)    # `translation BLEU`
     handles = [Line2D([], [], color=colour[t], marker="s", ls="", label=t) for t in tiers]
     handles += [Line2D([], [], color="black", marker=m, ls="", mfc="none", label=f"KV {kv}") for kv, m in marker.items()]
     handles += [Line2D([], [], color="red", ls="--", lw=0.8, label="minus the allowed drop")]

@@ -14,7 +14,7 @@ line in docs/params_doc.yaml, rendered into docs/params.md (tests/test_one_descr
 """
 from pipeline.schema.builder import PARAMS_FILE, load, parse
 from pipeline.schema.cli import load_or_exit
-from pipeline.schema.decision import Baseline, Bootstrap, Decision, Tolerance
+from pipeline.schema.decision import Baseline, Decision, Tolerance
 from pipeline.schema.errors import ConfigError, FieldError, near
 from pipeline.schema.eval import (LOCAL_ONLY, TASK_KINDS, Eval, Fidelity, Languages, LongContext, Sequential, Strata, Task,
                                   Throughput)
@@ -22,14 +22,14 @@ from pipeline.schema.memory import Memory, TargetGpu
 from pipeline.schema.models import (BNB_METHODS, CALIBRATED_METHODS, METHODS, RECIPE_METHODS,
                                     Calibration, KvMode, Model, Repair, Tier)
 from pipeline.schema.params import NAME_RE, Gate, Params, gate, tolerance_of
-from pipeline.schema.report import Report
+from pipeline.schema.report import FidelityBootstrap, Report
 from pipeline.schema.traced import replaced
 from pipeline.schema.serving import Reference, Serving, Slo, Vllm, VllmBench, VllmBudget
 
 __all__ = [
     "BNB_METHODS", "CALIBRATED_METHODS", "LOCAL_ONLY", "METHODS", "NAME_RE", "PARAMS_FILE",
-    "RECIPE_METHODS", "TASK_KINDS", "Baseline", "Bootstrap", "Calibration", "ConfigError", "Decision", "Eval",
-    "FieldError", "Fidelity", "Gate", "LongContext", "Sequential", "Strata", "KvMode", "Languages", "Memory", "Model", "Params", "Reference", "Report", "Serving", "Slo",
+    "RECIPE_METHODS", "TASK_KINDS", "Baseline", "Calibration", "ConfigError", "Decision", "Eval",
+    "FieldError", "Fidelity", "FidelityBootstrap", "Gate", "LongContext", "Sequential", "Strata", "KvMode", "Languages", "Memory", "Model", "Params", "Reference", "Report", "Serving", "Slo",
     "TargetGpu", "Task", "Throughput", "Tier", "Tolerance", "Vllm", "VllmBench", "VllmBudget", "gate", "load", "tolerance_of",
     "load_or_exit", "near", "parse", "replaced",
 ]

@@ -32,29 +32,20 @@ class Baseline:
 
 
 @dataclass(frozen=True)
-class Bootstrap:
-    resamples: int = 1000
-    seed: int = 12345
-    confidence: float = 0.95
-
-    def __post_init__(self) -> None:
-        if self.resamples < 100:
-            raise FieldError("resamples", f"at least 100, got {self.resamples}")
-        if not 0.5 < self.confidence < 1:
-            raise FieldError("confidence", f"must be in (0.5, 1), got {self.confidence}")
-
-
-@dataclass(frozen=True)
 class Decision:
     baseline: Baseline
     tolerances: dict[str, Tolerance]
     min_baseline: dict[str, float] = field(default_factory=dict)
-    bootstrap: Bootstrap = field(default_factory=Bootstrap)
+    confidence: float = 0.95
     kv_kl_tolerance: float = 0.02
     # report-only knobs moved to `report:` (decide's alone, so changing one re-runs no evaluation)
-    RETIRED = {k: f"moved to report.{k} (report-only: decide applies it, no evaluation re-runs)"
-               for k in ("length_buckets", "regressions_per_task", "min_speed_vs_baseline")}
+    RETIRED = {**{k: f"moved to report.{k} (report-only: decide applies it, no evaluation re-runs)"
+                  for k in ("length_buckets", "regressions_per_task", "min_speed_vs_baseline")},
+               "bootstrap": "renamed: its confidence is decision.confidence (no verdict's interval is a bootstrap), "
+                            "its resamples and seed report.fidelity_bootstrap (the fidelity intervals')"}
 
     def __post_init__(self) -> None:
+        if not 0.5 < self.confidence < 1:
+            raise FieldError("confidence", f"must be in (0.5, 1), got {self.confidence}")
         if not self.kv_kl_tolerance > 0:
             raise FieldError("kv_kl_tolerance", f"must be > 0 nats/token, got {self.kv_kl_tolerance}")

@@ -9,10 +9,21 @@ from pipeline.schema.errors import FieldError
 
 
 @dataclass(frozen=True)
+class FidelityBootstrap:
+    resamples: int = 1000
+    seed: int = 12345
+
+    def __post_init__(self) -> None:
+        if self.resamples < 100:
+            raise FieldError("resamples", f"at least 100, got {self.resamples}")
+
+
+@dataclass(frozen=True)
 class Report:
     length_buckets: list[int] = field(default_factory=lambda: [0, 400, 800])
     regressions_per_task: int = 5
     min_speed_vs_baseline: float | None = 0.1
+    fidelity_bootstrap: FidelityBootstrap = field(default_factory=FidelityBootstrap)
     RETIRED = {"kv_kl_tolerance": "moved to decision.kv_kl_tolerance (it bars quantized KV modes from the "
                                   "picks: a knob that can change a pick lives under decision:)"}
 

@@ -56,7 +56,7 @@ def plot_spec(params: schema.Params, model: str, mine: list[Row]) -> PlotSpec:
              and not any(judge.not_capable(v) for r in mine if (v := r.judgement.verdicts.get(mid)))]
     limits = {mid: judge.allowed_drop(params.gate(mid).tolerance, base.metrics.get(mid, 0.0))
               for mid in gated if base is not None}
-    side = (1 - params.decision.bootstrap.confidence) / 2
+    side = (1 - params.decision.confidence) / 2
     return PlotSpec(paths.plot_file(model),
                     f"{model}: quality delta vs weight memory; each interval the one its verdict was read on "
                     f"(a look's repeated interval: {side:.1%} a side over all looks)", gated, limits,
@@ -72,7 +72,7 @@ def model_report(params: schema.Params, rows: list[Row], model: str, found: Comp
     configured = any(r.facts.long_context is not None for r in mine)
     by_length = None if not configured else long_kv.judge(
         [r.facts for r in mine], params.decision.baseline.kv, params.decision.baseline.tier,
-        params.decision.kv_kl_tolerance, params.decision.bootstrap.confidence)
+        params.decision.kv_kl_tolerance, params.decision.confidence)
     barred = kv_barred(params, rows, model, by_length)
     rec = overall_recommendation(params, rows, model, barred)
     return ModelReport(
@@ -101,8 +101,8 @@ def noise_floor(params: schema.Params, measured: list[Measured], model: str, sam
         return noise.NoiseFloor("missing", "the baseline did not run")
     res = result_json.load(result_file)
     found = noise.floor(res, base.metrics, samples[base.key], task_rows.read_samples(paths.noise_dir(model)),
-                        params.decision.bootstrap)
-    kl = fidelity_summary(res.fidelity, paths.noise_dir(model), params.decision.bootstrap)
+                        params.decision.confidence)
+    kl = fidelity_summary(res.fidelity, paths.noise_dir(model), params)
     return dataclasses.replace(found, fidelity=kl) if found.status == "ok" else found
 
 
@@ -140,7 +140,8 @@ def kv_scales(modes: dict[str, schema.KvMode]) -> dict[str, str]:
 def header(params: schema.Params, rows: list[Row], planned: planner.Planned) -> Header:
     return Header(
         generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), kv_scales=kv_scales(params.kv_modes),
-        baseline=params.decision.baseline, bootstrap=params.decision.bootstrap,
+        baseline=params.decision.baseline, confidence=params.decision.confidence,
+        fidelity_bootstrap=params.report.fidelity_bootstrap,
         budget=planned.budget, gpus=planned.gpus, hardware_docs=hardware.table().vllm_docs_version,
         versions=next((r.facts.versions for r in rows if r.facts.versions), {}), commit=commit(), lock=lock_digest())
 

@@ -48,5 +48,5 @@ def build(params: schema.Params, measured: list[Measured], samples: Samples, pla
     limits = {mid: judge.allowed_drop(tol, ref.metrics[mid]) for mid in (ref.metrics if ref else {})
               if (tol := params.tolerance(mid)) is not None}
     formats = {m: prompt_format(m, rule.baseline.tier, rule.baseline.kv) for m in params.models}
-    return AcrossReport(found, picks, commands, diffs, formats, rule.bootstrap.confidence, limits,
+    return AcrossReport(found, picks, commands, diffs, formats, rule.confidence, limits,
                         paths.ACROSS_PLOT if ref is not None else None)

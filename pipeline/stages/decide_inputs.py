@@ -52,7 +52,7 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
         serving=res.serving, throughput=res.throughput,
         kv_formula=engine_kv_check(hf, params.kv_modes[kv].cache_dtype, res.serving, params.memory.block_size)
         if hf else None,
-        fidelity=fidelity_summary(res.fidelity, out, params.decision.bootstrap),
+        fidelity=fidelity_summary(res.fidelity, out, params),
         looks=dict(res.looks), seconds=res.seconds, long_context=res.long_context,
         task_seconds={t: (v.computed, v.seconds) for t, v in (res.sample_cache.tasks if res.sample_cache else {}).items()},
         phases=dict(res.phases), not_run=dict(res.not_run), refused=dict(res.refused),
@@ -60,14 +60,16 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
         repair=record.repair)
 
 
-def fidelity_summary(recorded: Fidelity | None, eval_dir: Path, boot: schema.Bootstrap) -> fidelity.Read | None:
-    """evaluate's per-position KL and top-1 agreement, summarized with intervals over texts."""
+def fidelity_summary(recorded: Fidelity | None, eval_dir: Path, params: schema.Params) -> fidelity.Read | None:
+    """evaluate's per-position KL and top-1 agreement, summarized with intervals over texts (a percentile
+    bootstrap: report.fidelity_bootstrap, at decision.confidence)."""
     if recorded is None or recorded.status != OK:
         return None if recorded is None else fidelity.Read(recorded)
     rows = io.read_jsonl(eval_dir / paths.FIDELITY_ROWS, ("kl", "agree"))
+    boot = params.report.fidelity_bootstrap
     return fidelity.Read(recorded, fidelity.summarize([np.asarray(r["kl"], dtype=float) for r in rows],
                                                       [np.asarray(r["agree"], dtype=bool) for r in rows],
-                                                      boot.resamples, boot.seed, boot.confidence))
+                                                      boot.resamples, boot.seed, params.decision.confidence))
 
 
 def compute_dtype_of(res: result_json.Result) -> str | None:

@@ -97,7 +97,7 @@ def in_looks(served: Served, specs: list[tasks.TaskSpec], params: schema.Params,
         check = second_arithmetic.second(served, params, specs, against.second, stack, result)
         try:
             with wall_limit(session.remaining_s()):
-                run_looks(session, specs, params.eval, against.samples, against.gates, params.decision.bootstrap,
+                run_looks(session, specs, params.eval, against.samples, against.gates, params.decision.confidence,
                           done=done, report_only=tasks.report_only(specs, params.tolerance),
                           chunk_run=reading_cache(served, params, specs, result), second=check,
                           interleave=session.remaining_s() is not None)

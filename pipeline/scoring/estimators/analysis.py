@@ -9,11 +9,8 @@ import dataclasses
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 
-from pipeline.domain import metrics
-from pipeline.schema import Bootstrap
+from pipeline.domain import metric_registry, metrics
 from pipeline.scoring.estimators import stats
-
-CORPUS_METRICS = ("bleu", "chrf")
 
 
 def align(base: list[dict], tier: list[dict], subset: bool = False) -> list[tuple[dict, dict]]:
@@ -52,36 +49,65 @@ class Read:
 
 
 def sample_score_key(task_rows: list[dict]) -> str:
-    """The score that ranks a task's samples: acc, rougeL, chrf, else the first one the rows carry."""
-    scores = task_rows[0]["scores"] if task_rows else {}
-    for key in ("acc", "rougeL", "chrf"):
-        if key in scores:
-            return key
-    if scores:
-        return next(iter(scores))
-    raise ValueError("sample rows carry no per-sample score")
+    """The score that ranks a task's samples (flips aside): of those the rows carry, the one
+    metric_registry ranks first (acc, rougeL, chrF), else the first."""
+    found = metric_registry.ranking(task_rows[0]["scores"] if task_rows else {})
+    if found is None:
+        raise ValueError("sample rows carry no per-sample score")
+    return found
 
 
-def is_corpus(metric: str, pairs: list[tuple[dict, dict]]) -> bool:
-    """BLEU/chrF of a local task: recomputed as corpus scores from the logged outputs. A registry
-    task's rows (`lm_eval`) carry only lm-eval's own per-sample values."""
-    return metric in CORPUS_METRICS and bool(pairs) and not pairs[0][0].get("lm_eval")
+def _local(pairs: list[tuple[dict, dict]]) -> bool:
+    """A local task's rows, with the outputs a corpus metric is recomputed from; a registry task's rows
+    (`lm_eval`) carry only lm-eval's own per-sample values."""
+    return not pairs[0][0].get("lm_eval")
 
 
-def intervals(task_metrics: list[str], pairs: list[tuple[dict, dict]], boot: Bootstrap
+def _scores(m: str, pairs: list[tuple[dict, dict]]) -> tuple[list[float], list[float]] | None:
+    """Both sides' per-sample scores of `m`, None where some row lacks one (no per-sample form)."""
+    if not all(m in b["scores"] and m in t["scores"] for b, t in pairs):
+        return None
+    return [b["scores"][m] for b, _ in pairs], [t["scores"][m] for _, t in pairs]
+
+
+def _score_interval(m: str, pairs: list[tuple[dict, dict]], confidence: float) -> stats.Interval | None:
+    found = _scores(m, pairs)
+    return None if found is None else stats.paired_binary_mean(*found, confidence, strata_of(pairs))
+
+
+def _studentized(m: str, pairs: list[tuple[dict, dict]], confidence: float) -> stats.Interval | None:
+    found = _scores(m, pairs)
+    return None if found is None else stats.paired_graded_mean(*found, confidence)
+
+
+def _jackknife(m: str, pairs: list[tuple[dict, dict]], confidence: float) -> stats.Interval | None:
+    """Recomputed as a corpus score from a local task's logged outputs; a registry task's rows have no
+    outputs to recompute it from, only lm-eval's per-sample values where it keeps them (read as graded)."""
+    if not _local(pairs):
+        return _studentized(m, pairs, confidence)
+    refs = [str(b["target"]) for b, _ in pairs]
+    bh = [metrics.clean_generation(b["output"]) for b, _ in pairs]
+    th = [metrics.clean_generation(t["output"]) for _, t in pairs]
+    return stats.paired_corpus(m, refs, bh, th, confidence)
+
+
+# each interval method metric_registry names -> how the pairs are read with it (lm-eval's one table
+# from an aggregation to its standard error, lm_eval/api/metrics.py stderr_for_metric)
+INTERVALS = {metric_registry.SCORE: _score_interval, metric_registry.STUDENTIZED: _studentized,
+             metric_registry.JACKKNIFE: _jackknife}
+
+
+def intervals(task_metrics: list[str], pairs: list[tuple[dict, dict]], confidence: float
               ) -> dict[str, stats.Interval]:
-    """Paired bootstrap interval of tier - baseline for each metric a task reports (keyed by the
-    task's own metric names). A metric without a per-sample form gets none."""
+    """The paired interval of tier - baseline, at `confidence`, for each metric a task reports (keyed by
+    the task's own metric names), by the method metric_registry declares for it. A metric without one,
+    or without the per-sample form it reads, gets none."""
     out: dict[str, stats.Interval] = {}
     for m in task_metrics:
-        if is_corpus(m, pairs):
-            refs = [str(b["target"]) for b, _ in pairs]
-            bh = [metrics.clean_generation(b["output"]) for b, _ in pairs]
-            th = [metrics.clean_generation(t["output"]) for _, t in pairs]
-            out[m] = stats.paired_corpus(m, refs, bh, th, boot.confidence)
-        elif pairs and all(m in b["scores"] and m in t["scores"] for b, t in pairs):
-            out[m] = stats.paired_mean([b["scores"][m] for b, _ in pairs], [t["scores"][m] for _, t in pairs],
-                                       boot.resamples, boot.seed, boot.confidence, strata_of(pairs))
+        read = INTERVALS.get(metric_registry.get(m).interval)
+        found = read(m, pairs, confidence) if read is not None and pairs else None
+        if found is not None:
+            out[m] = found
     return out
 
 
@@ -126,12 +152,10 @@ def largest_regressions(pairs: list[tuple[dict, dict]], k: int) -> list[Regressi
     largest loss of gold-label margin). Only real drops are listed."""
     if not pairs:
         return []
-    if "logliks" in pairs[0][0]:
-        ranked = [Regression(b["doc_id"], (b["scores"]["acc"] - t["scores"]["acc"]) + (_margin(b) - _margin(t)), b, t)
-                  for b, t in pairs]
-    else:
-        key = sample_score_key([b for b, _ in pairs])
-        ranked = [Regression(b["doc_id"], b["scores"][key] - t["scores"][key], b, t) for b, t in pairs]
+    key = sample_score_key([b for b, _ in pairs])
+    ranked = [Regression(b["doc_id"], b["scores"][key] - t["scores"][key]
+                         # a choice task: right->wrong flips first, then the loss of gold-label margin
+                         + (_margin(b) - _margin(t) if "logliks" in b else 0.0), b, t) for b, t in pairs]
     ranked = [r for r in ranked if r.drop > 1e-9]
     return sorted(ranked, key=lambda r: (-r.drop, r.doc_id))[:k]
 

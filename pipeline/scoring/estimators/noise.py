@@ -13,7 +13,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pipeline.domain.result_json import Result
-from pipeline.schema import Bootstrap
 from pipeline.scoring.estimators import analysis
 from pipeline.scoring.estimators.analysis import Samples, metrics_of, paired_tasks
 from pipeline.scoring.estimators.fidelity import Read
@@ -38,7 +37,7 @@ def margin(row: dict) -> float | None:
 
 
 def floor(result: Result, base_metrics: Iterable[str], base_samples: Samples, noise_samples: Samples,
-          boot: Bootstrap) -> NoiseFloor:
+          confidence: float) -> NoiseFloor:
     """The noise floor from the noise stage's result.json and samples against the baseline's; `base_metrics`:
     the metric ids the baseline reports."""
     if result.status != "ok":
@@ -46,7 +45,7 @@ def floor(result: Result, base_metrics: Iterable[str], base_samples: Samples, no
     intervals, flips, margins = {}, {}, {}
     for task, pairs in paired_tasks(base_samples, noise_samples):
         reported = metrics_of(base_metrics, task)
-        ivs = analysis.intervals(list(reported), pairs, boot)
+        ivs = analysis.intervals(list(reported), pairs, confidence)
         intervals.update({reported[m]: iv for m, iv in ivs.items()})
         if pairs and "logliks" in pairs[0][1]:
             flips[task] = analysis.flips(pairs)

@@ -9,18 +9,19 @@ far too narrow (docs/decisions/graded-interval.md):
 - a corpus metric (BLEU, chrF): the same interval on the jackknife pseudo-values of the corpus delta
   (per-sentence sufficient statistics as sacrebleu's paired bootstrap uses them), its changed pairs
   the sentences whose output changed.
-Each interval is computed at any confidence from what it keeps (`repeated`). The bootstrap SE of a
-per-sample delta (numpy's PCG64, fixed seed) is kept for power planning only.
+Which interval a metric gets follows from its kind as pipeline/domain/metric_registry.py declares it,
+never from the values it takes (analysis.INTERVALS reads the table). Each interval is computed at any
+confidence from what it keeps (`repeated`). None draws a bootstrap.
 """
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from pipeline.domain import metric_registry
 from pipeline.scoring.estimators import paired_binary, paired_graded, strata
 
 
@@ -30,7 +31,6 @@ class Interval:
     lo: float
     hi: float
     n: int
-    se: float | None = None   # SD of the bootstrap distribution of the delta: its standard error
     # a 0/100 metric's discordant pairs (baseline right and tier wrong, the other way): its interval is
     # the paired score interval of those counts at any confidence (paired_binary, repeated)
     discordant: tuple[int, int] | None = None
@@ -41,7 +41,7 @@ class Interval:
     effective_n: float | None = None
 
     def as_dict(self) -> dict:
-        out = {"delta": self.delta, "lo": self.lo, "hi": self.hi, "n": self.n, "se": self.se}
+        out = {"delta": self.delta, "lo": self.lo, "hi": self.hi, "n": self.n}
         if self.graded is not None:
             out["changed"] = self.graded.changed
         if self.effective_n is not None:
@@ -49,17 +49,16 @@ class Interval:
         return out if self.discordant is None else {**out, "discordant": list(self.discordant)}
 
 
-BINARY = (0.0, 100.0)       # the two values of a per-sample accuracy or exact match (metrics.py: 0-100)
+BINARY = (0.0, 100.0)       # the two values of a binary metric's per-sample score (metric_registry: 0-100)
 
 
-def binary(lost: float, gained: float, n: int, confidence: float, se: float | None,
-           effective_n: float | None = None) -> Interval:
+def binary(lost: float, gained: float, n: int, confidence: float, effective_n: float | None = None) -> Interval:
     """The paired score interval of a 0/100 metric, in points: `lost` samples the baseline got right
     and the tier wrong, `gained` the other way, of `n` (a stratified read: effective counts of
     `effective_n`, strata.effective)."""
     m = n if effective_n is None else effective_n
     lo, hi = paired_binary.interval(lost, gained, m, confidence)
-    return Interval(100.0 * (gained - lost) / m, 100.0 * float(lo), 100.0 * float(hi), n, se, (lost, gained),
+    return Interval(100.0 * (gained - lost) / m, 100.0 * float(lo), 100.0 * float(hi), n, (lost, gained),
                     effective_n=effective_n)
 
 
@@ -70,53 +69,52 @@ def stratified_binary(diff: np.ndarray, labels: np.ndarray, pool: Sequence[int],
     gained = [int(((diff > 0) & (labels == h)).sum()) for h in range(len(pool))]
     read = [int((labels == h).sum()) for h in range(len(pool))]
     b, c, m = (float(x) for x in strata.effective(lost, gained, read, pool))
-    se = 100.0 * math.sqrt(max((b + c) / m - ((c - b) / m) ** 2, 0.0) / m)
     if read == list(pool):
-        return binary(sum(lost), sum(gained), int(diff.size), confidence, se)
-    return binary(b, c, int(diff.size), confidence, se, effective_n=m)
+        return binary(sum(lost), sum(gained), int(diff.size), confidence)
+    return binary(b, c, int(diff.size), confidence, effective_n=m)
 
 
-def graded(s: paired_graded.Summary, confidence: float, se: float | None) -> Interval:
+def graded(s: paired_graded.Summary, confidence: float) -> Interval:
     """The floored studentized interval of a graded or corpus metric's paired differences."""
     lo, hi = paired_graded.interval(s, confidence)
-    return Interval(s.mean, lo, hi, s.n, se, graded=s)
+    return Interval(s.mean, lo, hi, s.n, graded=s)
 
 
 def repeated(iv: Interval, confidence: float) -> Interval:
     """The look's repeated confidence interval (Jennison & Turnbull ch. 9): the interval's own test
     inverted at `confidence` (the look's nominal level), from the counts or summary it keeps."""
     if iv.discordant is not None:
-        return binary(*iv.discordant, iv.n, confidence, iv.se, iv.effective_n)
+        return binary(*iv.discordant, iv.n, confidence, iv.effective_n)
     if iv.graded is not None:
-        return graded(iv.graded, confidence, iv.se)
+        return graded(iv.graded, confidence)
     raise ValueError("an interval without its discordant counts or graded summary cannot be re-read")
 
 
-def _indices(n: int, resamples: int, seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+def paired_binary_mean(base: Sequence[float], tier: Sequence[float], confidence: float = 0.95,
+                       strata_of: tuple[Sequence[int], Sequence[int]] | None = None) -> Interval:
+    """A binary metric's paired score interval from its per-sample 0/100 scores; `strata_of`: (stratum
+    per sample, the strata's sizes) of a stratified read. A score other than 0 or 100 is an error: the
+    metric is declared binary (metric_registry) and computes something else."""
+    b, t, diff = _paired(base, tier)
+    off = [x for x in np.concatenate([b, t]) if x not in BINARY]
+    if off:
+        raise ValueError(f"a binary metric's per-sample score is 0 or 100, got {off[0]:g}")
+    if strata_of is not None:
+        return stratified_binary(diff, np.asarray(strata_of[0]), list(strata_of[1]), confidence)
+    return binary(int((diff < 0).sum()), int((diff > 0).sum()), int(diff.size), confidence)
 
 
-def paired_mean(base: Sequence[float], tier: Sequence[float], resamples: int, seed: int,
-                confidence: float = 0.95, strata_of: tuple[Sequence[int], Sequence[int]] | None = None
-                ) -> Interval:
-    """`strata_of`: (stratum per sample, the strata's sizes) of a stratified read (0/100 metrics)."""
+def paired_graded_mean(base: Sequence[float], tier: Sequence[float], confidence: float = 0.95) -> Interval:
+    """A graded metric's floored studentized interval from its per-sample scores."""
+    b, _, diff = _paired(base, tier)
+    return graded(paired_graded.summary(diff, b), confidence)
+
+
+def _paired(base: Sequence[float], tier: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     b, t = np.asarray(base, dtype=float), np.asarray(tier, dtype=float)
     if b.shape != t.shape or b.size == 0:
         raise ValueError(f"paired samples must be non-empty and equal in length ({b.size} vs {t.size})")
-    diff = t - b
-    if strata_of is not None and np.isin(b, BINARY).all() and np.isin(t, BINARY).all():
-        return stratified_binary(diff, np.asarray(strata_of[0]), list(strata_of[1]), confidence)
-    boot = diff[_indices(diff.size, resamples, seed)].mean(axis=1)
-    se = float(boot.std(ddof=1))
-    if np.isin(b, BINARY).all() and np.isin(t, BINARY).all():
-        return binary(int((diff < 0).sum()), int((diff > 0).sum()), int(diff.size), confidence, se)
-    return graded(paired_graded.summary(diff, b), confidence, se)
-
-
-def _sacrebleu_metric(name: str):
-    from sacrebleu.metrics import BLEU, CHRF
-
-    return {"bleu": BLEU(), "chrf": CHRF()}[name]
+    return b, t, t - b
 
 
 # sacrebleu has no public API for per-sentence sufficient statistics of chrF (CHRFScore carries
@@ -137,9 +135,11 @@ def score_from_stats(metric, summed: np.ndarray) -> float:
 
 def paired_corpus(metric: str, refs: Sequence[str], base_hyps: Sequence[str], tier_hyps: Sequence[str],
                   confidence: float = 0.95) -> Interval:
+    """A corpus metric's studentized interval on its jackknife pseudo-values (`metric`: its name in
+    metric_registry, which names the sacrebleu metric whose per-sentence statistics it sums)."""
     if not (len(refs) == len(base_hyps) == len(tier_hyps)) or not refs:
         raise ValueError("refs and both systems' outputs must be non-empty and aligned")
-    m = _sacrebleu_metric(metric)
+    m = sentence_metric(metric)
     sb = segment_stats(m, base_hyps, refs)
     st = segment_stats(m, tier_hyps, refs)
 
@@ -151,7 +151,15 @@ def paired_corpus(metric: str, refs: Sequence[str], base_hyps: Sequence[str], ti
     changed = sum(1 for a, b in zip(base_hyps, tier_hyps) if a != b)
     s = paired_graded.summary(pseudo, changed=changed, reach=(paired_graded.SCALE, paired_graded.SCALE))
     s = dataclasses.replace(s, mean=float(delta))
-    return graded(s, confidence, math.sqrt(s.var / s.n))
+    return graded(s, confidence)
+
+
+def sentence_metric(name: str):
+    """The sacrebleu metric a jackknife-interval metric sums per-sentence statistics of (metric_registry)."""
+    found = metric_registry.get(name).sentence_stats
+    if found is None:
+        raise ValueError(f"metric {name!r} has no per-sentence statistics (pipeline/domain/metric_registry.py)")
+    return found()
 
 
 def pseudo_values(metric, stats_rows: np.ndarray) -> np.ndarray:

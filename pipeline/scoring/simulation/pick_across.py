@@ -12,7 +12,7 @@ Two rules on the same verdicts:
   the chance of a false pick is at most one verdict's alpha, whatever K;
 - **smallest passing** (the rule it replaces): the smallest-memory candidate that passes anywhere;
   every bad candidate gets its chance, and the rates add up.
-The stated rate is one verdict's one-sided alpha, (1 - decision.bootstrap.confidence) / 2.
+The stated rate is one verdict's one-sided alpha, (1 - decision.confidence) / 2.
 """
 from __future__ import annotations
 

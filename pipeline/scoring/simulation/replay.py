@@ -27,6 +27,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from pipeline.domain import metric_registry
 from pipeline.scoring.verdict import margin as rule
 from pipeline.scoring.estimators import paired_binary, paired_graded
 from pipeline.scoring.verdict.sequential import Design, look_sizes
@@ -45,21 +46,24 @@ class Population:
     changed: np.ndarray
 
     @classmethod
-    def of(cls, base, tier, kind: str | None = None, changed=None) -> Population:
+    def of(cls, base, tier, kind: str, changed=None) -> Population:
+        """`kind`: the metric's, as metric_registry declares it (simulate.population asks it)."""
         b, t = np.asarray(base, dtype=float), np.asarray(tier, dtype=float)
         if b.shape != t.shape or b.size < 2:
             raise ValueError(f"paired scores must align and number at least 2 ({b.size} vs {t.size})")
-        if kind is None:
-            kind = "binary" if np.isin(b, (0.0, SCALE)).all() and np.isin(t, (0.0, SCALE)).all() else "graded"
+        if kind not in metric_registry.KINDS:
+            raise ValueError(f"kind {kind!r} is none of {metric_registry.KINDS}")
+        if kind == metric_registry.BINARY and not (np.isin(b, (0.0, SCALE)).all() and np.isin(t, (0.0, SCALE)).all()):
+            raise ValueError("a binary metric's per-sample scores are 0 or 100")
         ch = (t != b) if changed is None else np.asarray(changed, dtype=bool)
         return cls(kind, b, t - b, ch)
 
 
 def moved(pop: Population, target: float, seed: int = 0) -> Population:
     """`pop` with its mean difference moved to `target`, its shape kept (module docstring)."""
-    if pop.kind == "binary":
+    if pop.kind == metric_registry.BINARY:
         return pop          # binary populations are moved as rates in `replay`
-    if pop.kind == "corpus":
+    if pop.kind == metric_registry.CORPUS:
         diff, ch = pop.diff.copy(), pop.changed.copy()
         if not ch.any():                 # nothing changed: the worst case at the target, a few full moves
             k = max(1, math.ceil(abs(target) * diff.size / SCALE))
@@ -95,7 +99,7 @@ def replay(pop: Population, sizes: list[int], confidences: list[float], margin: 
     cap = sizes[-1]
     verdict = np.full(sims, "open", dtype=object)
     read = np.full(sims, cap)
-    if pop.kind == "binary":
+    if pop.kind == metric_registry.BINARY:
         gained = float((pop.diff > 0).mean())
         lost = gained - target / SCALE
         if lost < 0 or lost + gained > 1:
@@ -105,14 +109,14 @@ def replay(pop: Population, sizes: list[int], confidences: list[float], margin: 
     else:
         idx = rng.integers(0, pop.diff.size, size=(sims, cap))
     for n, conf in zip(sizes, confidences):
-        if pop.kind == "binary":
+        if pop.kind == metric_registry.BINARY:
             b = (draws[:, :n] == 0).sum(1)
             c = (draws[:, :n] == 1).sum(1)
             lo, hi = paired_binary.interval(b, c, np.full(sims, n), conf)
             lo, hi = SCALE * lo, SCALE * hi
         else:
             d, ch = pop.diff[idx[:, :n]], pop.changed[idx[:, :n]]
-            if pop.kind == "graded":
+            if pop.kind == metric_registry.GRADED:
                 base = pop.base[idx[:, :n]]
                 down, up = base.max(1), SCALE - base.min(1)
             else:

@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.domain import metrics
+from pipeline.domain import metric_registry, metrics
 from pipeline.io import read_jsonl
 from pipeline.schema import builder
 from pipeline.scoring.estimators import analysis, stats, strata
@@ -41,20 +41,25 @@ class Setup:
 
 
 def population(base_rows: list[dict], tier_rows: list[dict], metric: str) -> Population:
-    """The pairs of one metric: per-sample scores, or a corpus metric's jackknife pseudo-values."""
+    """The pairs of one metric, of the kind metric_registry declares: per-sample scores, or a local
+    corpus metric's jackknife pseudo-values."""
     pairs = analysis.align(base_rows, tier_rows, subset=True)
-    if analysis.is_corpus(metric, pairs):
-        m = stats._sacrebleu_metric(metric)
+    declared = metric_registry.get(metric)
+    if declared.interval == metric_registry.JACKKNIFE and pairs and not pairs[0][0].get("lm_eval"):
+        m = stats.sentence_metric(metric)
         refs = [str(b["target"]) for b, _ in pairs]
         bh = [metrics.clean_generation(b["output"]) for b, _ in pairs]
         th = [metrics.clean_generation(t["output"]) for _, t in pairs]
         pb = stats.pseudo_values(m, stats.segment_stats(m, bh, refs))
         pt = stats.pseudo_values(m, stats.segment_stats(m, th, refs))
-        return Population.of(pb, pt, kind="corpus", changed=[a != b for a, b in zip(bh, th)])
+        return Population.of(pb, pt, kind=metric_registry.CORPUS, changed=[a != b for a, b in zip(bh, th)])
+    if declared.interval is None:
+        raise ValueError(f"metric {metric!r} has no interval (pipeline/domain/metric_registry.py): nothing to replay")
     missing = [b["doc_id"] for b, t in pairs if metric not in b["scores"] or metric not in t["scores"]]
     if missing:
         raise KeyError(f"metric {metric!r} is not in the rows' scores (doc {missing[0]})")
-    return Population.of([b["scores"][metric] for b, _ in pairs], [t["scores"][metric] for _, t in pairs])
+    kind = metric_registry.BINARY if declared.kind == metric_registry.BINARY else metric_registry.GRADED
+    return Population.of([b["scores"][metric] for b, _ in pairs], [t["scores"][metric] for _, t in pairs], kind)
 
 
 def load(baseline: Path, variant: Path, metric_id: str, params_path: Path, strata_ok: bool = False) -> Setup:
@@ -72,10 +77,10 @@ def load(baseline: Path, variant: Path, metric_id: str, params_path: Path, strat
         # its items hold the close calls at more than their share: replayed plainly they are another population
         raise ValueError(f"{variant}: a stratified read ({pop.diff.size} of {sum(tagged[1])} items, "
                          "eval.sequential.strata): replay it with --strata")
-    base_value = float(pop.base.mean()) if pop.kind != "corpus" else _corpus_value(base_rows, metric)
+    base_value = float(pop.base.mean()) if pop.kind != metric_registry.CORPUS else _corpus_value(base_rows, metric)
     seq = params.eval.sequential
     cap = params.eval.tasks[task].limit or len(base_rows)
-    return Setup(pop, list(seq.looks) if seq else [], int(cap), params.decision.bootstrap.confidence,
+    return Setup(pop, list(seq.looks) if seq else [], int(cap), params.decision.confidence,
                  gate.tolerance.allowed_drop(base_value))
 
 
@@ -97,10 +102,8 @@ def strata_items(baseline: Path, variant: Path, metric_id: str, params_path: Pat
 
 
 def _corpus_value(rows: list[dict], metric: str) -> float:
-    m = stats._sacrebleu_metric(metric)
-    refs = [str(r["target"]) for r in rows]
-    hyps = [metrics.clean_generation(r["output"]) for r in rows]
-    return stats.score_from_stats(m, stats.segment_stats(m, hyps, refs).sum(0))
+    """The baseline's corpus score, as the task aggregates it (metric_registry)."""
+    return metric_registry.get(metric).aggregate(rows)
 
 
 def main(argv: list[str] | None = None) -> None:

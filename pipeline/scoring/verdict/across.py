@@ -12,7 +12,7 @@ interval (Jennison & Turnbull ch. 9) covers, jointly over all looks, whatever th
 interval against another row read over the same prefix, at that look's confidence, keeps its coverage
 although evaluate stopped for a verdict against the row's own baseline. Over the fewer documents of two
 rows stopped at different looks, the confidence is that of the earlier look (read_confidence). A task
-read in full is read at decision.bootstrap.confidence. Hence a change of the reference re-runs decide
+read in full is read at decision.confidence. Hence a change of the reference re-runs decide
 only (docs/across-models.md).
 
 What is not carried over: the engine's second-arithmetic check (evaluate checked each verdict against
@@ -47,7 +47,7 @@ def read_confidence(a: Measured, b: Measured, task: str, rule: Decision) -> tupl
     looks = [(r.looks[task].n, r.look_confidence(task), r.look_text(task))
              for r in (a, b) if r.look_confidence(task) is not None]
     if not looks:
-        return rule.bootstrap.confidence, None
+        return rule.confidence, None
     _, conf, text = min(looks, key=lambda x: x[0])
     return conf, text
 
@@ -67,7 +67,7 @@ def paired(a: Measured, b: Measured, samples: Samples, rule: Decision) -> dict[s
             pairs = [(x, {k: v for k, v in y.items() if k not in ("stratum", "strata")}) for x, y in pairs]
         reported = analysis.metrics_of(b.metrics, task)
         conf, look = read_confidence(a, b, task, rule)
-        ivs = analysis.intervals(list(reported), pairs, rule.bootstrap)
+        ivs = analysis.intervals(list(reported), pairs, rule.confidence)
         out.update({reported[m]: stats.repeated(iv, conf) if look is not None else iv for m, iv in ivs.items()})
     return out
 

@@ -68,16 +68,16 @@ def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision, r
             reported = task_metrics(r, task)
             limits = {m: judge.allowed_drop(tol, base.metrics[mid]) for m, mid in reported.items()
                       if (tol := tolerance(mid)) is not None and mid in base.metrics}
-            ivs = analysis.intervals(list(reported), pairs, rule.bootstrap)
+            ivs = analysis.intervals(list(reported), pairs, rule.confidence)
             if conf is not None:        # a task read in looks: the repeated interval of its last look
                 ivs = {m: stats.repeated(iv, conf) for m, iv in ivs.items()}
-            confs = {m: conf if conf is not None else rule.bootstrap.confidence for m in ivs}
+            confs = {m: conf if conf is not None else rule.confidence for m in ivs}
             # a metric evaluate settled at an earlier look: the interval it was settled on, as recorded
             for m, mid in reported.items():
                 if (at := r.settled_at(mid)) is not None:
                     ivs[m], confs[m] = stats.Interval(at.delta, at.lo, at.hi, at.n), at.confidence
             intervals.update({reported[m]: iv for m, iv in ivs.items()})
-            pws = power.powers(list(reported), limits, rule.bootstrap.confidence, ivs, confs)
+            pws = power.powers(list(reported), limits, rule.confidence, ivs, confs)
             planned.update({reported[m]: p for m, p in pws.items()})
             if "logliks" in mine[task][0]:
                 found.flips.setdefault(r.model, {}).setdefault(r.variant, {})[task] = analysis.flips(shown)
@@ -97,8 +97,8 @@ def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision, r
 def read_of(r: Measured, task: str, rows: list[dict]) -> frozenset[int] | None:
     """The documents the verdict beside a task's per-sample numbers was read on: those read by the look
     evaluate settled the metric that ranks the task's samples at (analysis.sample_score_key: acc, rougeL,
-    chrF), in the run's arithmetic. None: every row (open at the last look, a fixed-n or whole read, or a
-    result without the look order)."""
+    chrF, as metric_registry ranks them), in the run's arithmetic. None: every row (open at the last look,
+    a fixed-n or whole read, or a result without the look order)."""
     lk = r.looks.get(task)
     if lk is None or not rows:
         return None

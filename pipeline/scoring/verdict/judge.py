@@ -6,7 +6,8 @@ min_baseline come from the task's entry, else the per-metric defaults (schema.ga
 (higher_is_better) comes from the task's YAML via result.json (Measured.higher_is_better).
 
 For each metric with a tolerance T (absolute, or relative to the baseline score) and the paired
-bootstrap interval [lo, hi] of tier - baseline at decision.bootstrap.confidence (default 95%; sign
+interval [lo, hi] of tier - baseline at decision.confidence (default 95%, the method metric_registry
+declares for the metric's kind; sign
 flipped for lower-is-better metrics):
   pass          lo >= -T   (the tier is, with that confidence, no worse than T)
   fail          hi <  -T   (with that confidence worse than T)
@@ -174,7 +175,7 @@ def judgement(r: Measured, ev: Evidence, base_rows: dict[Pairing, Measured], rul
         lk = r.looks.get(task)
         found = judge_metric(metric, base.metrics.get(metric), ev.intervals.get(metric), tol, floor,
                              r.higher_is_better.get(metric, True),
-                             (at.confidence if at else r.look_confidence(task)) or rule.bootstrap.confidence,
+                             (at.confidence if at else r.look_confidence(task)) or rule.confidence,
                              r.second(metric), r.check_expected(), r.reach(task),
                              at.verdict if at else None, lk is not None and not lk.whole)
         verdicts[metric] = dataclasses.replace(found, look=r.look_text(task, at)) if found.lo is not None else found

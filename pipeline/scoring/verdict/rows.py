@@ -184,7 +184,7 @@ RECORDS = {"measured_on": MeasuredOn, "serving": Serving, "throughput": Throughp
 @dataclass(frozen=True)
 class Evidence:
     deltas: dict[str, float] = field(default_factory=dict)         # metric -> tier - baseline
-    intervals: dict[str, Interval] = field(default_factory=dict)   # metric -> paired bootstrap interval
+    intervals: dict[str, Interval] = field(default_factory=dict)   # metric -> its paired interval
     power: dict[str, Power] = field(default_factory=dict)          # gated metric -> power at this n
     # metric -> the tier's score on the baseline's items: the baseline's score + the delta (the estimate
     # that decided: a read stopped at a look, or stratified, is not the plain mean of what it read)
@@ -240,7 +240,7 @@ class Verdict:
     n: int | None = None
     limit: float | None = None
     settle: Settle | None = None
-    confidence: float = 0.95         # of the interval (decision.bootstrap.confidence)
+    confidence: float = 0.95         # of the interval (decision.confidence)
     second: tuple[str, str] | None = None   # (its verdict under the engine's second arithmetic, that arithmetic)
     unstable: str | None = None      # the run's verdict, when the second arithmetic does not give it
     look: str | None = None          # the look it was read at (eval.sequential), e.g. "look 2 of 4, ..."

@@ -17,7 +17,7 @@ approximation; Jennison & Turnbull ch. 19). Each side is computed on its own (th
 stopping is "non-binding"), which can only lower the real error rate.
 
 At a look the repeated confidence interval is delta -/+ c_k * SE, i.e. a two-sided interval at
-`nominal_confidence(c_k)`: that is the confidence at which the paired bootstrap is read at that look.
+`nominal_confidence(c_k)`: that is the confidence at which the paired interval is read at that look.
 
     python -m pipeline.scoring.verdict.sequential 0.25 0.5 0.75 1     # the critical values of a schedule
 """
