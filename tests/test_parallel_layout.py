@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from pipeline.engines import vllm_argv
-from pipeline.schema import FieldError, Memory, TargetGpu
+from pipeline.schema import FieldError, KvMode, Memory, TargetGpu
 from pipeline.schema.serving import Vllm
 from pipeline.scoring.planning import planner
 
@@ -41,7 +41,7 @@ def test_a_70b_model_does_not_fit_one_gpu_and_says_per_shard_why():
 def test_tensor_and_pipeline_parallel_sizes_reach_vllm_s_argv():
     variant = SimpleNamespace(serve_path="ckpt", load_quantization=None, key="m-int8-auto",
                               model_cfg=SimpleNamespace(dtype="float16", trust_remote_code=False),
-                              kv_cfg=SimpleNamespace(cache_dtype="auto"))
+                              kv_cfg=KvMode(cache_dtype="auto"))
     argv, _ = vllm_argv.serve_argv(Vllm(tensor_parallel_size=4, pipeline_parallel_size=2), variant, 8000, "gpu")
     joined = " ".join(argv)
     assert "--tensor-parallel-size 4" in joined and "--pipeline-parallel-size 2" in joined
