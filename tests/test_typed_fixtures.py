@@ -73,8 +73,8 @@ def test_no_test_stands_in_for_a_result_record():
 
 
 def test_measured_refuses_a_dict_for_a_record_and_the_helper_builds_typed_ones():
-    with pytest.raises(TypeError, match=r"Measured\.serving: a Serving, got dict"):
-        rows.Measured("m", "t", "auto", "ok", serving={"base_url": "http://h:8000"})
+    with pytest.raises(TypeError, match=r"Measured\.result: a Result, got dict"):
+        rows.Measured("m", "t", "auto", {"serving": {"base_url": "http://h:8000"}})
     m = result_files.measured("served", backend="endpoint", serving={"base_url": "http://h:8000", "served_model": "x"},
                               hardware="int8-w8a8")
     assert isinstance(m.serving, result_facts.Serving) and m.serving.base_url == "http://h:8000"
