@@ -6,6 +6,7 @@ named alike in both, and every record evaluate writes reads back as itself.
 """
 from __future__ import annotations
 
+import json
 import typing
 
 import pytest
@@ -67,3 +68,14 @@ def test_a_record_written_by_plain_reads_back_as_itself_without_its_defaults():
     assert result_records.parse(ArithmeticCheck, result_records.plain(check), "arithmetic_check") == check
     whole = result_records.plain(TaskLooks(cap=50, looks=1, n=50, whole=True))
     assert whole == {"cap": 50, "looks": 1, "n": 50, "whole": True}
+
+
+def test_a_malformed_looks_record_is_refused_naming_the_file_and_the_key(tmp_path):
+    data = result_files.variant()        # evaluate's writer refuses it (stamp): a file written by hand
+    data["looks"] = {"c": {"cap": 8, "looks": 1, "n": 8, "settled": {"acc": {
+        "verdict": "pass", "n": 8, "delta": 0.0, "lo": -1.0, "hi": 1.0, "confidence": 0.95}}}}
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(result_json.ResultError) as e:
+        result_json.load(path)
+    assert str(e.value).startswith(f"{path}: result.looks.c.settled.acc.look: required key is missing")
