@@ -21,11 +21,12 @@ import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 
 from pipeline.schema import Params
+from pipeline.schema.typed import type_name
 from pipeline.schema.yaml_io import SafeLoader
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,23 +59,6 @@ def _strip_none(tp: Any) -> tuple[Any, bool]:
         if len(args) < len(typing.get_args(tp)):
             return (args[0] if len(args) == 1 else typing.Union[tuple(args)]), True
     return tp, False
-
-
-def type_name(tp: Any) -> str:
-    origin = typing.get_origin(tp)
-    if origin is Literal:
-        return " or ".join(f'"{a}"' for a in typing.get_args(tp))
-    if origin in (typing.Union, types.UnionType):
-        return " or ".join(type_name(a) for a in typing.get_args(tp))
-    if origin is list:
-        return f"list of {type_name(typing.get_args(tp)[0])}"
-    if origin is dict:
-        return f"mapping of `{NAME}` to {type_name(typing.get_args(tp)[1])}"
-    if tp is type(None):
-        return "null"
-    if dataclasses.is_dataclass(tp):
-        return f"section {tp.__name__}"
-    return {str: "string", int: "integer", float: "number", bool: "true/false"}.get(tp, getattr(tp, "__name__", str(tp)))
 
 
 def show(value: Any) -> str:
@@ -124,7 +108,7 @@ def walk(cls: type = Params, path: str = "", instance: Any = None) -> list[Secti
     for f in dataclasses.fields(cls):
         key = f"{path}.{f.name}" if path else f.name
         shown, value = _default(f, instance)
-        keys.append(Key(key, type_name(hints[f.name]), shown))
+        keys.append(Key(key, type_name(hints[f.name], doc=True, key=NAME), shown))
         child = _child(hints[f.name], key)
         if child:
             below.append((*child, value if dataclasses.is_dataclass(value) else None))

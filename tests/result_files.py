@@ -4,9 +4,11 @@ of code that reads the typed records builds them here (`result`, `measured`: thr
 never a dict or SimpleNamespace in their place (tests/test_typed_fixtures.py holds the suite to it)."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from pipeline.domain import result_json
+from pipeline.schema import typed
 from pipeline.scoring.verdict.rows import Measured
 
 OK_VARIANT = {"backend": "reference", "chat_template": False, "add_bos_token": False, "tokenizer_check": None,
@@ -19,6 +21,7 @@ OK_NOISE = {"tier": "fp16", "kv": "auto", "backend": "reference", "serving": {"b
 
 def variant(status: str = "ok", model: str = "m", tier: str = "fp16", kv: str = "auto", **fields: Any) -> dict:
     data = {"model": model, "tier": tier, "kv": kv, "status": status, "seconds": 1.0}
+    fields = {k: typed.plain(v) for k, v in fields.items()}      # a typed record as result.json holds it
     data.update(OK_VARIANT if status == "ok" else {"reason": "a test's reason"})
     if isinstance(fields.get("serving"), dict) and fields["serving"] and "backend" not in fields["serving"]:
         # a test names the serving keys it is about; the engine's name and device are the variant's
@@ -39,21 +42,19 @@ def result(status: str = "ok", **fields: Any) -> result_json.Result:
     return result_json.parse(variant(status, **fields), "a test's result.json")
 
 
-# Measured's own fields, beside what it takes from result.json (decide_inputs.build_row)
-ROW_ONLY = ("scheme", "hardware", "weight_bytes", "kv_bytes_per_token", "tokens_per_s", "serve_path", "kv_formula",
-            "task_seconds", "repair")
+# Measured's own fields, beside the result it holds (decide_inputs.build_row)
+ROW_ONLY = ("scheme", "hardware", "weight_bytes", "kv_bytes_per_token", "serve_path", "kv_formula", "fidelity",
+            "repair")
 
 
 def measured(tier: str = "fp16", kv: str = "auto", status: str = "ok", model: str = "m", **fields: Any) -> Measured:
-    """A row's facts as decide_inputs.build_row makes them, from `result(...)`: the typed records are the
-    parser's, never a dict a reader would trip on only at decide's end. Fields named in ROW_ONLY are
+    """A row's facts as decide_inputs.build_row makes them, holding `result(...)`: the typed records are
+    the parser's, never a dict a reader would trip on only at decide's end. Fields named in ROW_ONLY are
     Measured's own; the rest are result.json's."""
     own = {k: fields.pop(k) for k in ROW_ONLY if k in fields}
-    res = result(status, model=model, tier=tier, kv=kv, **fields)
-    return Measured(model, tier, kv, res.status, reason=res.reason, stopped=res.stopped, backend=res.backend,
-                    compute_dtype=res.compute_dtype, metrics=dict(res.metrics),
-                    higher_is_better=dict(res.higher_is_better), num_samples=dict(res.num_samples),
-                    versions=dict(res.versions), measured_on=res.measured_on, serving=res.serving,
-                    throughput=res.throughput, looks=dict(res.looks), seconds=res.seconds,
-                    long_context=res.long_context, phases=dict(res.phases), not_run=dict(res.not_run),
-                    arithmetic_check=res.arithmetic_check, tokenizer_check=res.tokenizer_check, **own)
+    return Measured(model, tier, kv, result(status, model=model, tier=tier, kv=kv, **fields), **own)
+
+
+def replaced(m: Measured, **fields: Any) -> Measured:
+    """`m` with some of its result's fields changed (dataclasses.replace through the held Result)."""
+    return dataclasses.replace(m, result=dataclasses.replace(m.result, **fields))

@@ -7,6 +7,7 @@ import pytest
 
 from pipeline.evaluation.looks_runner import Gate, run_looks
 from pipeline.domain import looks
+from pipeline.domain.result_records import MetricCheck, Settled, TaskLooks
 from pipeline.domain.task_rows import TaskResult
 from pipeline.domain.tasks import TaskSpec
 from pipeline.schema import Eval, Sequential, Tolerance
@@ -19,7 +20,7 @@ CONFIDENCE = 0.95
 
 
 def at(verdict, look):
-    return {"verdict": verdict, "look": look, "n": 80 * look}
+    return Settled(verdict, look, 80 * look, 0.0, -1.0, 1.0, 0.95)
 
 
 def test_a_metric_settles_when_both_arithmetics_settle_it_alike_at_the_later_look():
@@ -32,14 +33,14 @@ def test_a_metric_settles_when_both_arithmetics_settle_it_alike_at_the_later_loo
 
 
 def test_the_record_names_each_checked_metric_and_its_status():
-    record = {"c": {"first": {"acc": at("pass", 2), "f1": at("fail", 1)}, "second": {"acc": at("pass", 3)},
-                    "unstable": []},
-              "s": {"first": {"rougeL": at("pass", 1)}, "second": {"rougeL": at("fail", 1)}, "unstable": ["rougeL"]},
-              "t": {"settled": {}}}
+    looked = dict(cap=320, looks=3, n=240)
+    record = {"c": TaskLooks(**looked, first={"acc": at("pass", 2), "f1": at("fail", 1)}, second={"acc": at("pass", 3)}),
+              "s": TaskLooks(**looked, first={"rougeL": at("pass", 1)}, second={"rougeL": at("fail", 1)},
+                             unstable=["rougeL"]),
+              "t": TaskLooks(**looked)}
     found = arith_check.metrics_record(record)
-    assert found == {"c/acc": {"first": "pass", "second": "pass", "status": "stable"},
-                     "c/f1": {"first": "fail", "second": "inconclusive", "status": None},
-                     "s/rougeL": {"first": "pass", "second": "fail", "status": "unstable"}}
+    assert found == {"c/acc": MetricCheck("pass", "pass", "stable"), "c/f1": MetricCheck("fail", "inconclusive", None),
+                     "s/rougeL": MetricCheck("pass", "fail", "unstable")}
 
 
 @pytest.mark.parametrize("second, verdict, unstable", [
@@ -99,7 +100,8 @@ def study(rng, drop: float, tau: float, ties: float = 0.1) -> tuple[bool, bool]:
     done = run_looks(None, [SPEC], EV, {"c": base_a}, {"c/acc": Gate(3.0)}, CONFIDENCE, run=run,
                      second=Draw(var_b, base_b))
     rec = done.record["c"]
-    return rec["first"].get("acc", {}).get("verdict") == PASS, rec["settled"].get("acc", {}).get("verdict") == PASS
+    return (getattr(rec.first.get("acc"), "verdict", None) == PASS,
+            getattr(rec.settled.get("acc"), "verdict", None) == PASS)
 
 
 def test_simulated_a_tier_at_its_margin_passes_at_most_alpha_with_the_check_and_more_without():

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from pipeline import io, paths
-from pipeline.domain import machine, result_json, result_records
+from pipeline.domain import machine, result_records
 from pipeline.domain.result_facts import Serving
 from pipeline.report import plots
 from pipeline.schema.yaml_io import safe_dump, safe_load
@@ -192,10 +192,9 @@ def test_a_missing_serving_record_is_a_failed_row_naming_the_file(project, calib
 
 
 def test_compute_dtype_from_the_result():
-    parse = lambda **kw: result_json.parse(result_files.variant(**kw), "result.json")
-    assert decide_inputs.compute_dtype_of(parse(compute_dtype="bfloat16")) == "bfloat16"
-    assert decide_inputs.compute_dtype_of(parse(compute_dtype="torch.float32")) == "float32"
-    assert decide_inputs.compute_dtype_of(parse(compute_dtype=None)) is None
+    assert result_files.measured(compute_dtype="bfloat16").compute_dtype == "bfloat16"
+    assert result_files.measured(compute_dtype="torch.float32").compute_dtype == "float32"
+    assert result_files.measured(compute_dtype=None).compute_dtype is None
 
 
 def test_a_partial_result_stops_decide_with_one_line_naming_file_and_field(project, capsys):

@@ -1,5 +1,3 @@
-import dataclasses
-
 import pytest
 
 from pipeline.domain.result_records import ArithmeticCheck
@@ -7,8 +5,9 @@ from pipeline.schema import Baseline, Decision, FieldError, Gate, Task, Toleranc
 from pipeline.scoring.verdict import judge
 from pipeline.scoring.pick import recommend
 from pipeline.scoring.verdict.judge import FAIL, INCONCLUSIVE, PASS
-from pipeline.scoring.verdict.rows import NOT_RUN, Evidence, Measured
+from pipeline.scoring.verdict.rows import NOT_RUN, Evidence
 from pipeline.scoring.estimators.stats import Interval
+from tests import result_files
 
 RULE = Decision(baseline=Baseline("fp16", "auto"),
                 tolerances={"acc": Tolerance(abs=3.0), "bleu": Tolerance(abs=1.0), "rougeL": Tolerance(rel=0.1)},
@@ -20,8 +19,8 @@ def iv(delta, half=0.5):
 
 
 def row(tier, kv="auto", backend="reference", w=100, kvb=10, compute="float32", reason=None, **metrics):
-    return Measured("m", tier, kv, "ok", backend=backend, compute_dtype=compute, metrics=metrics, weight_bytes=w,
-                    kv_bytes_per_token=kvb, reason=reason)
+    return result_files.measured(tier, kv, backend=backend, compute_dtype=compute, metrics=metrics, weight_bytes=w,
+                                 kv_bytes_per_token=kvb, reason=reason)
 
 
 def judged(facts, intervals=None, rule=RULE, tasks=None):
@@ -122,7 +121,7 @@ def test_a_variant_cut_before_its_first_look_is_not_measured_and_stops_the_seque
     why = "the time budget ended before its first look: lm-eval did not finish in the 174 s left"
     def rows_with(status):
         facts = [row("fp16", w=1000, acc=90.0), row("fp8", w=500, acc=90.0),
-                 dataclasses.replace(row("int4", w=250), status=status, reason=why), row("int2", w=100, acc=90.0)]
+                 result_files.replaced(row("int4", w=250), status=status, reason=why), row("int2", w=100, acc=90.0)]
         return judged(facts, {"fp8-auto": {"acc": iv(0.0)}, "int2-auto": {"acc": iv(0.0)}})
     cut = rows_with("not measured")
     assert cut[2].judgement.overall == "not measured" and not cut[2].judgement.verdicts
@@ -203,22 +202,22 @@ def test_each_compute_dtype_pairs_with_its_own_baseline():
 
 
 def test_failed_rows_keep_status_and_nothing_passes():
-    rows = judged([row("fp16", acc=50.0), Measured("m", "int4", "auto", "failed", reason="boom")])
+    rows = judged([row("fp16", acc=50.0), result_files.measured("int4", status="failed", reason="boom")])
     assert rows[1].judgement.overall == "failed"
     rec = recommend.recommend(rows, "m")
     assert rec.row is rows[0] and "only variant that ran" in rec.why
-    rows = judged([Measured("m", "fp16", "auto", "failed", reason="boom"),
-                   Measured("m", "int4", "auto", "failed", reason="boom")])
+    rows = judged([result_files.measured("fp16", status="failed", reason="boom"),
+                   result_files.measured("int4", status="failed", reason="boom")])
     rec = recommend.recommend(rows, "m")
     assert (rec.row, rec.why, rec.walk.sequence, rec.walk.stopper) == (None, "no variant ran successfully", (), None)
 
 
 def test_two_tasks_reporting_acc_are_judged_apart_and_a_task_tolerance_moves_only_its_own_verdict():
     def rows(tasks):
-        base = Measured("m", "fp16", "auto", "ok", backend="reference",
-                        metrics={"sentiment/acc": 90.0, "topic/acc": 70.0})
-        tier = Measured("m", "int4", "auto", "ok", backend="reference",
-                        metrics={"sentiment/acc": 86.0, "topic/acc": 69.0})
+        base = result_files.measured("fp16", backend="reference",
+                                     metrics={"sentiment/acc": 90.0, "topic/acc": 70.0})
+        tier = result_files.measured("int4", backend="reference",
+                                     metrics={"sentiment/acc": 86.0, "topic/acc": 69.0})
         assert judge.deltas(tier, base) == {"sentiment/acc": -4.0, "topic/acc": -1.0}   # nothing overwritten
         return judged([base, tier], {"int4-auto": {"sentiment/acc": iv(-4.0), "topic/acc": iv(-1.0)}}, tasks=tasks)
 
@@ -238,12 +237,12 @@ def test_two_tasks_reporting_acc_are_judged_apart_and_a_task_tolerance_moves_onl
 
 
 def test_direction_comes_from_the_row():
-    base = Measured("m", "fp16", "auto", "ok", metrics={"lm/loss": 2.0}, higher_is_better={"lm/loss": False})
-    tier = Measured("m", "int4", "auto", "ok", metrics={"lm/loss": 2.5}, higher_is_better={"lm/loss": False})
+    base = result_files.measured("fp16", metrics={"lm/loss": 2.0}, higher_is_better={"lm/loss": False})
+    tier = result_files.measured("int4", metrics={"lm/loss": 2.5}, higher_is_better={"lm/loss": False})
     rule = Decision(baseline=Baseline("fp16", "auto"), tolerances={"loss": Tolerance(abs=0.2)})
     ivs = {"int4-auto": {"lm/loss": iv(0.5, 0.1)}}
     assert verdicts(judged([base, tier], ivs, rule)[1])["lm/loss"] == FAIL   # a rise in lower-is-better is a drop
-    tier = dataclasses.replace(tier, higher_is_better={"lm/loss": True})
+    tier = result_files.replaced(tier, higher_is_better={"lm/loss": True})
     assert verdicts(judged([base, tier], ivs, rule)[1])["lm/loss"] == PASS
 
 
@@ -265,16 +264,16 @@ def test_registry_task_is_inferred_and_rejects_local_keys():
 
 def test_a_verdict_the_second_arithmetic_did_not_read_is_unchecked_and_never_a_pass():
     base = row("fp16", acc=90.0)
-    skipped = dataclasses.replace(row("int8", acc=90.0), arithmetic_check=ArithmeticCheck(
+    skipped = result_files.replaced(row("int8", acc=90.0), arithmetic_check=ArithmeticCheck(
         "not needed", "the variant cannot pass"))
-    no_second = dataclasses.replace(row("int4", w=50, acc=90.0), arithmetic_check=ArithmeticCheck("impossible", "this backend has no second arithmetic"))
+    no_second = result_files.replaced(row("int4", w=50, acc=90.0), arithmetic_check=ArithmeticCheck("impossible", "this backend has no second arithmetic"))
     rows = judged([base, skipped, no_second], {"int8-auto": {"acc": iv(0.0)}, "int4-auto": {"acc": iv(0.0)}})
     v = rows[1].judgement.verdicts["acc"]
     assert (v.verdict, v.unchecked) == (INCONCLUSIVE, PASS) and v.why.startswith("unchecked pass")
     assert rows[1].judgement.overall == INCONCLUSIVE
     # a backend with no second arithmetic at all: nothing was skipped, the verdict stands
     assert rows[2].judgement.overall == PASS
-    failed = dataclasses.replace(row("int8", acc=80.0), arithmetic_check=ArithmeticCheck("not needed"))
+    failed = result_files.replaced(row("int8", acc=80.0), arithmetic_check=ArithmeticCheck("not needed"))
     (_, f) = judged([base, failed], {"int8-auto": {"acc": iv(-10.0)}})
     assert f.judgement.overall == INCONCLUSIVE and f.judgement.verdicts["acc"].unchecked == FAIL
 
@@ -315,7 +314,7 @@ def test_a_gated_metric_whose_task_was_never_run_is_not_run_and_passes_nothing()
     metrics' state is "not run" with evaluate's why, its task's too; the variant, every metric it ran
     passing, still does not pass, so the pick stays the baseline as before."""
     facts = [row("fp16", w=1000, **{"c/acc": 90.0, "s/rougeL": 30.0}),
-             dataclasses.replace(row("int8", w=500, **{"c/acc": 90.0}), not_run={"s": "cannot pass"})]
+             result_files.replaced(row("int8", w=500, **{"c/acc": 90.0}), not_run={"s": "cannot pass"})]
     rows = judged(facts, {"int8-auto": {"c/acc": iv(0.0)}})
     v = rows[1].judgement.verdicts["s/rougeL"]
     assert (v.verdict, v.why, v.short, v.text()) == (NOT_RUN, "the variant could no longer pass", "moot",

@@ -3,8 +3,9 @@ from pipeline.schema import Baseline, Decision, TargetGpu, Tolerance
 from pipeline.scoring.verdict import judge
 from pipeline.scoring.pick import recommend
 from pipeline.scoring.planning import planner
-from pipeline.scoring.verdict.rows import Evidence, Measured, Row
+from pipeline.scoring.verdict.rows import Evidence, Row
 from pipeline.scoring.estimators.stats import Interval
+from tests import result_files
 
 GPUS = {"A100-80G": 8.0, "H100-80G": 9.0, "L4-24G": 8.9, "T4-16G": 7.5}
 A100 = ("A100-80G", TargetGpu(80, 2039, 8.0))
@@ -31,8 +32,8 @@ def test_lookup():
 def gpu_rows() -> list[Row]:
     rule = Decision(Baseline("fp16", "auto"), {"acc": Tolerance(abs=3.0)})
     kinds = {"fp16": "fp16", "int8": "int8-w8a8", "fp8": "fp8-w8a8"}
-    facts = [Measured("m", tier, "auto", "ok", backend="r", metrics={"acc": 90.0}, weight_bytes=size,
-                      kv_bytes_per_token=1000, hardware=kinds[tier])
+    facts = [result_files.measured(tier, backend="r", metrics={"acc": 90.0}, weight_bytes=size,
+                                   kv_bytes_per_token=1000, hardware=kinds[tier])
              for tier, size in (("fp16", 1000), ("int8", 500), ("fp8", 400))]
     evidence = {f.key: Evidence(intervals={"acc": Interval(0.0, -0.5, 0.5, 100)}) for f in facts[1:]}
     return judge.judge(facts, evidence, rule)

@@ -10,6 +10,7 @@ from pipeline.domain.result_facts import LongContext, PerText
 from pipeline.scoring.verdict import long_kv
 from pipeline.scoring.verdict.long_kv import FAIL, INCONCLUSIVE, PASS
 from pipeline.scoring.verdict.rows import Measured
+from tests import result_files
 
 pytestmark = pytest.mark.unit
 
@@ -22,8 +23,8 @@ def record(per_text_kl: list[list[float | None]], status: str = "ok") -> LongCon
 
 
 def row(tier, kv, per_text_kl=None, status="ok", lc_status="ok") -> Measured:
-    return Measured("m", tier, kv, status, backend="reference", compute_dtype="float32",
-                    long_context=None if per_text_kl is None else record(per_text_kl, lc_status))
+    return result_files.measured(tier, kv, status, backend="reference", compute_dtype="float32",
+                                 long_context=None if per_text_kl is None else record(per_text_kl, lc_status))
 
 
 def test_a_kv_mode_is_paired_text_by_text_with_its_tier_under_the_baseline_kv():
@@ -101,7 +102,7 @@ def test_a_target_gpu_is_not_recommended_a_kv_mode_not_shown_up_to_its_max_model
     # planned beyond what the probe read: no quantized KV mode was shown there
     assert long_kv.barred(rows, found, "auto", 8192) == {("fp16", "fp8"), ("int8", "fp8"), ("nf4", "fp8")}
     # unless the model cannot serve more than the probe read: vLLM caps max_model_len at the model's context
-    capped = [dataclasses.replace(r, long_context=dataclasses.replace(r.long_context, model_context=4096))
+    capped = [result_files.replaced(r, long_context=dataclasses.replace(r.long_context, model_context=4096))
               if r.long_context else r
               for r in rows]
     assert long_kv.planned_length(capped, 8192) == 4096

@@ -90,9 +90,9 @@ def test_a_failing_variant_stops_at_its_first_failing_look_and_runs_nothing_afte
     assert [name for name, _ in calls] == ["c"]              # the log-likelihood task first; g never runs
     assert calls[0][1] == list(c.docs[:80])
     rec = done.record["c"]
-    assert rec["looks"] == 1 and rec["n"] == 80 and {k: rec["settled"]["acc"][k] for k in ("verdict", "look", "n")} == {"verdict": "fail", "look": 1, "n": 80}
-    assert rec["settled"]["acc"]["hi"] < -3.0       # the interval it was settled on is recorded with it
-    assert rec["confidence"] > 0.999
+    assert rec.looks == 1 and rec.n == 80 and (rec.settled["acc"].verdict, rec.settled["acc"].look, rec.settled["acc"].n) == ("fail", 1, 80)
+    assert rec.settled["acc"].hi < -3.0       # the interval it was settled on is recorded with it
+    assert rec.confidence > 0.999
     assert done.stopped == "stopped at look 1 of 4 of c (80 of 320 samples): c/acc failed"
     assert done.not_run == {"g": "the variant failed"}
     assert done.metrics["c"].metrics["acc"] == 100.0 * sum(broken[d] for d in c.docs[:80]) / 80
@@ -106,9 +106,9 @@ def test_an_unchanged_variant_reads_until_it_passes_and_keeps_every_sample_it_re
     done = run_looks(None, [c], EV, {"c": baseline_rows(c, same)}, {"c/acc": Gate(3.0)}, CONFIDENCE,
                      run=fake_run(same, calls))
     rec = done.record["c"]
-    assert rec["settled"]["acc"]["verdict"] == "pass" and done.stopped is None
-    assert [len(d) for _, d in calls] == [80] * rec["looks"]                   # each look only its new rows
-    assert sorted(r["doc_id"] for r in done.samples["c"]) == sorted(c.docs[: rec["n"]])
+    assert rec.settled["acc"].verdict == "pass" and done.stopped is None
+    assert [len(d) for _, d in calls] == [80] * rec.looks                   # each look only its new rows
+    assert sorted(r["doc_id"] for r in done.samples["c"]) == sorted(c.docs[: rec.n])
 
 
 def test_a_report_only_task_runs_to_its_cap_and_an_ungated_one_stops_at_its_first_look():
@@ -120,7 +120,7 @@ def test_a_report_only_task_runs_to_its_cap_and_an_ungated_one_stops_at_its_firs
         c, calls = spec("c"), []
         done = run_looks(None, [c], EV, {"c": baseline_rows(c, same)}, {}, CONFIDENCE, run=fake_run(same, calls),
                          report_only=report_only)
-        assert [len(d) for _, d in calls] == sizes and done.record["c"]["n"] == sizes[0], report_only
+        assert [len(d) for _, d in calls] == sizes and done.record["c"].n == sizes[0], report_only
         assert done.stopped is None
 
 
@@ -199,8 +199,8 @@ def test_no_verdict_is_checked_in_the_second_arithmetic_once_the_variant_cannot_
                          {"c1/acc": Gate(3.0), "c2/acc": Gate(3.0)}, CONFIDENCE, run=run,
                          second=Second(worse, base, second_calls))
         assert done.cannot_pass() == "c1/acc inconclusive at the cap", probes
-        assert "c2" not in {name for name, *_ in second_calls} and "second" not in done.record["c2"], probes
-        assert done.record["c2"]["settled"]["acc"]["verdict"] == "pass", probes
+        assert "c2" not in {name for name, *_ in second_calls} and done.record["c2"].second is None, probes
+        assert done.record["c2"].settled["acc"].verdict == "pass", probes
 
 
 def test_probes_takes_passable_or_all():
@@ -237,8 +237,8 @@ def test_a_verdict_settles_once_the_second_arithmetic_gives_it_too_and_is_unstab
     done = run_looks(None, [c, r], EV, base, {"c/acc": Gate(3.0)}, CONFIDENCE, run=fake_run(same, calls),
                      report_only={"r"}, second=Second(same, base, second_calls))
     rec = done.record["c"]
-    assert rec["settled"]["acc"]["verdict"] == "pass" and rec["unstable"] == [] and done.cannot_pass() is None
-    assert second_calls == [("c", 0, rec["settled"]["acc"]["n"])] and calls[-1][0] == "r"
+    assert rec.settled["acc"].verdict == "pass" and rec.unstable == [] and done.cannot_pass() is None
+    assert second_calls == [("c", 0, rec.settled["acc"].n)] and calls[-1][0] == "r"
     # the second arithmetic's variant is 10 points down: never a pass; unstable, so it cannot pass (the
     # report-only task is skipped: probes passable, the default)
     worse = {d: same[d] and d % 10 != 0 for d in range(400)}
@@ -246,10 +246,10 @@ def test_a_verdict_settles_once_the_second_arithmetic_gives_it_too_and_is_unstab
     done = run_looks(None, [c, r], EV, base, {"c/acc": Gate(3.0)}, CONFIDENCE, run=fake_run(same, []),
                      report_only={"r"}, second=Second(worse, base, second_calls))
     rec = done.record["c"]
-    assert rec["settled"] == {} and rec["unstable"] == ["acc"] and rec["first"]["acc"]["verdict"] == "pass"
+    assert rec.settled == {} and rec.unstable == ["acc"] and rec.first["acc"].verdict == "pass"
     assert done.unstable == ["c/acc"] and done.not_run == {"r": "cannot pass"} and done.stopped is None
     assert done.cannot_pass() == "c/acc unstable under the second arithmetic"
-    assert second_calls[0][1] == 0 and second_calls[-1][2] == done.record["c"]["n"]
+    assert second_calls[0][1] == 0 and second_calls[-1][2] == done.record["c"].n
     assert [(a, b) for _, a, b in second_calls] == list(zip([0] + [n for *_, n in second_calls[:-1]],
                                                              [n for *_, n in second_calls]))   # each row once
 
@@ -261,14 +261,14 @@ def test_a_fail_stops_the_variant_only_once_both_arithmetics_give_it():
     second_calls: list = []
     done = run_looks(None, [g, c], EV, {"c": baseline_rows(c, base)}, {"c/acc": Gate(3.0)}, CONFIDENCE,
                      run=fake_run(broken, []), second=Second(broken, {"c": baseline_rows(c, base)}, second_calls))
-    assert {k: done.record["c"]["settled"]["acc"][k] for k in ("verdict", "look", "n")} == {
+    assert {k: getattr(done.record["c"].settled["acc"], k) for k in ("verdict", "look", "n")} == {
         "verdict": "fail", "look": 1, "n": 80} and done.stopped
     assert second_calls == [("c", 0, 80)]
     fine = {d: True for d in range(400)}        # the second arithmetic does not fail it: the looks go on
     done = run_looks(None, [c], EV, {"c": baseline_rows(c, base)}, {"c/acc": Gate(3.0)}, CONFIDENCE,
                      run=fake_run(broken, []), second=Second(fine, {"c": baseline_rows(c, base)}, []))
     rec = done.record["c"]      # looked on until the second arithmetic passed it: pass against fail
-    assert rec["unstable"] == ["acc"] and done.stopped is None and rec["looks"] > 1 and rec["second"]["acc"]["verdict"] == "pass"
+    assert rec.unstable == ["acc"] and done.stopped is None and rec.looks > 1 and rec.second["acc"].verdict == "pass"
 
 
 def test_a_registry_task_read_in_one_look_is_checked_on_the_second_arithmetic_s_whole_run():
@@ -296,11 +296,11 @@ def test_a_registry_task_read_in_one_look_is_checked_on_the_second_arithmetic_s_
     second = Whole(same)
     done = run_looks(None, [e], EV, {"e": rows_of(same)}, gates, CONFIDENCE, run=run_whole(same), second=second)
     rec = done.record["e"]
-    assert rec["whole"] and second.calls == [("e", 0, None)]
-    assert rec["first"]["acc"]["verdict"] == rec["second"]["acc"]["verdict"] == "pass" and rec["unstable"] == []
+    assert rec.whole and second.calls == [("e", 0, None)]
+    assert rec.first["acc"].verdict == rec.second["acc"].verdict == "pass" and rec.unstable == []
     worse = {d: same[d] and d % 5 != 1 for d in range(200)}     # 20 points down in the second arithmetic
     done = run_looks(None, [e], EV, {"e": rows_of(same)}, gates, CONFIDENCE, run=run_whole(same), second=Whole(worse))
-    assert done.record["e"]["unstable"] == ["acc"] and done.unstable == ["e/acc"]
+    assert done.record["e"].unstable == ["acc"] and done.unstable == ["e/acc"]
     # a metric the run's arithmetic leaves open is not read in the second (it is open, not unstable)
     wide = TaskSpec("e", "lm_eval", {}, "e", 200, {"acc": True, "acc_norm": True})
     base = {"e": [{**r, "scores": {**r["scores"], "acc_norm": 100.0 * (r["doc_id"] % 2)}} for r in rows_of(same)]}
@@ -319,13 +319,13 @@ def test_a_registry_task_read_in_one_look_is_checked_on_the_second_arithmetic_s_
     done = run_looks(None, [wide], EV, base, {"e/acc": Gate(3.0), "e/acc_norm": Gate(3.0)}, CONFIDENCE, run=run_two,
                      second=second)
     rec = done.record["e"]
-    assert set(rec["first"]) == {"acc"} and set(rec["second"]) == {"acc"} and rec["unstable"] == []
+    assert set(rec.first) == {"acc"} and set(rec.second) == {"acc"} and rec.unstable == []
     # nothing settled in the run's arithmetic (too few samples): nothing to check, no second run
     tiny = TaskSpec("e", "lm_eval", {}, "e", 4, {"acc": True})
     second = Whole(same)
     few = lambda session, specs, ev: ({"e": None}, {"e": rows_of(same)[:4]})
     done = run_looks(None, [tiny], EV, {"e": rows_of(same)[:4]}, gates, CONFIDENCE, run=few, second=second)
-    assert second.calls == [] and "second" not in done.record["e"]
+    assert second.calls == [] and done.record["e"].second is None
 
 
 def test_a_second_arithmetic_that_cannot_start_leaves_the_run_s_verdicts_unchecked():
@@ -340,7 +340,7 @@ def test_a_second_arithmetic_that_cannot_start_leaves_the_run_s_verdicts_uncheck
             return None
     done = run_looks(None, [c], EV, {"c": baseline_rows(c, same)}, {"c/acc": Gate(3.0)}, CONFIDENCE,
                      run=fake_run(same, []), second=Refused())
-    assert done.record["c"]["settled"]["acc"]["verdict"] == "pass" and "second" not in done.record["c"]
+    assert done.record["c"].settled["acc"].verdict == "pass" and done.record["c"].second is None
 
 
 def test_a_look_settles_exactly_when_decide_gives_the_same_verdict():
@@ -374,7 +374,7 @@ def simulate(shift: float, sims: int, seed: int = 0) -> float:
             return {s.name: TaskResult({}, rows, {"score": True})}, {s.name: rows}
         brows = [{"doc_id": d, "scores": {"score": base[d]}} for d in c.docs]
         done = run_looks(None, [c], EV, {"c": brows}, {"c/score": Gate(3.0)}, CONFIDENCE, run=run)
-        passes += done.record["c"]["settled"].get("score", {}).get("verdict") == "pass"
+        passes += getattr(done.record["c"].settled.get("score"), "verdict", None) == "pass"
     return passes / sims
 
 
@@ -407,8 +407,8 @@ def test_an_engine_slower_than_the_budget_is_read_at_its_last_completed_look_nev
     with pytest.raises(WallBudgetExceeded):
         run_looks(None, [c], EV, {"c": baseline_rows(c, base)}, {"c/acc": Gate(30.0)}, CONFIDENCE, run=slow, done=done)
     rec = done.record["c"]
-    assert rec["looks"] == 2 and rec["n"] == 160 and rec["of"] == 4 and rec["budget"] is True
-    assert rec["confidence"] == pytest.approx(Design.of([0.25, 0.5, 0.75, 1.0], 0.95).confidence_at(1))
+    assert rec.looks == 2 and rec.n == 160 and rec.of == 4 and rec.budget is True
+    assert rec.confidence == pytest.approx(Design.of([0.25, 0.5, 0.75, 1.0], 0.95).confidence_at(1))
     assert done.budget == ("stopped by the time budget at look 2 of 4 of c (160 of 320 samples; "
                            "serving.vllm.budget.max_wall_s)")
     assert len(done.samples["c"]) == 160 and done.open_at_cap == []
@@ -462,8 +462,8 @@ def test_under_a_budget_every_gated_task_gets_a_look_before_any_gets_a_second():
         run_looks(None, [c, d], EV, {"c": baseline_rows(c, right), "d": baseline_rows(d, right)}, gates, CONFIDENCE,
                   run=slow, done=done, interleave=True)
     assert [name for name, _ in calls] == ["c", "d", "c"]
-    assert (done.record["c"]["looks"], done.record["d"]["looks"]) == (2, 1)
-    assert done.record["c"]["budget"] is True and done.record["d"]["budget"] is True
+    assert (done.record["c"].looks, done.record["d"].looks) == (2, 1)
+    assert done.record["c"].budget is True and done.record["d"].budget is True
     assert done.budget == ("stopped by the time budget at look 1 of 4 of d (80 of 320 samples; serving.vllm.budget."
                            "max_wall_s); look 2 of 4 of c (160 of 320 samples; serving.vllm.budget.max_wall_s)")
     # in turn, not one after the other: without interleave c takes its looks first
@@ -480,8 +480,8 @@ def test_interleaved_a_failed_task_halts_the_others_at_their_last_completed_look
     calls: list = []
     done = run_looks(None, [c, d], EV, {"c": baseline_rows(c, base), "d": baseline_rows(d, base)},
                      {"c/acc": Gate(3.0), "d/acc": Gate(3.0)}, CONFIDENCE, run=fake_run(tier, calls), interleave=True)
-    failed = [n for n, r in done.record.items() if r["settled"].get("acc", {}).get("verdict") == "fail"]
+    failed = [n for n, r in done.record.items() if getattr(r.settled.get("acc"), "verdict", None) == "fail"]
     assert failed and done.stopped.startswith("stopped at look")
     other = ({"c", "d"} - {failed[0]}).pop()
-    assert done.record[other].get("halted") or done.record[other]["settled"]
+    assert done.record[other].halted or done.record[other].settled
     assert done.open_at_cap == []

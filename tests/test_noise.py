@@ -6,7 +6,6 @@ import pytest
 from pipeline.domain import result_json
 from pipeline.schema import Tolerance
 from pipeline.scoring.estimators import noise, stats
-from pipeline.scoring.verdict.rows import Measured
 from tests import result_files
 
 ABS3 = Tolerance(abs=3.0)
@@ -28,7 +27,7 @@ def parse(data):
 def test_the_floor_is_the_second_run_against_the_baseline_sample_by_sample():
     base = choice_rows([0, 0, 1, 0], [[-1.0, -1.05], [-1.0, -3.0], [-2.0, -1.9], [-1.0, -1.5]])
     second = choice_rows([1, 0, 0, 0], [[-1.1, -1.0], [-1.0, -3.0], [-1.9, -2.0], [-1.0, -1.5]])
-    row = Measured("m", "fp16", "auto", "ok", metrics={"c/acc": 75.0})
+    row = result_files.measured("fp16", metrics={"c/acc": 75.0})
     f = noise.floor(parse(result_files.noise(arithmetic="bf16-operands: x")), row.metrics, {"c": base}, {"c": second},
                     0.95)
     assert f.status == "ok" and f.intervals["c/acc"].delta == pytest.approx(0.0)

@@ -4,6 +4,7 @@ import dataclasses
 from pipeline.report import markdown, page_one
 from pipeline.report.cells import task_cell
 from pipeline.scoring.pick import recommend
+from tests import result_files
 from tests.test_report import HEADER, model_report, rows
 
 
@@ -66,7 +67,7 @@ def test_a_task_a_failed_variant_did_not_run_says_why_not_not_measured():
     m = model_report(rs)
     assert task_cell(rs[1], "other", None, interval=True) == "not run (failed)"
     assert task_cell(rs[1], "classification", None, interval=True).startswith("FAIL -30.0 [-34.0,-26.0]")
-    unsaid = judged([base, dataclasses.replace(failed, stopped=None, not_run={})], [None, ev])[1]
+    unsaid = judged([base, result_files.replaced(failed, stopped=None, not_run={})], [None, ev])[1]
     assert task_cell(unsaid, "other", None, interval=True) == "inconclusive (not measured)"
 
 

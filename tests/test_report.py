@@ -1,8 +1,7 @@
 import dataclasses
 
 from pipeline.domain import result_records
-from pipeline.domain.result_facts import (Fidelity, KvWrite, LongContext, MeasuredOn, Serving, Throughput,
-                                         TokenizerCheck)
+from pipeline.domain.result_facts import Fidelity, KvWrite, Serving, TokenizerCheck
 from pipeline.domain.serving_record import Repair
 from pipeline.scoring.estimators.fidelity import Read as FidelityRead, Summary
 from pipeline.report import exports, fidelity, gpus, markdown, provenance, serving, speed
@@ -11,9 +10,10 @@ from pipeline.schema import Baseline, Decision, FidelityBootstrap, Memory, Targe
 from pipeline.scoring.verdict import judge
 from pipeline.scoring.pick import recommend
 from pipeline.scoring.pick.recommend import Recommendation
-from pipeline.scoring.verdict.rows import Evidence, Measured
+from pipeline.scoring.verdict.rows import Evidence
 from pipeline.scoring.planning.power import Power
 from pipeline.scoring.estimators.stats import Interval
+from tests import result_files
 
 BASE = Baseline("fp16", "auto")
 HEADER = Header(generated="now", kv_scales={"fp8": "1.0"}, baseline=BASE, confidence=0.95,
@@ -24,13 +24,12 @@ RULE = Decision(BASE, {"acc": Tolerance(abs=3.0), "bleu": Tolerance(abs=1.0)}, {
 
 
 def facts(tier, kv, status="ok", **kw):
-    # the records as result.json holds them, typed as decide reads them
-    for key, cls in (("serving", Serving), ("throughput", Throughput), ("measured_on", MeasuredOn),
-                     ("long_context", LongContext), ("repair", Repair)):
-        if isinstance(kw.get(key), dict):
-            found = {"backend": kw.get("backend") or "reference", "device": "cpu", **kw[key]} if cls is Serving else kw[key]
-            kw[key] = result_records.parse(cls, found, key)
-    return Measured("m", tier, kv, status, scheme=tier, hardware="fp16" if tier == "fp16" else "int4-w4a16", **kw)
+    # the records as result.json holds them, typed as decide reads them (result_files: through the parser)
+    if "tokens_per_s" in kw:        # the batched generation speed: result.json's throughput
+        kw["throughput"] = {"gen_tokens_per_s": kw.pop("tokens_per_s"), **(kw.get("throughput") or {})}
+    if isinstance(kw.get("repair"), dict):
+        kw["repair"] = result_records.parse(Repair, kw["repair"], "repair")
+    return result_files.measured(tier, kv, status, scheme=tier, hardware="fp16" if tier == "fp16" else "int4-w4a16", **kw)
 
 
 def judged(found, evidence, rule=RULE):
@@ -273,9 +272,9 @@ def test_how_the_engine_stored_fp8_kv_is_said_under_the_variants_once_per_findin
     from pipeline.report.quality import variants_table
 
     trunc = {"rounding": "truncation", "values": 12288, "as_nearest": 0.546, "as_truncation": 1.0}
-    found = [facts("fp16", "auto", backend="vllm", serving={"backend": "vllm"}),
-             facts("fp16", "fp8", backend="vllm", serving={"backend": "vllm", "kv_write": trunc}),
-             facts("int8", "fp8", backend="vllm", serving={"backend": "vllm", "kv_write": trunc})]
+    found = [facts("fp16", "auto", backend="vllm", serving={"backend": "vllm", "device": "cpu"}),
+             facts("fp16", "fp8", backend="vllm", serving={"backend": "vllm", "device": "cpu", "kv_write": trunc}),
+             facts("int8", "fp8", backend="vllm", serving={"backend": "vllm", "device": "cpu", "kv_write": trunc})]
     text = "\n".join(variants_table(model_report(judged(found, [None, None, None]))))
     assert text.count("truncated toward zero") == 1
     assert "variant: fp16-fp8, int8-fp8)" in text and "55% as round-to-nearest" in text and "further from the baseline than a GPU's would" in text
@@ -293,7 +292,7 @@ def test_an_engine_write_that_could_not_be_read_says_why():
 
 def test_an_overridden_tokenizer_check_is_on_page_one():
     rs = rows()
-    base = dataclasses.replace(rs[0].facts, tokenizer_check=TokenizerCheck(["1.00 characters per token"], True))
+    base = result_files.replaced(rs[0].facts, tokenizer_check=TokenizerCheck(["1.00 characters per token"], True))
     rs = judged([base] + [r.facts for r in rs[1:]], [None, rs[1].evidence, None])
     md = markdown.render({"m": model_report(rs, rs[0], "the baseline", "vllm serve x")}, HEADER)
     page1 = md.split("\n## ", 1)[0]

@@ -2,10 +2,11 @@
 read against a fixed-n run, the evaluate seconds against a fixed-n run's at each variant's own cost per sample."""
 from dataclasses import replace
 
-from pipeline.domain.result_records import TaskLooks, parse
+from pipeline.domain.result_records import SampleCounts, TaskLooks, TaskSpend, parse
 from pipeline.report import looks
-from pipeline.scoring.verdict.rows import Evidence, Measured
+from pipeline.scoring.verdict.rows import Evidence
 from pipeline.scoring.estimators.stats import Interval
+from tests import result_files
 from tests.test_report import judged, model_report
 
 
@@ -15,10 +16,15 @@ def measured(tier, acc, n, seconds, computing, stopped=None, settled=None):
                   "confidence": 0.95}} if settled else {}
     lk = {"classification": parse(TaskLooks, {"cap": 640, "sizes": [160, 320, 480, 640], "looks": n // 160, "of": 4,
                                               "n": n, "settled": at}, "looks.classification")}
-    return Measured("m", tier, "auto", "ok", scheme=tier, hardware="fp16", backend="reference",
-                    compute_dtype="float32", metrics={"classification/acc": acc}, stopped=stopped,
-                    looks=lk if tier != "fp16" else {}, seconds=seconds,
-                    task_seconds={"classification": (n, computing)})
+    return result_files.measured(tier, scheme=tier, hardware="fp16", backend="reference", compute_dtype="float32",
+                                 metrics={"classification/acc": acc}, stopped=stopped,
+                                 looks=lk if tier != "fp16" else {}, seconds=seconds,
+                                 sample_cache=spent({"classification": (n, computing)}))
+
+
+def spent(tasks: dict[str, tuple[int, float]]) -> SampleCounts:
+    """result.json's sample_cache: task -> (samples computed, seconds computing them)."""
+    return SampleCounts(tasks={t: TaskSpend(n, s) for t, (n, s) in tasks.items()})
 
 
 def report():
@@ -44,8 +50,8 @@ def test_the_summary_counts_settled_variants_and_samples_and_the_cost_line_the_s
 def test_a_task_a_variant_never_ran_costs_the_baseline_s_rate_times_its_speed_ratio():
     r = report()
     base, int4 = r.rows[0], r.rows[2]
-    base = replace(base, facts=replace(base.facts, task_seconds={"classification": (640, 240.0),
-                                                                 "summarization": (64, 64.0)}))
+    base = replace(base, facts=result_files.replaced(base.facts, sample_cache=spent(
+        {"classification": (640, 240.0), "summarization": (64, 64.0)})))
     # int4 computes classification at 0.25 s a sample against the baseline's 0.375: ratio 2/3
     caps = {"classification": 640, "summarization": 64}
     assert looks.fixed_n_seconds(int4, base, caps) == 60.0 + 480 * 0.25 + 64 * 1.0 * (2 / 3)
@@ -55,14 +61,14 @@ def test_a_task_a_variant_never_ran_costs_the_baseline_s_rate_times_its_speed_ra
 
 def test_samples_read_from_the_cache_give_no_seconds_claim():
     r = report()
-    r.rows[1] = replace(r.rows[1], facts=replace(r.rows[1].facts, task_seconds={}))
+    r.rows[1] = replace(r.rows[1], facts=result_files.replaced(r.rows[1].facts, sample_cache=spent({})))
     line = looks.cost_line(r)[0]
     assert "min at fixed n" not in line and "not estimable here" in line
 
 
 def test_no_seconds_claim_without_every_stage_time():
     r = report()
-    r.rows[1] = replace(r.rows[1], facts=replace(r.rows[1].facts, seconds=None))
+    r.rows[1] = replace(r.rows[1], facts=result_files.replaced(r.rows[1].facts, seconds=None))
     assert "min at fixed n" not in looks.cost_line(r)[0]
 
 
@@ -76,8 +82,8 @@ def test_the_phases_line_sums_where_the_evaluate_seconds_went():
     r = report()
     assert "Of the" not in looks.cost_line(r)[0]          # no row recorded its phases: no claim
     phased = {"load": 6.0, "tasks": 120.0, "fidelity": 12.0, "long_context": 90.0, "throughput": 2.0}
-    r.rows[1] = replace(r.rows[1], facts=replace(r.rows[1].facts, phases=phased))          # 250 s in all
-    r.rows[2] = replace(r.rows[2], facts=replace(r.rows[2].facts, phases={"load": 6.0, "tasks": 30.0}))  # 60 s
+    r.rows[1] = replace(r.rows[1], facts=result_files.replaced(r.rows[1].facts, phases=phased))          # 250 s in all
+    r.rows[2] = replace(r.rows[2], facts=result_files.replaced(r.rows[2].facts, phases={"load": 6.0, "tasks": 30.0}))  # 60 s
     line = looks.cost_line(r)[0]
     # 310 s in all; tasks 150 s = 2.5 min; the rest 310 - 266 = 44 s
     assert line.endswith(" Of the 5.2 min of 2 evaluate stages: loading 0.2 min, the tasks 2.5 min, fidelity 0.2 min, "
@@ -87,7 +93,7 @@ def test_the_phases_line_sums_where_the_evaluate_seconds_went():
 def test_a_variant_that_could_no_longer_pass_is_counted_and_its_row_says_what_it_did_not_run():
     r = report()
     why = {"retrieval_1024": "cannot pass"}
-    r.rows[1] = replace(r.rows[1], facts=replace(r.rows[1].facts, not_run=why))
+    r.rows[1] = replace(r.rows[1], facts=result_files.replaced(r.rows[1].facts, not_run=why))
     assert ("1 stopped at the look where a gated metric failed; 1 could no longer pass (a gated metric open at "
             "its cap) and did not run their remaining tasks (*Looks*).") in looks.summary_line(r)[0]
     assert ("| int8-auto | 2/4: 320 of 640 | 320 of 640 | 320 | not run: retrieval_1024 (cannot pass: a gated metric "
@@ -103,7 +109,7 @@ def test_a_variant_the_time_budget_ended_says_at_which_look_and_what_it_did_not_
     r = report()
     f = r.rows[1].facts
     cut = {"classification": replace(f.looks["classification"], budget=True)}
-    r.rows[1] = replace(r.rows[1], facts=replace(f, looks=cut, not_run={"retrieval_1024": "time budget"}))
+    r.rows[1] = replace(r.rows[1], facts=result_files.replaced(f, looks=cut, not_run={"retrieval_1024": "time budget"}))
     want = "stopped by the time budget at look 2 of 4 of classification; not run: retrieval_1024"
     assert r.rows[1].facts.budget_cut() == want and r.rows[2].facts.budget_cut() is None
     assert f"| int8-auto | 2/4: 320 of 640 | 320 of 640 | 320 | {want} |" in looks.looks_lines(r)
@@ -122,7 +128,7 @@ def test_a_stratified_task_is_counted_against_the_same_looks_unstratified_and_fi
         "cap": 640, "looks": 2, "of": 4, "n": 200, "sizes": [100, 200, 300, 400],
         "strata": {"below": 0.5, "share": 0.25, "pool": [320, 320], "reads": [[80, 20], [160, 40], [240, 60], [320, 80]],
                    "plain": [160, 320, 480, 640]}}, "looks.classification")}
-    r.rows[1] = replace(r.rows[1], facts=replace(f, looks=strat, task_seconds={"classification": (200, 125.0)}))
+    r.rows[1] = replace(r.rows[1], facts=result_files.replaced(f, looks=strat, sample_cache=spent({"classification": (200, 125.0)})))
     assert looks.plain_reads(r.rows[1]) == {"classification": 320}
     line = looks.summary_line(r)[0]
     assert ("together they read 360 of the 1,280 samples a fixed-n run at the same caps reads (28%), and 480 the "

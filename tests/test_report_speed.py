@@ -8,6 +8,7 @@ from pipeline.domain.result_facts import Serving
 from pipeline.report import markdown, speed
 from pipeline.scoring.verdict.rows import Row
 from pipeline.stages import decide
+from tests import result_files
 from tests.test_report import HEADER, model_report, vllm_rows
 from tests.test_report_looks import report as looked_report
 
@@ -33,15 +34,14 @@ def rerun(r: Row, k: float) -> Row:
     serving = f.serving
     if serving is not None and serving.startup_s is not None:
         serving = dataclasses.replace(serving, startup_s=serving.startup_s * k)
-    return dataclasses.replace(r, facts=dataclasses.replace(
-        f, tokens_per_s=timed_otherwise(f.tokens_per_s, k), seconds=timed_otherwise(f.seconds, k),
-        task_seconds=timed_otherwise(f.task_seconds, k), phases=timed_otherwise(f.phases, k),
-        throughput=timed_otherwise(f.throughput, k), serving=serving))
+    return dataclasses.replace(r, facts=result_files.replaced(
+        f, seconds=timed_otherwise(f.seconds, k), sample_cache=timed_otherwise(f.result.sample_cache, k),
+        phases=timed_otherwise(f.phases, k), throughput=timed_otherwise(f.throughput, k), serving=serving))
 
 
 def test_two_runs_that_differ_only_in_their_timings_give_one_decision_md_but_for_its_time_stamp():
     for m in (model_report(vllm_rows()), looked_report()):
-        m = dataclasses.replace(m, rows=[dataclasses.replace(r, facts=dataclasses.replace(
+        m = dataclasses.replace(m, rows=[dataclasses.replace(r, facts=result_files.replaced(
             r.facts, serving=dataclasses.replace(r.facts.serving or Serving("vllm", "cpu"), startup_s=31.0)))
             for r in m.rows])
         again = dataclasses.replace(m, rows=[rerun(r, 1.37) for r in m.rows])

@@ -100,13 +100,13 @@ def test_every_record_reads_typed(tmp_path):
 
 
 @pytest.mark.parametrize("field, value, said", [
-    ("serving", {**SERVED, "kv_cache_tokens": "many"}, r"serving\.kv_cache_tokens: a int, got 'many'"),
-    ("serving", {**SERVED, "kv_cahce_tokens": 1}, r"serving: unknown key 'kv_cahce_tokens'"),
-    ("serving", {"backend": "vllm"}, r"serving: missing key 'device'"),
-    ("long_context", {**LONG, "buckets": [{"lo": 0}]}, r"long_context\.buckets\[0\]: missing key 'hi'"),
+    ("serving", {**SERVED, "kv_cache_tokens": "many"}, r"result\.serving\.kv_cache_tokens: expected an integer, got 'many'"),
+    ("serving", {**SERVED, "kv_cahce_tokens": 1}, r"serving\.kv_cahce_tokens: unknown key \(did you mean 'kv_cache_tokens'\?\)"),
+    ("serving", {"backend": "vllm"}, r"serving\.device: required key is missing"),
+    ("long_context", {**LONG, "buckets": [{"lo": 0}]}, r"long_context\.buckets\[0\]\.hi: required key is missing"),
     ("measured_on", {"cpu": {"model": "x", "isa": "avx2"}, "engine": {"name": "reference"}},
-     r"measured_on\.cpu\.isa: a list, got str"),
-    ("reused", {"fidelity": 3}, r"reused\.fidelity: a str, got 3"),
+     r"measured_on\.cpu\.isa: expected a list, got 'avx2'"),
+    ("reused", {"fidelity": 3}, r"reused\.fidelity: expected a string, got 3"),
 ])
 def test_a_record_of_the_wrong_shape_is_named_on_read_and_on_write(tmp_path, field, value, said):
     with pytest.raises(ValueError, match=said):
@@ -125,11 +125,11 @@ def test_a_task_not_run_says_one_of_the_known_reasons(tmp_path):
 
 
 @pytest.mark.parametrize("field, bad, named", [
-    ("looks", {"c": {"looks": 1, "n": 8}}, "looks.c: missing key 'cap'"),
-    ("looks", {"c": {"cap": 8, "looks": 1, "n": 8, "settle": {}}}, "looks.c: unknown key 'settle'"),
-    ("looks", {"c": {"cap": 8, "looks": 1, "n": "8"}}, "looks.c.n: a int, got '8'"),
+    ("looks", {"c": {"looks": 1, "n": 8}}, "looks.c.cap: required key is missing"),
+    ("looks", {"c": {"cap": 8, "looks": 1, "n": 8, "settle": {}}}, "looks.c.settle: unknown key (did you mean 'settled'?)"),
+    ("looks", {"c": {"cap": 8, "looks": 1, "n": "8"}}, "looks.c.n: expected an integer, got '8'"),
     ("arithmetic_check", {"status": "checked", "metrics": {"c/acc": {"first": "pass"}}},
-     "arithmetic_check.metrics.c/acc: missing key 'second'")])
+     "arithmetic_check.metrics.c/acc.second: required key is missing")])
 def test_a_record_of_the_wrong_shape_is_refused_naming_its_key(tmp_path, field, bad, named):
     data = result_files.variant()
     data[field] = bad

@@ -4,7 +4,8 @@ from pipeline.domain import retrieval
 from pipeline.report.retrieval import retrieval_lines
 from pipeline.scoring.verdict import retrieval_length as rl
 from pipeline.scoring.verdict.judge import NOT_CAPABLE
-from pipeline.scoring.verdict.rows import Evidence, Judgement, Measured, Row, Verdict
+from pipeline.scoring.verdict.rows import Evidence, Judgement, Row, Verdict
+from tests import result_files
 
 
 def suite_rows(n: int, tokens: int) -> list[dict]:
@@ -24,7 +25,7 @@ def test_lengths_are_the_tasks_whose_samples_are_the_suites_shortest_first():
 
 
 def row(tier, kv, overall, metrics, verdicts=None, deltas=None, status="ok"):
-    return Row(Measured("m", tier, kv, status, metrics=metrics), Evidence(deltas=deltas or {}),
+    return Row(result_files.measured(tier, kv, status, metrics=metrics), Evidence(deltas=deltas or {}),
                Judgement(overall, verdicts or {}))
 
 
@@ -71,7 +72,7 @@ def test_a_length_without_a_tolerance_is_measured_and_shown_as_report_only():
     from pipeline.report.retrieval import cell_text
     from pipeline.scoring.estimators.stats import Interval
 
-    v = Row(Measured("m", "int8", "fp8", "ok", metrics={"r1/exact_match": 100.0, "r4/exact_match": 66.7}),
+    v = Row(result_files.measured("int8", "fp8", metrics={"r1/exact_match": 100.0, "r4/exact_match": 66.7}),
             Evidence(deltas={"r1/exact_match": 0.0, "r4/exact_match": -33.3},
                      intervals={"r4/exact_match": Interval(-33.3, -79.2, 12.1, 3)}),
             Judgement("pass", {}))
@@ -89,14 +90,14 @@ def test_a_length_not_run_because_the_variant_cannot_pass_says_so():
     from pipeline.report.cells import task_cell
 
     why = {"r1": "cannot pass", "r4": "cannot pass"}
-    v = Row(Measured("m", "int8", "auto", "ok", metrics={"c/acc": 90.0}, not_run=why), Evidence(),
+    v = Row(result_files.measured("int8", metrics={"c/acc": 90.0}, not_run=why), Evidence(),
             Judgement("inconclusive", {"c/acc": Verdict("inconclusive")}))
     (e,) = rl.table([v], [L1, L4])
     assert [c.verdict for _, c in e.cells] == ["not run (the variant could no longer pass)"] * 2
     assert e.sentence() == "int8 + auto KV: retrieval not run (the variant could no longer pass)"
     assert task_cell(v, "r1", None) == "not run (the variant could no longer pass)"
     assert task_cell(v, "r2", None) == "not measured"
-    some = Row(Measured("m", "int8", "auto", "ok", metrics={"r1/exact_match": 100.0},
+    some = Row(result_files.measured("int8", metrics={"r1/exact_match": 100.0},
                         not_run={"r4": "time budget"}), Evidence(deltas={"r1/exact_match": 0.0}),
                Judgement("inconclusive", {}))
     (e,) = rl.table([some], [L1, L4])

@@ -7,7 +7,6 @@ import json
 import pytest
 
 from pipeline import io, paths
-from pipeline.domain import result_json
 from pipeline.schema.yaml_io import safe_dump, safe_load
 from pipeline.scoring.verdict.rows import NOT_RUN, Measured
 from pipeline.stages import decide
@@ -19,9 +18,7 @@ STOPPED = "stopped at look 1 of 4 of classification (50 of 200 samples): classif
 
 def measured(**fields) -> Measured:
     """A variant's row with evaluate's records as result.json holds them (parsed, as decide reads them)."""
-    res = result_json.parse(result_files.variant(tier="int8", **fields), "result.json")
-    return Measured(res.model, res.tier, res.kv, res.status, reason=res.reason or res.cut, stopped=res.stopped,
-                    not_run=dict(res.not_run), refused=dict(res.refused))
+    return result_files.measured("int8", **fields)
 
 
 def test_why_a_task_was_not_run_is_read_from_the_run_s_records_in_full_and_in_short():

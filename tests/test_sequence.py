@@ -1,11 +1,12 @@
 """The recommendation's order of candidates (pipeline/scoring/pick/sequence.py): weight classes within 1%,
 KV bytes per token, then params.yaml's order. The pick's error rate is simulated in tests/test_pick.py."""
-from pipeline.scoring.verdict.rows import Evidence, Judgement, Measured, Row
+from pipeline.scoring.verdict.rows import Evidence, Judgement, Row
 from pipeline.scoring.pick.sequence import in_sequence, run_length, same_memory, weight_classes
+from tests import result_files
 
 
 def row(tier, w, kv="auto", kvb=10) -> Row:
-    return Row(Measured("m", tier, kv, "ok", weight_bytes=w, kv_bytes_per_token=kvb), Evidence(), Judgement("pass"))
+    return Row(result_files.measured(tier, kv, weight_bytes=w, kv_bytes_per_token=kvb), Evidence(), Judgement("pass"))
 
 
 def names(rows):

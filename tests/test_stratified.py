@@ -63,12 +63,12 @@ def test_an_unchanged_variant_passes_on_fewer_items_with_a_stratified_interval()
     calls: list = []
     done = run_looks(None, [s], EV, {"c": base_rows(s, same)}, {"c/acc": Gate(6.0)}, CONFIDENCE, run=fake_run(same, calls))
     rec = done.record["c"]
-    assert rec["settled"]["acc"]["verdict"] == "pass"
-    assert rec["strata"]["pool"] == [200, 200] and rec["strata"]["plain"] == [100, 200, 300, 400]
-    assert rec["n"] == rec["sizes"][rec["looks"] - 1] < rec["strata"]["plain"][rec["looks"] - 1]
+    assert rec.settled["acc"].verdict == "pass"
+    assert rec.strata.pool == [200, 200] and rec.strata.plain == [100, 200, 300, 400]
+    assert rec.n == rec.sizes[rec.looks - 1] < rec.strata.plain[rec.looks - 1]
     assert all("stratum" in r for r in done.samples["c"])
     iv = analysis.intervals(["acc"], analysis.align(base_rows(s, same), done.samples["c"], subset=True), CONFIDENCE)["acc"]
-    assert iv.effective_n is not None and iv.n == rec["n"] and iv.delta == 0.0
+    assert iv.effective_n is not None and iv.n == rec.n and iv.delta == 0.0
 
 
 def test_the_stratified_delta_weights_each_stratum_by_its_share_of_the_pool():
@@ -78,7 +78,7 @@ def test_the_stratified_delta_weights_each_stratum_by_its_share_of_the_pool():
     calls: list = []
     done = run_looks(None, [s], EV, {"c": base_rows(s, base)}, {"c/acc": Gate(3.0)}, CONFIDENCE, run=fake_run(tier, calls))
     rec = done.record["c"]
-    assert rec["settled"]["acc"]["verdict"] == "fail"
+    assert rec.settled["acc"].verdict == "fail"
     pairs = analysis.align(base_rows(s, base), done.samples["c"], subset=True)
     iv = analysis.intervals(["acc"], pairs, CONFIDENCE)["acc"]
     low = [t for _, t in pairs if t["stratum"] == 0]
@@ -90,7 +90,9 @@ def test_the_stratified_delta_weights_each_stratum_by_its_share_of_the_pool():
 def test_the_record_keeps_the_look_order_so_each_look_s_read_is_its_prefix():
     """decide reads a verdict's flips, ties and regressions from the documents of the look it settled at
     (result_records.TaskLooks.read): each look's prefix of the recorded order is its stratified sample."""
-    from pipeline.domain.result_records import Settled, TaskLooks, parse
+    from dataclasses import replace
+
+    from pipeline.domain.result_records import Settled
 
     s = spec()
     rng = random.Random(0)
@@ -98,10 +100,10 @@ def test_the_record_keeps_the_look_order_so_each_look_s_read_is_its_prefix():
     calls: list = []
     rec = run_looks(None, [s], EV, {"c": base_rows(s, same)}, {"c/acc": Gate(0.5)}, CONFIDENCE,
                     run=fake_run(same, calls)).record["c"]
-    assert rec["looks"] == 4 and rec["order"] == [d for look in calls for d in look]     # every look's new items
-    lk = parse(TaskLooks, rec, "looks.c")
-    at = Settled("pass", 1, rec["sizes"][0], 0.0, -1.0, 1.0, 0.999)
+    assert rec.looks == 4 and rec.order == [d for look in calls for d in look]     # every look's new items
+    lk = rec
+    at = Settled("pass", 1, rec.sizes[0], 0.0, -1.0, 1.0, 0.999)
     first = lk.read(at)
-    assert first == set(calls[0]) and sorted(margin(d) < 0.5 for d in first).count(True) == rec["strata"]["reads"][0][0]
-    assert lk.read(None) is None and lk.read(Settled("pass", 4, rec["n"], 0.0, -1.0, 1.0, 0.95)) is None
-    assert parse(TaskLooks, {k: v for k, v in rec.items() if k != "order"}, "looks.c").read(at) is None   # older result
+    assert first == set(calls[0]) and sorted(margin(d) < 0.5 for d in first).count(True) == rec.strata.reads[0][0]
+    assert lk.read(None) is None and lk.read(Settled("pass", 4, rec.n, 0.0, -1.0, 1.0, 0.95)) is None
+    assert replace(rec, order=None).read(at) is None   # older result

@@ -3,7 +3,7 @@ Serving and the other records of pipeline/domain/result_facts.py and result_reco
 (tests/result_files.py `result`, `measured`: through the real parser, or the dataclass itself), never a
 SimpleNamespace or dict in its place. A stand-in answers whatever the test wrote, so a reader's wrong
 access passes: serve_command's `.get` on the typed Serving passed its test and broke decide (issue #60).
-Measured rejects a dict for any of its records (rows.py __post_init__); this scan finds stand-ins for the
+Measured rejects a dict for its result or records (measured.py __post_init__); this scan finds stand-ins for the
 records themselves. A SimpleNamespace faking a config (schema) or a library object is not a record's.
 
     .venv/bin/python -m pytest -n 0 -q tests/test_typed_fixtures.py
@@ -73,8 +73,8 @@ def test_no_test_stands_in_for_a_result_record():
 
 
 def test_measured_refuses_a_dict_for_a_record_and_the_helper_builds_typed_ones():
-    with pytest.raises(TypeError, match=r"Measured\.serving: a Serving, got dict"):
-        rows.Measured("m", "t", "auto", "ok", serving={"base_url": "http://h:8000"})
+    with pytest.raises(TypeError, match=r"Measured\.result: a Result, got dict"):
+        rows.Measured("m", "t", "auto", {"serving": {"base_url": "http://h:8000"}})
     m = result_files.measured("served", backend="endpoint", serving={"base_url": "http://h:8000", "served_model": "x"},
                               hardware="int8-w8a8")
     assert isinstance(m.serving, result_facts.Serving) and m.serving.base_url == "http://h:8000"

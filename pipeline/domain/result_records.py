@@ -1,16 +1,18 @@
 """The records inside result.json that decide reads, typed: a task's looks, the second arithmetic's
-check and the sample cache's counts. Built by `parse` from the dict evaluate wrote, which names the
-record and the key when one is missing, unknown or of the wrong type. Pure.
+check and the sample cache's counts. Built by `parse` from the dict evaluate wrote (the one typed parser,
+schema/typed.py), which names the record and the key path when one is missing, unknown or of the wrong
+type; written by `plain`, its inverse. Pure.
 
     looks = result_records.parse(TaskLooks, data["looks"]["classification"], "looks.classification")
     looks.confidence, looks.reach()
 """
 from __future__ import annotations
 
-import dataclasses
-import types
 import typing
 from dataclasses import dataclass, field
+
+from pipeline.schema import typed
+from pipeline.schema.errors import ConfigError
 
 
 class RecordError(ValueError):
@@ -115,44 +117,14 @@ T = typing.TypeVar("T")
 
 
 def parse(cls: type[T], data: object, where: str) -> T:
-    """`data` as a `cls`, every field checked; RecordError naming `where` and the key."""
-    return _value(cls, data, where)
+    """`data` as a `cls`, every field checked by the one typed parser (schema/typed.py, params.yaml's
+    too); a RecordError naming `where` and the key path."""
+    try:
+        return typed.build(cls, data, where)
+    except ConfigError as e:
+        raise RecordError(str(e)) from None
 
 
-def _value(tp, data, where: str):
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        if data is None and type(None) in args:
-            return None
-        inner = [a for a in args if a is not type(None)]
-        for tp_ in inner[:-1]:              # a union of several types: the first that reads it
-            try:
-                return _value(tp_, data, where)
-            except RecordError:
-                pass
-        return _value(inner[-1], data, where)
-    if dataclasses.is_dataclass(tp):
-        if not isinstance(data, dict):
-            raise RecordError(f"{where}: a mapping, got {type(data).__name__}")
-        hints = typing.get_type_hints(tp)
-        known = {f.name for f in dataclasses.fields(tp)}
-        if unknown := sorted(set(data) - known):
-            raise RecordError(f"{where}: unknown key {unknown[0]!r}")
-        required = [f.name for f in dataclasses.fields(tp)
-                    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
-        if missing := [k for k in required if k not in data]:
-            raise RecordError(f"{where}: missing key {missing[0]!r}")
-        return tp(**{k: _value(hints[k], v, f"{where}.{k}") for k, v in data.items()})
-    if origin is list:
-        if not isinstance(data, list):
-            raise RecordError(f"{where}: a list, got {type(data).__name__}")
-        return [_value(args[0], x, f"{where}[{i}]") for i, x in enumerate(data)]
-    if origin is dict:
-        if not isinstance(data, dict):
-            raise RecordError(f"{where}: a mapping, got {type(data).__name__}")
-        return {k: _value(args[1], v, f"{where}.{k}") for k, v in data.items()}
-    if tp is float and isinstance(data, (int, float)) and not isinstance(data, bool):
-        return float(data)
-    if not isinstance(data, tp) or (tp is int and isinstance(data, bool)):
-        raise RecordError(f"{where}: a {tp.__name__}, got {data!r}")
-    return data
+def plain(record: object) -> object:
+    """A record as result.json holds it (typed.plain: what `parse` reads back)."""
+    return typed.plain(record)

@@ -19,13 +19,14 @@ The baseline's own samples come from stage baseline@<model>, run to every cap in
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable, Collection, Protocol
+from dataclasses import dataclass, field, replace
+from typing import Callable, Collection, Protocol
 
 from pipeline.evaluation import interleave_looks, stratified
 from pipeline.evaluation.lm_eval_runner import WallBudgetExceeded, run_tasks
 from pipeline.domain import looks, task_rows, tasks
 from pipeline.domain.result_json import CANNOT_PASS, FAILED, TIME_BUDGET
+from pipeline.domain.result_records import Settled, TaskLooks
 from pipeline.domain.metrics import metric_id
 from pipeline import schema
 from pipeline.schema import Eval
@@ -45,7 +46,7 @@ class Gate:
 class Looked:
     metrics: dict[str, task_rows.TaskResult] = field(default_factory=dict)
     samples: dict[str, list[dict]] = field(default_factory=dict)
-    record: dict[str, dict[str, Any]] = field(default_factory=dict)     # task -> its looks (result.json "looks")
+    record: dict[str, TaskLooks] = field(default_factory=dict)     # task -> its looks (result.json "looks")
     stopped: str | None = None
     open_at_cap: list[str] = field(default_factory=list)    # gated metrics still unsettled at their cap
     # task -> why it was not run (result_json.NOT_RUN: the variant failed or cannot pass, the time budget)
@@ -173,7 +174,7 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
         found, rows = run(session, [spec], ev)
         done.metrics.update(found)
         done.samples.update(rows)
-        done.record[spec.name] = {"cap": spec.num_docs, "looks": 1, "n": spec.num_docs, "whole": True}
+        done.record[spec.name] = TaskLooks(cap=spec.num_docs, looks=1, n=spec.num_docs, whole=True)
         if checking and spec.name in baseline:
             _check_whole(spec, mine, baseline, rows[spec.name], confidence, second, done)
         return
@@ -183,8 +184,8 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
     design = Design.of(plan.fractions if plan else [n / cap for n in sizes], confidence)
     rows: list[dict] = []
     rows2: list[dict] = []
-    first: dict[str, dict] = {}       # settled in the run's arithmetic (a settled metric stays settled)
-    other: dict[str, dict] = {}       # settled in the second arithmetic
+    first: dict[str, Settled] = {}       # settled in the run's arithmetic (a settled metric stays settled)
+    other: dict[str, Settled] = {}       # settled in the second arithmetic
     cut: WallBudgetExceeded | None = None
     k = 0
     halted = False
@@ -225,27 +226,25 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
     done.samples[spec.name] = rows
     # order: the documents read, in look order, so that decide reads the flips, ties, regressions and
     # by-length deltas beside a verdict from the pairs it settled on (TaskLooks.read), not from every look
-    done.record[spec.name] = {"cap": cap, "sizes": sizes, "looks": k + 1, "of": len(sizes),
-                              "n": len(rows), "confidence": design.confidence_at(k), "settled": state.settled,
-                              "order": list(spec.doc_ids[:len(rows)])}
-    if plan:
-        done.record[spec.name]["strata"] = plan.record(ev.sequential.strata, cap)
+    checked = dict(first=first, second=other, unstable=state.unstable) if checking else {}
+    done.record[spec.name] = TaskLooks(
+        cap=cap, sizes=sizes, looks=k + 1, of=len(sizes), n=len(rows), confidence=design.confidence_at(k),
+        settled=state.settled, order=list(spec.doc_ids[:len(rows)]),
+        strata=plan.record(ev.sequential.strata, cap) if plan else None, budget=cut is not None, halted=halted,
+        **checked)
     if checking:
-        done.record[spec.name].update(first=first, second=other, unstable=state.unstable)
         done.second_rows[spec.name] = sorted(rows2, key=lambda r: r["doc_id"])
     done.unstable += [metric_id(spec.name, m) for m in state.unstable]
     open_ = [metric_id(spec.name, m) for m in mine if m not in state.settled and m not in state.unstable]
     if cut is not None:
-        done.record[spec.name]["budget"] = True
         where = (f"look {k + 1} of {len(sizes)} of {spec.name} ({len(rows)} of {cap} samples; "
                  "serving.vllm.budget.max_wall_s)")
         done.budget = f"{done.budget}; {where}" if done.budget else f"stopped by the time budget at {where}"
         raise cut
     if halted:
-        done.record[spec.name]["halted"] = True
         return
     done.open_at_cap += open_
-    failed = [m for m, s in state.settled.items() if s["verdict"] == "fail"]
+    failed = [m for m, s in state.settled.items() if s.verdict == "fail"]
     if failed:
         done.stopped = (f"stopped at look {k + 1} of {len(sizes)} of {spec.name} ({len(rows)} of "
                         f"{cap} samples): {', '.join(metric_id(spec.name, m) for m in failed)} failed")
@@ -263,17 +262,16 @@ def _check_whole(spec: tasks.TaskSpec, mine: dict[str, Gate], baseline: dict[str
     other = _settled({m: g for m, g in mine.items() if m in first}, second.baseline[spec.name], rows2,
                      confidence, 0, len(rows2))
     state = arith_check.state(first, other, list(mine), at_cap=True)
-    done.record[spec.name].update(first=first, second=other, unstable=state.unstable)
+    done.record[spec.name] = replace(done.record[spec.name], first=first, second=other, unstable=state.unstable)
     done.second_rows[spec.name] = sorted(rows2, key=lambda r: r["doc_id"])
     done.unstable += [metric_id(spec.name, m) for m in state.unstable]
 
 
 def _settled(open_: dict[str, Gate], base: list[dict], rows: list[dict], conf: float, k: int,
-             n: int) -> dict[str, dict]:
-    """metric -> {"verdict", "look", "n", "delta", "lo", "hi", "confidence"} for the open metrics this
-    look's repeated interval settles: the interval is recorded with the verdict, and decide reads the
-    verdict from it (result_records.Settled), never from a second computation at another look."""
+             n: int) -> dict[str, Settled]:
+    """metric -> where it settled (verdict, look, n, the repeated interval, its confidence) for the open
+    metrics this look's repeated interval settles: the interval is recorded with the verdict, and decide
+    reads the verdict from it, never from a second computation at another look."""
     pairs = analysis.align(base, rows, subset=True)
     ivs = analysis.intervals(list(open_), pairs, conf)     # the look's repeated interval, read at its level
-    return {m: {"verdict": v, "look": k + 1, "n": n, "delta": ivs[m].delta, "lo": ivs[m].lo, "hi": ivs[m].hi,
-                "confidence": conf} for m, v in settle(ivs, open_).items()}
+    return {m: Settled(v, k + 1, n, ivs[m].delta, ivs[m].lo, ivs[m].hi, conf) for m, v in settle(ivs, open_).items()}

@@ -22,7 +22,7 @@ from pipeline.engines import Unsupported
 from pipeline.evaluation import sample_cache
 from pipeline.evaluation.lm_eval_runner import run_tasks
 from pipeline.evaluation.looks_runner import Looked
-from pipeline.domain import looks, result_json, task_rows, tasks
+from pipeline.domain import looks, result_json, result_records, task_rows, tasks
 from pipeline.scoring.verdict import arith_check
 
 DIR = "second_arithmetic"
@@ -96,7 +96,8 @@ def finish(checker: Checker | None, done: Looked, result: dict, out_dir: Path | 
         why = "the variant cannot pass" if done.cannot_pass() else "no verdict settled"
         result["arithmetic_check"] = {"status": result_json.NOT_NEEDED, "why": why}
         return
-    result["arithmetic_check"] = {**checker.record, "metrics": found, "seconds": round(checker.seconds, 1)}
+    result["arithmetic_check"] = {**checker.record, "metrics": result_records.plain(found),
+                                  "seconds": round(checker.seconds, 1)}
     for name, rows in done.second_rows.items():
         # a task checked for none of its metrics (none settled) has no rows: no file (an empty JSONL is
         # what io.read_jsonl refuses as a truncated one)

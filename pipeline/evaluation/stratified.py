@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, replace
 
 from pipeline.domain import tasks
+from pipeline.domain.result_records import Strata
 from pipeline.schema import Eval
 from pipeline.scoring.estimators import strata
 from pipeline.scoring.verdict.sequential import look_sizes
@@ -31,11 +32,11 @@ class Plan:
         they are)."""
         return [{**r, "stratum": self.stratum[r["doc_id"]], "strata": list(self.pool)} for r in rows]
 
-    def record(self, design, cap: int) -> dict:
+    def record(self, design, cap: int) -> Strata:
         """result.json's account of the design (the task's looks record); `plain`: what the same looks
         read unstratified."""
-        return {"below": design.below, "share": design.share, "pool": list(self.pool), "reads": self.reads,
-                "plain": [min(cap, math.ceil(t * cap - 1e-9)) for t in self.fractions]}
+        return Strata(design.below, design.share, list(self.pool), self.reads,
+                      [min(cap, math.ceil(t * cap - 1e-9)) for t in self.fractions])
 
 
 def plan(spec: tasks.TaskSpec, base_rows: list[dict] | None, ev: Eval) -> Plan | None:

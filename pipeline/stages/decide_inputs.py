@@ -26,38 +26,28 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
     result_file = paths.eval_result(model, tier, kv)
     scheme, kind = params.tiers[tier].label or params.tiers[tier].method, tier_kind(params, model, tier)
     if not result_file.is_file():
-        return Measured(model, tier, kv, "failed", reason=f"no result: {result_file} is missing", scheme=scheme,
-                        hardware=kind)
+        return Measured(model, tier, kv, missing=f"no result: {result_file} is missing", scheme=scheme, hardware=kind)
     record_file = paths.serving_record(model, tier, kv, params.kv_modes[kv].calibrated)
     if not record_file.is_file():
         # evaluate read this record to serve the variant: without it neither the weights nor the
         # serve path are known, and the result cannot be trusted to be of this checkpoint
-        return Measured(model, tier, kv, "failed", reason=f"no serving record: {record_file} is missing",
-                        scheme=scheme, hardware=kind)
+        return Measured(model, tier, kv, missing=f"no serving record: {record_file} is missing", scheme=scheme,
+                        hardware=kind)
     res = result_json.load(result_file)
     record = serving_record.read(record_file)
     scheme = record.label if record.repair and record.label else scheme     # the label names what was promoted
     hf = record.geometry.as_dict() if record.geometry else None
     mode = params.kv_modes[kv]
-    # metrics are `<task>/<metric>` in result.json, with each one's direction from its task's YAML
+    # the result is held whole (metrics are `<task>/<metric>`, each one's direction from its task's YAML)
     return Measured(
-        model, tier, kv, res.status, reason=res.reason or res.cut, stopped=res.stopped,
-        backend=res.backend, compute_dtype=compute_dtype_of(res), scheme=scheme, hardware=kind,
-        metrics=dict(res.metrics), higher_is_better=dict(res.higher_is_better),
+        model, tier, kv, res, scheme=scheme, hardware=kind,
         weight_bytes=record.weight_bytes or (res.serving.weight_bytes_serving if res.serving else None),
         kv_bytes_per_token=kv_formats.bytes_per_token(hf, mode.cache_dtype, sources.storage_dtype(params, model),
                                                       tuple(mode.skip_layers)) if hf else None,
-        tokens_per_s=res.throughput.gen_tokens_per_s if res.throughput else None, serve_path=record.served_as,
-        num_samples=dict(res.num_samples), versions=dict(res.versions), measured_on=res.measured_on,
-        serving=res.serving, throughput=res.throughput,
+        serve_path=record.served_as,
         kv_formula=engine_kv_check(hf, params.kv_modes[kv].cache_dtype, res.serving, params.memory.block_size)
         if hf else None,
-        fidelity=fidelity_summary(res.fidelity, out, params),
-        looks=dict(res.looks), seconds=res.seconds, long_context=res.long_context,
-        task_seconds={t: (v.computed, v.seconds) for t, v in (res.sample_cache.tasks if res.sample_cache else {}).items()},
-        phases=dict(res.phases), not_run=dict(res.not_run), refused=dict(res.refused),
-        arithmetic_check=res.arithmetic_check, tokenizer_check=res.tokenizer_check,
-        repair=record.repair)
+        fidelity=fidelity_summary(res.fidelity, out, params), repair=record.repair)
 
 
 def fidelity_summary(recorded: Fidelity | None, eval_dir: Path, params: schema.Params) -> fidelity.Read | None:
@@ -70,12 +60,6 @@ def fidelity_summary(recorded: Fidelity | None, eval_dir: Path, params: schema.P
     return fidelity.Read(recorded, fidelity.summarize([np.asarray(r["kl"], dtype=float) for r in rows],
                                                       [np.asarray(r["agree"], dtype=bool) for r in rows],
                                                       boot.resamples, boot.seed, params.decision.confidence))
-
-
-def compute_dtype_of(res: result_json.Result) -> str | None:
-    """The activation dtype a variant ran at, as evaluate recorded it (a variant that did not run: None)."""
-    found = res.compute_dtype
-    return str(found).replace("torch.", "") if found else None
 
 
 def engine_kv_check(hf: dict, cache_dtype: str, serving: Serving | None, block_size: int) -> str | None:

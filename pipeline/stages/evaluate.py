@@ -21,7 +21,7 @@ from pipeline import errors, io, paths, schema
 from pipeline.evaluation import longctx, sample_cache, second_arithmetic
 from pipeline.evaluation.lm_eval_runner import WallBudgetExceeded, before_first_look, wall_limit
 from pipeline.evaluation.looks_runner import Looked, gates_from, run_looks
-from pipeline.domain import fidelity_set, result_json, serving_record, task_rows, tasks
+from pipeline.domain import fidelity_set, result_json, result_records, serving_record, task_rows, tasks
 from pipeline.engines.selection import select
 from pipeline.stages import look_budget, runner
 from pipeline.stages.evaluation import Served, evaluate, measured, reading_cache, run_stage
@@ -107,7 +107,7 @@ def in_looks(served: Served, specs: list[tasks.TaskSpec], params: schema.Params,
             done.out_of_time(specs)
             cut = done.budget or f"the time budget ended: lm-eval {e}"
     second_arithmetic.finish(check, done, result, out_dir)
-    result["looks"] = done.record
+    result["looks"] = {task: result_records.plain(lk) for task, lk in done.record.items()}
     if done.stopped:
         result["stopped"] = done.stopped
     elif done.cannot_pass():

@@ -22,9 +22,9 @@ not (tests/test_arith_check.py simulates both through the look runner).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from pipeline.domain.metrics import metric_id
+from pipeline.domain.result_records import MetricCheck, Settled, TaskLooks
 
 STABLE, UNSTABLE = "stable", "unstable"
 OPEN = "inconclusive"
@@ -32,22 +32,22 @@ OPEN = "inconclusive"
 
 @dataclass(frozen=True)
 class State:
-    settled: dict[str, dict] = field(default_factory=dict)     # metric -> {"verdict", "look", "n"}
+    settled: dict[str, Settled] = field(default_factory=dict)     # metric -> where both settled it
     unstable: list[str] = field(default_factory=list)
 
     def failed(self) -> bool:
-        return any(s["verdict"] == "fail" for s in self.settled.values())
+        return any(s.verdict == "fail" for s in self.settled.values())
 
 
-def state(first: dict[str, dict], second: dict[str, dict], metrics: list[str], at_cap: bool = False) -> State:
-    """The task's metrics from what each arithmetic has settled (metric -> {"verdict", "look", "n"});
-    `at_cap`: the last look, where a metric only one arithmetic settled is unstable."""
+def state(first: dict[str, Settled], second: dict[str, Settled], metrics: list[str], at_cap: bool = False) -> State:
+    """The task's metrics from what each arithmetic has settled (metric -> where); `at_cap`: the last
+    look, where a metric only one arithmetic settled is unstable."""
     settled, unstable = {}, []
     for m in metrics:
         a, b = first.get(m), second.get(m)
         if a is not None and b is not None:
-            if a["verdict"] == b["verdict"]:
-                settled[m] = max(a, b, key=lambda x: x["look"])
+            if a.verdict == b.verdict:
+                settled[m] = max(a, b, key=lambda x: x.look)
             else:
                 unstable.append(m)
         elif at_cap and (a is not None or b is not None):
@@ -55,16 +55,15 @@ def state(first: dict[str, dict], second: dict[str, dict], metrics: list[str], a
     return State(settled, unstable)
 
 
-def metrics_record(record: dict[str, dict[str, Any]]) -> dict[str, dict[str, str | None]]:
-    """metric (task-local) per task -> {"first", "second", "status"} from a task's looks record, for the
-    tasks the check ran on (those with a "second" entry)."""
+def metrics_record(record: dict[str, TaskLooks]) -> dict[str, MetricCheck]:
+    """metric id -> its two verdicts and their status, from the tasks' looks records, for the tasks the
+    check ran on (those with a `second`)."""
     out = {}
     for task, r in record.items():
-        if "second" not in r:
+        if r.second is None:
             continue
-        for m, a in r["first"].items():
-            b = r["second"].get(m, {}).get("verdict", OPEN)
-            out[metric_id(task, m)] = {"first": a["verdict"], "second": b,
-                                  "status": UNSTABLE if m in r.get("unstable", []) else STABLE if b == a["verdict"]
-                                  else None}
+        for m, a in (r.first or {}).items():
+            b = r.second[m].verdict if m in r.second else OPEN
+            status = UNSTABLE if m in r.unstable else STABLE if b == a.verdict else None
+            out[metric_id(task, m)] = MetricCheck(a.verdict, b, status)
     return out

@@ -1,7 +1,7 @@
 """One variant's row, in three hand-offs made by three steps of stage decide. Pure data.
 
-  Measured   what was measured: evaluate's result.json and the serving checkpoint's record, as
-             written (decide.build_row); nothing in it depends on another variant
+  Measured   what was measured: evaluate's result.json, held whole, and the serving checkpoint's
+             record (scoring/verdict/measured.py, built by decide_inputs.build_row)
   Evidence   the paired comparison with the row's baseline: deltas, intervals, power (comparison.compare)
   Judgement  the verdicts the decision rule gives that evidence (decision.judge)
 
@@ -12,173 +12,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from pipeline.domain.result_json import CANNOT_PASS, CHECKED, FAILED, NOT_NEEDED, ONE_ARITHMETIC, TIME_BUDGET
-from pipeline.domain.metrics import split_id
-from pipeline.domain.result_facts import LongContext, MeasuredOn, Serving, Throughput, TokenizerCheck
-from pipeline.domain.result_records import ArithmeticCheck, Settled, TaskLooks
-from pipeline.domain.serving_record import Repair
-from pipeline.scoring.estimators import fidelity as fidelity_est
 from pipeline.scoring.planning.power import Power
 from pipeline.scoring.estimators.stats import Interval
-
-Key = tuple[str, str, str]          # (model, tier, kv)
-
-# A per-metric verdict state beside pass | fail | inconclusive (margin.py): the metric's task was never
-# run on the variant, so there is no evidence to be inconclusive about. It passes nothing (the pick reads
-# it as not passing, as an inconclusive one), and every table, decision.json and the Why line name it.
-NOT_RUN = "not run"
-REFUSED = "refused"         # a task the server could not score (an endpoint without prompt log-probs)
-# why a task was not run, as the report says it: (in full, in one word for page 1's cells, whose rows keep
-# to a screen's width), keyed by result.json's not_run reasons (result_json.NOT_RUN) and REFUSED. "moot":
-# a gated metric open at its cap or unstable left the variant unable to pass, so its other tasks would
-# change no verdict
-NOT_RUN_WHY = {FAILED: ("the variant failed a gated metric first", "failed"),
-               CANNOT_PASS: ("the variant could no longer pass", "moot"),
-               TIME_BUDGET: ("the time budget ended", "budget"),
-               REFUSED: ("the server refused log-likelihood", "refused")}
-
-
-@dataclass(frozen=True)
-class Measured:
-    model: str
-    tier: str
-    kv: str
-    status: str                                       # ok | failed | unsupported | not measured (result_json)
-    reason: str | None = None
-    stopped: str | None = None                        # the look where a gated metric failed (result.json)
-    backend: str | None = None
-    compute_dtype: str | None = None                  # activation dtype the backend ran at
-    scheme: str = ""                                  # the tier's label, or its method
-    hardware: str = "fp16"                            # vLLM kernel family (pipeline/data/vllm_hardware.yaml)
-    metrics: dict[str, float] = field(default_factory=dict)            # `<task>/<metric>` -> score
-    higher_is_better: dict[str, bool] = field(default_factory=dict)    # same keys, from the task YAMLs
-    weight_bytes: int | None = None
-    kv_bytes_per_token: int | None = None
-    tokens_per_s: float | None = None                 # batched greedy generation where it was measured
-    serve_path: str | None = None                     # what `vllm serve` is pointed at (the serving record)
-    num_samples: dict[str, int] = field(default_factory=dict)          # task -> samples evaluated
-    versions: dict[str, str] = field(default_factory=dict)             # package -> version (evaluate's env)
-    measured_on: MeasuredOn | None = None             # result.json "measured_on"; None: not recorded
-    # evaluate's records as typed in result.json (most of serving depends on the engine); serving is None
-    # when the variant left no result
-    serving: Serving | None = None
-    throughput: Throughput | None = None
-    kv_formula: str | None = None                     # the planner's KV formula beside the engine's figure
-    fidelity: fidelity_est.Read | None = None         # next-token KL / top-1 agreement vs the baseline
-    looks: dict[str, TaskLooks] = field(default_factory=dict)          # task -> its looks (eval.sequential)
-    seconds: float | None = None                      # the stage that measured it (the baseline's: stage baseline)
-    long_context: LongContext | None = None           # fidelity by position (result.json; eval.long_context)
-    # task -> (samples computed, seconds computing them) in this stage (result.json sample_cache.tasks)
-    task_seconds: dict[str, tuple[int, float]] = field(default_factory=dict)
-    # part of the evaluation -> seconds (result.json "phases": load, tasks, fidelity, long_context, throughput)
-    phases: dict[str, float] = field(default_factory=dict)
-    # task -> why evaluate did not run it (result_json.NOT_RUN: failed, cannot pass, time budget)
-    not_run: dict[str, str] = field(default_factory=dict)
-    refused: dict[str, str] = field(default_factory=dict)            # task -> why the server could not score it
-    # the settled verdicts checked under the engine's second arithmetic (result.json; scoring/verdict/arith_check.py)
-    arithmetic_check: ArithmeticCheck | None = None
-    tokenizer_check: TokenizerCheck | None = None     # prepare's, as evaluate read it; None: not recorded
-    repair: Repair | None = None                      # a repaired tier's search as quantize recorded it
-
-    def __post_init__(self) -> None:
-        # a dict or a stand-in where a record belongs would fail only where a reader uses it (decide's
-        # end, or never in a test): build records with result_records.parse (tests: tests/result_files.py)
-        for name, kind in RECORDS.items():
-            found = getattr(self, name)
-            if found is not None and not isinstance(found, kind):
-                raise TypeError(f"Measured.{name}: a {kind.__name__}, got {type(found).__name__}")
-        if bad := [t for t, lk in self.looks.items() if not isinstance(lk, TaskLooks)]:
-            raise TypeError(f"Measured.looks[{bad[0]!r}]: a TaskLooks, got {type(self.looks[bad[0]]).__name__}")
-
-    def second(self, metric: str) -> tuple[str, str] | None:
-        """(the metric's verdict under the second arithmetic, that arithmetic) where evaluate checked it."""
-        c = self.arithmetic_check.metrics.get(metric) if self.arithmetic_check else None
-        if c is None or c.status is None:
-            return None
-        return c.second, self.arithmetic_check.arithmetic or "the second arithmetic"
-
-    def check_expected(self) -> bool:
-        """Whether this variant's settled verdicts needed the second arithmetic's check: it was run or
-        not needed (result.json arithmetic_check status checked or not needed), so a settled verdict it
-        did not read is unchecked. Skipped or impossible: the verdicts rest on one arithmetic."""
-        return self.arithmetic_check is not None and self.arithmetic_check.status in (CHECKED, NOT_NEEDED)
-
-    def one_arithmetic(self) -> str | None:
-        """Why this variant's verdicts rest on the run's arithmetic alone (the check skipped by the user
-        or impossible here), None where the check ran or was not needed."""
-        c = self.arithmetic_check
-        return f"{c.status}: {c.why}" if c is not None and c.status in ONE_ARITHMETIC else None
-
-    def look_confidence(self, task: str) -> float | None:
-        """The confidence of the task's last look (its repeated interval's), None for a fixed-n task."""
-        lk = self.looks.get(task)
-        return lk.confidence if lk is not None else None
-
-    def reach(self, task: str) -> tuple[int, int] | None:
-        """(the most items the task's looks read by the cap, the pool they read from), None for a
-        fixed-n task. A stratified read reaches only part of its pool."""
-        lk = self.looks.get(task)
-        return lk.reach() if lk is not None else None
-
-    def settled_at(self, metric: str) -> Settled | None:
-        """Where evaluate settled a metric in the run's arithmetic, with the interval it read (None:
-        open at the task's last look, or a fixed-n task): decide's verdict is read from it."""
-        task, name = split_id(metric)
-        lk = self.looks.get(task)
-        return lk.read_on(name) if lk is not None else None
-
-    def look_text(self, task: str, at: Settled | None = None) -> str | None:
-        """Where the task stopped, or the metric settled (`at`): 'look 2 of 4, 160 of 320 samples'; None
-        for a fixed-n task."""
-        lk = self.looks.get(task)
-        if lk is None or lk.of is None:
-            return None
-        look, n = (at.look, at.n) if at is not None else (lk.looks, lk.n)
-        text = f"look {look} of {lk.of}, {n:,} of {lk.cap:,} samples"
-        return f"{text}; stopped by the time budget" if lk.budget and at is None else text
-
-    def not_run_why(self, task: str) -> tuple[str, str] | None:
-        """Why a task has no score, (in full, in short) (NOT_RUN_WHY), where the run says it was never
-        run: evaluate's not_run record, the server's refusal, a failed look or a time budget that ended
-        the variant's tasks (a fixed-n read cut: `reason`). None: no record says so."""
-        key = self.not_run.get(task) or (REFUSED if task in self.refused else None)
-        if key is None and self.stopped:
-            key = FAILED
-        if key is not None:
-            full, short = NOT_RUN_WHY.get(key, (key, key))
-            return (f"{full}: {self.refused[task]}" if key == REFUSED else full), short
-        # an ok row's reason is where the time budget cut its reads (decide_inputs: result.json `cut`; a
-        # fixed-n read, lm_eval_runner.run_within, records no task by task not_run): the tasks after it
-        return (self.reason, NOT_RUN_WHY[TIME_BUDGET][1]) if self.reason else None
-
-    def not_run_text(self, task: str) -> str | None:
-        """'not run (<why>)' for a task the variant never ran (not_run_why), else None."""
-        why = self.not_run_why(task)
-        return f"{NOT_RUN} ({why[0]})" if why else None
-
-    def budget_cut(self) -> str | None:
-        """Where a time budget ended the looks ('look 2 of 4 of classification, ...'), from the looks
-        evaluate recorded; None where none did."""
-        cut = [f"look {lk.looks} of {lk.of} of {t}" for t, lk in self.looks.items() if lk.budget]
-        late = [t for t, why in self.not_run.items() if why == TIME_BUDGET]
-        if not cut and not late:
-            return None
-        return "stopped by the time budget" + (f" at {', '.join(cut)}" if cut else "") + (
-            f"; not run: {', '.join(late)}" if late else "")
-
-    @property
-    def key(self) -> Key:
-        return (self.model, self.tier, self.kv)
-
-    @property
-    def variant(self) -> str:
-        return f"{self.tier}-{self.kv}"
-
-
-# Measured's fields that hold a typed record (checked in Measured.__post_init__)
-RECORDS = {"measured_on": MeasuredOn, "serving": Serving, "throughput": Throughput, "fidelity": fidelity_est.Read,
-           "long_context": LongContext, "arithmetic_check": ArithmeticCheck, "tokenizer_check": TokenizerCheck,
-           "repair": Repair}
+# the first hand-off lives in its own module; Key and NOT_RUN are the row's vocabulary too
+from pipeline.scoring.verdict.measured import NOT_RUN, Key, Measured
 
 
 @dataclass(frozen=True)
