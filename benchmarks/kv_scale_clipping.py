@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 
 from pipeline import io, paths, schema
-from pipeline.engines import kvcache
-from pipeline.domain import calibration
+from pipeline.engines.reference import kvcache
+from pipeline.domain.sets import calibration
 from pipeline.quant.scales import checkpoint_scales
 
 

@@ -15,10 +15,11 @@ import time
 
 from benchmarks.variants import served_variant
 from pipeline import schema
-from pipeline.engines import generate
+from pipeline.engines.reference import generate
 from pipeline.evaluation.lm_eval_runner import run_tasks
 from pipeline.engines.selection import select
-from pipeline.domain import machine, tasks
+from pipeline.domain.hardware import machine
+from pipeline.domain.sets import tasks
 
 PADDED = 10 ** 9     # pad_free so large that every micro-batch may pad: the behaviour before PAD_FREE_TOKENS
 

@@ -18,7 +18,8 @@ from benchmarks.variants import served_variant
 from pipeline import schema
 from pipeline.evaluation.lm_eval_runner import run_tasks
 from pipeline.engines.selection import select
-from pipeline.domain import looks, machine, tasks
+from pipeline.domain.hardware import machine
+from pipeline.domain.sets import looks, tasks
 
 
 def compare(whole: dict[int, dict], shared: dict[int, dict]) -> dict:

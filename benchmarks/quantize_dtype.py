@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipeline.domain import compute
+from pipeline.domain.hardware import compute
 from pipeline.quant import oneshot
 from pipeline.schema import builder
 

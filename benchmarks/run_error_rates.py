@@ -18,7 +18,7 @@ import math
 from pathlib import Path
 
 from pipeline import paths
-from pipeline.domain.metrics import split_id
+from pipeline.domain.sets.metrics import split_id
 from pipeline.scoring.simulation import replay_strata, simulate
 from pipeline.scoring.simulation.replay import rates
 

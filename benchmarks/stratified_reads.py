@@ -18,7 +18,7 @@ import argparse
 import math
 
 from pipeline import paths
-from pipeline.domain import task_rows
+from pipeline.domain.sets import task_rows
 from pipeline.scoring.estimators.noise import margin
 
 

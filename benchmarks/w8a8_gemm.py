@@ -1,4 +1,4 @@
-"""How fast is the reference backend's exact W8A8 arithmetic (pipeline/engines/w8a8_gemm.py) against
+"""How fast is the reference backend's exact W8A8 arithmetic (pipeline/engines/reference/w8a8_gemm.py) against
 the fake quantization it replaced and against this machine's dense GEMM? The Linear layers of one
 decoder layer of the default model (SmolLM2-135M: hidden 576, intermediate 1536, 9 query and 3 KV heads
 of 64), at one batch of tokens.
@@ -24,8 +24,8 @@ import argparse
 import torch
 
 from benchmarks.timing import best_of
-from pipeline.engines import w8a8_gemm as g
-from pipeline.domain import compute, machine
+from pipeline.engines.reference import w8a8_gemm as g
+from pipeline.domain.hardware import compute, machine
 
 HIDDEN, INTERMEDIATE, HEADS, KV_HEADS, HEAD_DIM = 576, 1536, 9, 3, 64
 LAYER = {  # (out, in) of each Linear of one decoder layer

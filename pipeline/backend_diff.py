@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline import io, paths, schema
-from pipeline.domain import result_json, task_rows
-from pipeline.domain.metrics import metric_id, split_id
+from pipeline.domain.result import contract
+from pipeline.domain.sets import task_rows
+from pipeline.domain.sets.metrics import metric_id, split_id
 from pipeline.scoring.estimators import analysis
 from pipeline.scoring.estimators.stats import Interval
 
@@ -32,7 +33,7 @@ class Run:
     kv_rounding: str | None = None             # how its fp8 KV cache rounded K/V; None: no fp8 cache
 
 
-def kv_rounding(res: result_json.Result) -> str | None:
+def kv_rounding(res: contract.Result) -> str | None:
     """How a result's fp8 KV cache rounded K/V: the engine's own, read by the vLLM backend
     (serving.kv_write), or the reference's simulation (to nearest, as a GPU). Pure."""
     s = res.serving
@@ -48,7 +49,7 @@ def load_run(variant_dir: Path) -> Run | None:
     result = variant_dir / paths.RESULT_FILE
     if not result.is_file():
         return None
-    res = result_json.load(result)
+    res = contract.load(result)
     return Run(res.backend or "?", res.status, res.reason, res.metrics, task_rows.read_samples(variant_dir),
                kv_rounding(res))
 
@@ -103,7 +104,7 @@ def describe(results_dir: Path) -> str:
     the folder is a path on the machine that made it."""
     backends, machines = set(), set()
     for f in sorted((results_dir / paths.EVALS).glob(f"*/*/{paths.RESULT_FILE}")):
-        res = result_json.load(f)
+        res = contract.load(f)
         if res.backend:
             backends.add(res.backend)
         if res.measured_on is not None:

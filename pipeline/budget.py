@@ -23,7 +23,8 @@ import sys
 import time
 
 from pipeline import config, paths, schema
-from pipeline.domain import looks, machine, task_rows, tasks
+from pipeline.domain.hardware import machine
+from pipeline.domain.sets import looks, task_rows, tasks
 from pipeline.engines import Unsupported
 from pipeline.engines.base import baseline_variant
 from pipeline.engines.selection import select

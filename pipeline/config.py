@@ -12,11 +12,13 @@ import sys
 from pathlib import Path
 
 from pipeline import paths, schema
-from pipeline.domain import (bos, calibration, chat, fidelity_set, hardware, kv_check, long_texts, metric_registry,
-                             probe_sets, sources, tasks)
-from pipeline.domain.probe_sets import CHAT_TOKENS
-from pipeline.domain.metrics import metric_id
-from pipeline.engines import Unsupported, endpoint
+from pipeline.domain.hardware import gpus
+from pipeline.domain.model import bos, chat, kv_check, sources
+from pipeline.domain.sets import calibration, fidelity_set, long_texts, metric_registry, probe_sets, tasks
+from pipeline.domain.sets.probe_sets import CHAT_TOKENS
+from pipeline.domain.sets.metrics import metric_id
+from pipeline.engines import Unsupported
+from pipeline.engines.endpoint import backend as endpoint
 from pipeline.quant import recipes
 from pipeline.schema import PARAMS_FILE, ConfigError, Params, Task, near
 from pipeline.schema import load as load_schema
@@ -29,7 +31,7 @@ __all__ = ["ConfigError", "Params", "check", "load", "load_or_exit"]
 
 def check(p: Params, root: Path) -> None:
     """Every check that needs something besides params.yaml itself."""
-    kinds = list(hardware.table().kinds)
+    kinds = list(gpus.table().kinds)
     for name, m in p.models.items():
         sources.check_source(f"models.{name}.source", m.source, root)
         folder = sources.local_folder(m.source, root)
@@ -106,7 +108,7 @@ def check_metrics(name: str, task: Task, root: Path) -> None:
     for metric in tasks.declared_metrics(task, root):
         if not metric_registry.declared(metric):
             raise ConfigError(f"eval.tasks.{name}.config: {task.config} declares metric {metric!r}, which "
-                              f"pipeline/domain/metric_registry.py does not{near(metric, list(metric_registry.METRICS))} "
+                              f"pipeline/domain/sets/metric_registry.py does not{near(metric, list(metric_registry.METRICS))} "
                               "(declare it there once: kind, per-row score, aggregate, interval)")
 
 

@@ -47,7 +47,7 @@ if [[ -n "$vllm" ]]; then
     "${vpip[@]}" "vllm==${VLLM_GPU_VERSION}"
   fi
   [[ "$vllm" == cpu ]] && export VLLM_TARGET_DEVICE=cpu
-  .venv-vllm/bin/python pipeline/engines/vllm_launch.py --version >/dev/null
+  .venv-vllm/bin/python pipeline/engines/vllm/launch.py --version >/dev/null
   echo "qtier: vLLM ready in .venv-vllm (serving.backend: vllm or auto)"
 fi
 echo "qtier: environment ready in .venv"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from pipeline.domain import kv_formats
+from pipeline.domain.hardware import kv_formats
 from pipeline.schema import load as load_schema
 from pipeline.scoring.planning import planner
 

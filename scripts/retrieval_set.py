@@ -1,4 +1,4 @@
-"""Write the synthetic long-context retrieval suite (pipeline/domain/retrieval.py) for one model's
+"""Write the synthetic long-context retrieval suite (pipeline/domain/sets/retrieval.py) for one model's
 tokenizer, one JSONL per length, to read it, and print the eval.tasks entries that judge each length
 as a task (paired intervals, verdicts, `min_baseline`: a length the baseline cannot do judges no variant).
 The pipeline writes the same files for every model itself (`data: retrieval:<tokens>`, stage probes):
@@ -15,7 +15,7 @@ import argparse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pipeline.domain import retrieval
+from pipeline.domain.sets import retrieval
 
 
 def write_sets(count_tokens: Callable[[str], int], lengths: Sequence[int], depths: Sequence[float], per_cell: int,

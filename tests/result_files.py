@@ -1,4 +1,4 @@
-"""Complete result.json contents for tests that fake a stage's output (pipeline/domain/result_json.py):
+"""Complete result.json contents for tests that fake a stage's output (pipeline/domain/result/contract.py):
 every field the contract requires, stamped with its version; a test names only what it is about. A test
 of code that reads the typed records builds them here (`result`, `measured`: through the real parser),
 never a dict or SimpleNamespace in their place (tests/test_typed_fixtures.py holds the suite to it)."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from pipeline.domain import result_json
+from pipeline.domain.result import contract
 from pipeline.schema import typed
 from pipeline.scoring.verdict.rows import Measured
 
@@ -28,18 +28,18 @@ def variant(status: str = "ok", model: str = "m", tier: str = "fp16", kv: str = 
         fields["serving"] = {"backend": fields.get("backend", "reference"), "device": "cpu", **fields["serving"]}
     elif fields.get("serving") == {}:
         fields["serving"] = OK_VARIANT["serving"]
-    return result_json.stamp({**data, **fields}, "variant")
+    return contract.stamp({**data, **fields}, "variant")
 
 
 def noise(status: str = "ok", model: str = "m", **fields: Any) -> dict:
     data = {"model": model, "status": status, "seconds": 1.0}
     data.update(OK_NOISE if status == "ok" else {"reason": "a test's reason"})
-    return result_json.stamp({**data, **fields}, "noise")
+    return contract.stamp({**data, **fields}, "noise")
 
 
-def result(status: str = "ok", **fields: Any) -> result_json.Result:
+def result(status: str = "ok", **fields: Any) -> contract.Result:
     """A variant's result.json (`variant`) parsed as decide reads it: every record typed by the parser."""
-    return result_json.parse(variant(status, **fields), "a test's result.json")
+    return contract.parse(variant(status, **fields), "a test's result.json")
 
 
 # Measured's own fields, beside the result it holds (decide_inputs.build_row)

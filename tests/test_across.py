@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from pipeline import io, paths
-from pipeline.domain import machine
+from pipeline.domain.hardware import machine
 from pipeline.report import across_plot, plots
 from pipeline.schema.yaml_io import safe_dump, safe_load
 from pipeline.stages import decide

@@ -25,9 +25,9 @@ import sys
 import pytest
 import torch
 
-from pipeline.engines import arch, dists, generate, kvcache, loglik
+from pipeline.engines.reference import arch, dists, generate, kvcache, loglik
 from pipeline.engines.base import Unsupported
-from pipeline.engines.reference import reference_lm_class
+from pipeline.engines.reference.backend import reference_lm_class
 from tests import tiny_model
 from tests.conftest import ROOT
 
@@ -362,7 +362,7 @@ def test_the_session_info_of_the_row_says_what_ran(tmp_path):
     """ReferenceBackend.session, as evaluate opens it: the row's `serving` names the attention, the
     log-likelihood and distribution paths and the architecture; gpt-oss is handed back with auto KV and
     unsupported with the fp8 KV cache."""
-    from pipeline.engines.reference import ReferenceBackend
+    from pipeline.engines.reference.backend import ReferenceBackend
     from pipeline.schema import Eval, Reference
 
     backend = ReferenceBackend(Reference(dtype="float32"), Eval(tasks={}))

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from pipeline.evaluation.looks_runner import Gate, run_looks
-from pipeline.domain import looks
-from pipeline.domain.result_records import MetricCheck, Settled, TaskLooks
-from pipeline.domain.task_rows import TaskResult
-from pipeline.domain.tasks import TaskSpec
+from pipeline.domain.sets import looks
+from pipeline.domain.result.records import MetricCheck, Settled, TaskLooks
+from pipeline.domain.sets.task_rows import TaskResult
+from pipeline.domain.sets.tasks import TaskSpec
 from pipeline.schema import Eval, Sequential, Tolerance
 from pipeline.scoring.verdict import arith_check
 from pipeline.scoring.verdict.judge import FAIL, INCONCLUSIVE, PASS, judge_metric

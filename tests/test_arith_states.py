@@ -1,4 +1,4 @@
-"""The second arithmetic's four states (result_json.CHECK_STATES), each taken through decide on
+"""The second arithmetic's four states (contract.CHECK_STATES), each taken through decide on
 synthetic results (tests/test_decide.py's project): skipped and impossible verdicts stand on the run's
 arithmetic with a caveat on page 1 and the pick made as usual; not needed leaves a settled verdict
 unchecked; checked settles what both arithmetics give. A status outside the four is refused on read."""
@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pipeline import io, paths
-from pipeline.domain import result_json
+from pipeline.domain.result import contract
 from pipeline.evaluation import second_arithmetic
 from pipeline.stages import decide
 from tests import result_files
@@ -36,8 +36,8 @@ def _verdict(data, tier, kv, metric="classification/acc"):
     return row["verdicts"][metric]
 
 
-@pytest.mark.parametrize("status,why", [(result_json.SKIPPED, "eval.noise_floor is false"),
-                                        (result_json.IMPOSSIBLE, "stage noise failed (a test's reason)")])
+@pytest.mark.parametrize("status,why", [(contract.SKIPPED, "eval.noise_floor is false"),
+                                        (contract.IMPOSSIBLE, "stage noise failed (a test's reason)")])
 def test_skipped_or_impossible_verdicts_rest_on_one_arithmetic_and_the_pick_is_made(project, status, why):
     _set_check({v: {"status": status, "why": why} for v in VARIANTS})
     data, md = _decide()
@@ -49,8 +49,8 @@ def test_skipped_or_impossible_verdicts_rest_on_one_arithmetic_and_the_pick_is_m
 
 
 def test_not_needed_leaves_a_settled_verdict_unchecked_and_the_sequence_stops_there(project):
-    _set_check({("int8", "auto"): {"status": result_json.NOT_NEEDED, "why": "the variant cannot pass"},
-                ("fp16", "fp8"): {"status": result_json.SKIPPED, "why": "eval.noise_floor is false"}})
+    _set_check({("int8", "auto"): {"status": contract.NOT_NEEDED, "why": "the variant cannot pass"},
+                ("fp16", "fp8"): {"status": contract.SKIPPED, "why": "eval.noise_floor is false"}})
     data, md = _decide()
     v = _verdict(data, "int8", "auto")
     assert v["verdict"] == "inconclusive" and v["unchecked"] == "pass"
@@ -60,7 +60,7 @@ def test_not_needed_leaves_a_settled_verdict_unchecked_and_the_sequence_stops_th
 
 def test_checked_settles_what_both_arithmetics_give(project):
     both = {"classification/acc": {"first": "pass", "second": "pass", "status": "stable"}}
-    _set_check({("int8", "auto"): {"status": result_json.CHECKED, "arithmetic": "bf16-operands: test",
+    _set_check({("int8", "auto"): {"status": contract.CHECKED, "arithmetic": "bf16-operands: test",
                                    "metrics": both}})
     data, md = _decide()
     v = _verdict(data, "int8", "auto")
@@ -71,12 +71,12 @@ def test_checked_settles_what_both_arithmetics_give(project):
 def test_a_status_outside_the_four_is_refused_naming_the_field():
     res = result_files.variant(tier="int8", arithmetic_check={"status": "checked"})
     res["arithmetic_check"]["status"] = "ok"              # the old word, or a typo
-    with pytest.raises(result_json.ResultError, match="arithmetic_check.status 'ok' is not one of"):
-        result_json.parse(res, "results/m/int8-auto/result.json")
+    with pytest.raises(contract.ResultError, match="arithmetic_check.status 'ok' is not one of"):
+        contract.parse(res, "results/m/int8-auto/result.json")
 
 
-@pytest.mark.parametrize("noise,state", [("off", result_json.SKIPPED), ("failed", result_json.IMPOSSIBLE),
-                                         ("unsupported", result_json.IMPOSSIBLE)])
+@pytest.mark.parametrize("noise,state", [("off", contract.SKIPPED), ("failed", contract.IMPOSSIBLE),
+                                         ("unsupported", contract.IMPOSSIBLE)])
 def test_evaluate_reads_the_state_from_stage_noise(tmp_path, monkeypatch, noise, state):
     monkeypatch.chdir(tmp_path)
     io.atomic_write_json(paths.noise_dir("m") / paths.RESULT_FILE, result_files.noise(noise))
@@ -84,5 +84,5 @@ def test_evaluate_reads_the_state_from_stage_noise(tmp_path, monkeypatch, noise,
     assert isinstance(got, second_arithmetic.NoCheck) and got.status == state
     result = {}
     assert second_arithmetic.second(None, None, [], got, None, result) is None
-    assert result["arithmetic_check"]["status"] == state and result_json.problems(
+    assert result["arithmetic_check"]["status"] == state and contract.problems(
         result_files.variant(tier="int8", arithmetic_check=result["arithmetic_check"])) == []

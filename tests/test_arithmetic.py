@@ -1,11 +1,11 @@
-"""The noise stage's second arithmetic on the reference backend (pipeline/engines/arithmetic.py): every
+"""The noise stage's second arithmetic on the reference backend (pipeline/engines/reference/arithmetic.py): every
 Linear computes on bfloat16-rounded operands with float32 accumulation (model tier: tiny model)."""
 import pytest
 import torch
 
-from pipeline.engines import arithmetic
+from pipeline.engines.reference import arithmetic
 from pipeline.engines.base import Variant
-from pipeline.engines.reference import ReferenceBackend
+from pipeline.engines.reference.backend import ReferenceBackend
 from pipeline.schema import Eval, KvMode, Model, Reference, Tier
 from tests import tiny_model
 

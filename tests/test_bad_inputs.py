@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pipeline import paths
-from pipeline.domain import machine
+from pipeline.domain.hardware import machine
 from pipeline.report import plots
 from pipeline.schema.yaml_io import safe_dump, safe_load
 from pipeline.stages import check, decide, kvscales
@@ -134,7 +134,7 @@ CASES = {
         lambda p, root: (root / "eval_sets/tasks/summarization.yaml").write_text(
             (root / "eval_sets/tasks/summarization.yaml").read_text().replace("metric: rougeL\n", "metric: rougeLsum\n")),
         "eval.tasks.summarization.config: eval_sets/tasks/summarization.yaml declares metric 'rougeLsum', which "
-        "pipeline/domain/metric_registry.py does not (did you mean 'rougeL'?)"),
+        "pipeline/domain/sets/metric_registry.py does not (did you mean 'rougeL'?)"),
     "the retired bootstrap key": (set_in("decision.bootstrap", {"resamples": 1000, "seed": 12345, "confidence": 0.95}),
                                   "decision.bootstrap: renamed: its confidence is decision.confidence"),
     "unknown task kind": (set_in("eval.tasks.summarization.kind", "summarize"),

@@ -1,4 +1,4 @@
-"""models.<name>.add_bos_token (pipeline/domain/bos.py): resolved against the tokenizer, refused at check
+"""models.<name>.add_bos_token (pipeline/domain/model/bos.py): resolved against the tokenizer, refused at check
 when impossible, recorded, and applied by id. Fast: a fake tokenizer and JSON files, nothing loaded."""
 import json
 from types import SimpleNamespace
@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from pipeline import io, paths, schema
-from pipeline.domain import bos
+from pipeline.domain.model import bos
 
 
 class Tok:

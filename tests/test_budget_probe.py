@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 from pipeline import budget
-from pipeline.domain.tasks import TaskSpec
+from pipeline.domain.sets.tasks import TaskSpec
 from pipeline.schema import load as load_schema
 
 pytestmark = pytest.mark.model

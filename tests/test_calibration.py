@@ -1,4 +1,4 @@
-"""pipeline/domain/calibration.py: a repair's selection texts are the calibration file's last rows,
+"""pipeline/domain/sets/calibration.py: a repair's selection texts are the calibration file's last rows,
 apart from the rows a quantizer calibrates on, and share no passage with any task document (the
 selection is made on other texts than the verdicts that confirm it)."""
 import json
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.domain import calibration
+from pipeline.domain.sets import calibration
 from pipeline.io import DataError
 from pipeline.schema import Calibration, Repair
 

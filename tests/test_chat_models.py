@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from pipeline import paths
-from pipeline.domain import chat
+from pipeline.domain.model import chat
 from pipeline.stages import baseline, check, evaluate, prepare, quantize
 from tests import tiny_model
 from tests.conftest import short_tasks

@@ -1,4 +1,4 @@
-"""models.<name>.apply_chat_template: resolved against the tokenizer's files (pipeline/domain/chat.py),
+"""models.<name>.apply_chat_template: resolved against the tokenizer's files (pipeline/domain/model/chat.py),
 recorded by prepare, read back by every variant; the old global eval.apply_chat_template is refused
 with where it went. Fast: JSON and template files in tmp_path, no tokenizer or model loaded."""
 import copy
@@ -7,7 +7,8 @@ import json
 import pytest
 
 from pipeline import io, paths, schema
-from pipeline.domain import chat, serving_record
+from pipeline.domain.model import chat
+from pipeline.domain.result import serving_record
 
 TEMPLATE = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
 

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from pipeline.domain import machine
+from pipeline.domain.hardware import machine
 from pipeline.quant import compat
 
 pytestmark = pytest.mark.model

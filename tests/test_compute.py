@@ -1,9 +1,9 @@
-"""Where and in which dtype each engine computes (pipeline/domain/compute.py), with the accelerator
+"""Where and in which dtype each engine computes (pipeline/domain/hardware/compute.py), with the accelerator
 mocked: no GPU runs here, both branches are checked. The reference backend's own pick is in
 tests/test_reference.py (it imports torch)."""
 import pytest
 
-from pipeline.domain import compute, machine
+from pipeline.domain.hardware import compute, machine
 from pipeline.schema import Model
 from pipeline.quant import oneshot as quantize
 

@@ -7,8 +7,9 @@ import sys
 import pytest
 
 from pipeline import io, paths
-from pipeline.domain import machine, result_records
-from pipeline.domain.result_facts import Serving
+from pipeline.domain.hardware import machine
+from pipeline.domain.result import records
+from pipeline.domain.result.facts import Serving
 from pipeline.report import plots
 from pipeline.schema.yaml_io import safe_dump, safe_load
 from pipeline.stages import decide, decide_inputs
@@ -262,7 +263,7 @@ def test_decide_and_the_report_import_no_torch_and_no_backend(root):
 
 def kv_check(hf, cache_dtype, serving, block_size):
     """decide_inputs.engine_kv_check on the serving record as vLLM's backend writes it."""
-    found = result_records.parse(Serving, {"backend": "vllm", "device": "cpu", **serving}, "serving")
+    found = records.parse(Serving, {"backend": "vllm", "device": "cpu", **serving}, "serving")
     return decide_inputs.engine_kv_check(hf, cache_dtype, found, block_size)
 
 
@@ -386,7 +387,7 @@ def test_the_engine_noise_floor_is_shown_and_a_verdict_the_second_arithmetic_doe
 def test_the_noise_floor_states_the_second_arithmetic_s_kl_against_the_baseline():
     from pipeline.report.noise import kl_line
     from pipeline.scoring.estimators.fidelity import Read, Summary
-    from pipeline.domain.result_facts import Fidelity
+    from pipeline.domain.result.facts import Fidelity
     (line,) = kl_line(Read(Fidelity("ok"), Summary(0.0021, (0.0019, 0.0023), 0.012, (0.01, 0.014), 97.4, (96.9, 97.9),
                                                   n_texts=12, n_tokens=2002)))
     assert line.startswith("Fidelity under the second arithmetic against the baseline as run (12 texts, 2,002 tokens): "

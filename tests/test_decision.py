@@ -1,6 +1,6 @@
 import pytest
 
-from pipeline.domain.result_records import ArithmeticCheck
+from pipeline.domain.result.records import ArithmeticCheck
 from pipeline.schema import Baseline, Decision, FieldError, Gate, Task, Tolerance, gate
 from pipeline.scoring.verdict import judge
 from pipeline.scoring.pick import recommend

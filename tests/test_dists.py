@@ -1,10 +1,10 @@
-"""Teacher-forced next-token distributions of the reference backend (pipeline/engines/dists.py)
+"""Teacher-forced next-token distributions of the reference backend (pipeline/engines/reference/dists.py)
 against the model's own full logits, on a tiny random model built in seconds."""
 import numpy as np
 import pytest
 import torch
 
-from pipeline.engines import dists
+from pipeline.engines.reference import dists
 from pipeline.scoring.estimators import fidelity
 from tests import tiny_model
 from tests.conftest import ROOT

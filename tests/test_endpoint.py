@@ -1,4 +1,4 @@
-"""An existing server as a tier (pipeline/engines/endpoint.py): the schema, the key read from the
+"""An existing server as a tier (pipeline/engines/endpoint/backend.py): the schema, the key read from the
 environment, the session against fake servers in this process (with and without prompt log-probs),
 the refused log-likelihood tasks, and the endpoint judged against the run's baseline. No model: the
 real server is tests/test_endpoint_e2e.py."""
@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import pytest
 
 from pipeline import paths
-from pipeline.engines import endpoint
+from pipeline.engines.endpoint import backend as endpoint
 from pipeline.engines.base import Unsupported
-from pipeline.domain.tasks import TaskSpec, is_loglik
+from pipeline.domain.sets.tasks import TaskSpec, is_loglik
 from pipeline.report import commands
 from pipeline.schema import Baseline, Decision, FieldError, Tier
 from pipeline.scoring.verdict import judge

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.engines.server import Server, free_port
-from pipeline.engines.vllm_argv import LAUNCHER, server_env
+from pipeline.engines.vllm.server import Server, free_port
+from pipeline.engines.vllm.argv import LAUNCHER, server_env
 from tests import tiny_model
 from tests.test_pipeline_e2e import init_project, run, small_params
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from pipeline import paths
-from pipeline.domain import tasks
+from pipeline.domain.sets import tasks
 from pipeline.schema.yaml_io import safe_dump, safe_load
 from pipeline.stages import evalsets
 from tests.test_bad_inputs import SMOL

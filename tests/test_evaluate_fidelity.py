@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pipeline.engines.base import TokenDists
-from pipeline.domain.fidelity_set import Baseline
+from pipeline.domain.sets.fidelity_set import Baseline
 from pipeline.evaluation.fidelity_compare import measure_fidelity
 
 pytestmark = pytest.mark.model

@@ -61,7 +61,7 @@ def test_vllm_on_a_cpu_is_read_by_its_prompt_log_probs_and_on_a_gpu_says_why_not
     import numpy as np
 
     from pipeline.evaluation import longctx
-    from pipeline.domain import fidelity_set
+    from pipeline.domain.sets import fidelity_set
 
     params = config.load()
     seqs = [[1, 2, 3, 4, 5], [6, 7, 8, 9, 10]]

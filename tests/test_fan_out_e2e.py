@@ -83,7 +83,7 @@ def test_two_workers_and_an_aggregator_make_the_sequential_decision(origin):
     assert len(one) == len(two)
     assert [x for x, y in zip(one, two) if x != y and not (x.startswith("Generated ") and y.startswith("Generated "))] == []
     # decision.json alike but for what was timed (a worker timed its own stages; `w8a8_gemm` is which of two
-    # bit-identical int8 GEMMs a session's own timing picked, pipeline/engines/w8a8_gemm.fastest_impl)
+    # bit-identical int8 GEMMs a session's own timing picked, pipeline/engines/reference/w8a8_gemm.fastest_impl)
     j1, j2 = (json.loads((p / "results/decision.json").read_text()) for p in (up, agg))
     timed = {"generated", "gen_tokens_per_s", "seconds", "phases", "w8a8_gemm", "w8a8_gemm_ms", "throughput"}
     print("decision.json, sequential vs aggregated, differing leaves:", differing(j1, j2))

@@ -1,10 +1,10 @@
-"""The fidelity texts and the stored baseline distributions (pipeline/domain/fidelity_set.py)."""
+"""The fidelity texts and the stored baseline distributions (pipeline/domain/sets/fidelity_set.py)."""
 import json
 
 import numpy as np
 import pytest
 
-from pipeline.domain import fidelity_set
+from pipeline.domain.sets import fidelity_set
 from pipeline.io import DataError
 from pipeline.schema import Fidelity
 

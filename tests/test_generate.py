@@ -3,8 +3,8 @@ rows that are done leave the batch: stop strings, eos, max_gen_toks, left paddin
 import pytest
 import torch
 
-from pipeline.engines import generate
-from pipeline.engines.reference import reference_lm_class
+from pipeline.engines.reference import generate
+from pipeline.engines.reference.backend import reference_lm_class
 from tests import tiny_model
 from tests.conftest import ROOT
 
@@ -38,7 +38,7 @@ def lms(tiny):
 def test_fp8_kv_rounded_in_place_gives_the_same_continuations(tiny, monkeypatch):
     """The fp8 KV attention rounds a reserved cache once per position (kvcache.rounded) where
     generate()'s cache is re-rounded whole at every step: the same text either way."""
-    from pipeline.engines import kvcache
+    from pipeline.engines.reference import kvcache
 
     hf, ours = pair(tiny, kvcache.register())
     kvcache.set_scales(hf.model, 0.5, 2.0)
@@ -51,7 +51,7 @@ def test_fp8_kv_rounded_in_place_gives_the_same_continuations(tiny, monkeypatch)
 
 
 def test_rounded_in_place_only_past_what_it_rounded():
-    from pipeline.engines import kvcache
+    from pipeline.engines.reference import kvcache
 
     buf = torch.full((1, 1, 8, 2), 1.03)
     kvcache.reserve(buf)

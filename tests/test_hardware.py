@@ -1,4 +1,4 @@
-from pipeline.domain import hardware
+from pipeline.domain.hardware import gpus
 from pipeline.schema import Baseline, Decision, TargetGpu, Tolerance
 from pipeline.scoring.verdict import judge
 from pipeline.scoring.pick import recommend
@@ -13,7 +13,7 @@ H100 = ("H100-80G", TargetGpu(80, 3350, 9.0))
 
 
 def test_table_cites_vllm_docs_and_has_every_kind():
-    found = hardware.table()
+    found = gpus.table()
     version, kinds = found.vllm_docs_version, found.kinds
     assert version
     assert {"fp16", "bf16", "int8-w8a8", "int4-w4a16", "fp8-w8a8", "bitsandbytes"} <= set(kinds)
@@ -21,12 +21,12 @@ def test_table_cites_vllm_docs_and_has_every_kind():
 
 
 def test_lookup():
-    assert hardware.supports("fp8-w8a8", 8.9) and hardware.supports("fp8-w8a8", 9.0)
-    assert not hardware.supports("fp8-w8a8", 8.0)
-    assert hardware.supports("int4-w4a16", 8.0) and not hardware.supports("int4-w4a16", 7.5)
-    assert hardware.supports("int8-w8a8", 7.5)
-    assert hardware.kind("bitsandbytes").vllm_quantization_flag == "bitsandbytes"
-    assert hardware.describe("fp8-w8a8", GPUS) == "H100-80G, L4-24G (SM >= 8.9)"
+    assert gpus.supports("fp8-w8a8", 8.9) and gpus.supports("fp8-w8a8", 9.0)
+    assert not gpus.supports("fp8-w8a8", 8.0)
+    assert gpus.supports("int4-w4a16", 8.0) and not gpus.supports("int4-w4a16", 7.5)
+    assert gpus.supports("int8-w8a8", 7.5)
+    assert gpus.kind("bitsandbytes").vllm_quantization_flag == "bitsandbytes"
+    assert gpus.describe("fp8-w8a8", GPUS) == "H100-80G, L4-24G (SM >= 8.9)"
 
 
 def gpu_rows() -> list[Row]:

@@ -1,6 +1,7 @@
-"""The module graph is one-way: schema -> io/paths -> domain -> scoring (planning -> estimators ->
-verdict -> pick -> simulation) / quant / engines -> evaluation -> config -> report -> stages; and an
-engine reads no verdict (engines never import scoring).
+"""The module graph is one-way: schema -> io/paths -> domain (hardware, sets -> result -> model) ->
+scoring (planning -> estimators -> verdict -> pick -> simulation) / quant / engines (base -> reference,
+vllm -> endpoint -> selection) -> evaluation -> config -> report -> stages; an engine reads no verdict
+(engines never import scoring), and the reference engine and vLLM import nothing of each other.
 
 Fast: reads the source with ast, imports nothing of the pipeline.
 """
@@ -16,14 +17,23 @@ PKG = ROOT / "pipeline"
 LAYERS = [
     ("pipeline.schema",),
     ("pipeline.errors", "pipeline.paths", "pipeline.io", "pipeline.runlog"),
-    ("pipeline.domain",),
+    # domain's rooms: hardware and sets need no other room; result reads the machine; model reads the
+    # records and the KV formats
+    ("pipeline.domain", "pipeline.domain.hardware", "pipeline.domain.sets"),
+    ("pipeline.domain.result",),
+    ("pipeline.domain.model",),
     # scoring's rooms, lowest first: planning (power, time, memory) needs no other room; estimators; the
     # sequential design and verdict; the pick; simulation replays all of them
     ("pipeline.scoring", "pipeline.scoring.planning"),
     ("pipeline.scoring.estimators",),
     ("pipeline.scoring.verdict",),
     ("pipeline.scoring.pick",),
-    ("pipeline.scoring.simulation", "pipeline.quant", "pipeline.engines"),
+    ("pipeline.scoring.simulation", "pipeline.quant", "pipeline.engines.base"),
+    # the engines' rooms: reference and vllm, apart (below); the endpoint, evaluated through vllm's client;
+    # selection picks one of them
+    ("pipeline.engines.reference", "pipeline.engines.vllm"),
+    ("pipeline.engines.endpoint",),
+    ("pipeline.engines",),
     ("pipeline.evaluation",),
     ("pipeline.config",),
     ("pipeline.report",),
@@ -144,8 +154,11 @@ def test_schema_imports_nothing_from_the_pipeline():
     assert not outside, "\n".join(outside)
 
 
-# pairs in one layer that may not import each other: an engine serves tokens and reads no verdict
-APART = [("pipeline.engines", "pipeline.scoring")]
+# pairs in one layer that may not import each other: an engine serves tokens and reads no verdict; the
+# reference engine and vLLM share only base (vLLM's fp8 KV write runs the reference's rounding check in
+# vLLM's own process, by name, engines/vllm/kv_write.py)
+APART = [("pipeline.engines", "pipeline.scoring"),
+         ("pipeline.engines.reference", "pipeline.engines.vllm"), ("pipeline.engines.vllm", "pipeline.engines.reference")]
 
 
 def apart_violations(g: dict[str, set[str]]) -> list[str]:
@@ -160,6 +173,15 @@ def test_the_engines_read_no_verdict():
 def test_the_apart_rule_sees_an_engine_importing_scoring():
     fake = {"pipeline.engines.x": {"pipeline.scoring.estimators.stats"}, "pipeline.evaluation.y": {"pipeline.scoring.estimators.stats"}}
     assert apart_violations(fake) == ["pipeline.engines.x imports pipeline.scoring.estimators.stats"]
+
+
+def test_every_module_of_engines_and_domain_has_a_room():
+    """engines/ and domain/ keep at their top only what every room shares; each other module has a room."""
+    assert sorted(p.name for p in (PKG / "engines").glob("*.py")) == ["__init__.py", "base.py", "selection.py"]
+    assert sorted(p.name for p in (PKG / "domain").glob("*.py")) == ["__init__.py"]
+    for room in ("engines/reference", "engines/vllm", "engines/endpoint",
+                 "domain/hardware", "domain/sets", "domain/result", "domain/model"):
+        assert (PKG / room / "__init__.py").exists(), room
 
 
 def test_scoring_module_names_are_unique_across_its_rooms():

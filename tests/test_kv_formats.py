@@ -1,12 +1,12 @@
-"""KV formats: the table's bytes (pipeline/domain/kv_formats.py) and the reference engine's round trips
-(pipeline/engines/kv_formats.py) on small cases computed by hand. vLLM's own kernels: test_kv_formats_vllm.py."""
+"""KV formats: the table's bytes (pipeline/domain/hardware/kv_formats.py) and the reference engine's round trips
+(pipeline/engines/reference/kv_formats.py) on small cases computed by hand. vLLM's own kernels: test_kv_formats_vllm.py."""
 import pytest
 import torch
 
-from pipeline.domain import kv_formats as table
-from pipeline.domain import vllm_installed
-from pipeline.engines import kv_formats as F
-from pipeline.engines import kvcache
+from pipeline.domain.hardware import kv_formats as table
+from pipeline.domain.hardware import vllm_installed
+from pipeline.engines.reference import kv_formats as F
+from pipeline.engines.reference import kvcache
 
 pytestmark = pytest.mark.model
 SMOL = {"hidden_size": 576, "num_attention_heads": 9, "head_dim": 64, "num_hidden_layers": 30, "num_key_value_heads": 3}

@@ -1,4 +1,4 @@
-"""The reference engine's KV formats (pipeline/engines/kv_formats.py) against vLLM's own writers and readers,
+"""The reference engine's KV formats (pipeline/engines/reference/kv_formats.py) against vLLM's own writers and readers,
 run on this CPU under .venv-vllm by tests/vllm_kv_reference.py (triton kernels in triton's interpreter).
 
 Exact where vLLM's arithmetic runs as on a GPU: int8 and int4 per-token-head, NVFP4 (its CPU reference),
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from pipeline.domain import kv_formats as table
-from pipeline.engines import kv_formats as F
+from pipeline.domain.hardware import kv_formats as table
+from pipeline.engines.reference import kv_formats as F
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,11 +1,12 @@
-"""Reading how an engine stores fp8 K/V (pipeline/engines/kv_write.py, kvcache.classify_write); the
+"""Reading how an engine stores fp8 K/V (pipeline/engines/vllm/kv_write.py, kvcache.classify_write); the
 real engine is read in tests/test_vllm_integration.py."""
 import sys
 
 import pytest
 import torch
 
-from pipeline.engines import kv_write, kvcache
+from pipeline.engines.reference import kvcache
+from pipeline.engines.vllm import kv_write
 
 pytestmark = pytest.mark.model
 

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from pipeline.engines import kvcache
+from pipeline.engines.reference import kvcache
 
 pytestmark = pytest.mark.model
 

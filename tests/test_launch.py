@@ -1,4 +1,4 @@
-from pipeline.domain import serve_line as launch
+from pipeline.domain.hardware import serve_line as launch
 
 
 def test_vllm_serve_args_for_fp8_kv():

@@ -8,7 +8,7 @@ import pytest
 from lm_eval.api.model import LM
 
 from pipeline.evaluation import lm_eval_runner
-from pipeline.domain import tasks
+from pipeline.domain.sets import tasks
 from pipeline.schema import Eval, Languages, Task
 
 

@@ -6,7 +6,7 @@ import random
 import pytest
 import torch
 
-from pipeline.engines import loglik
+from pipeline.engines.reference import loglik
 from tests import tiny_model
 from tests.conftest import ROOT
 

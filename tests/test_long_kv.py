@@ -6,7 +6,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from pipeline.domain.result_facts import LongContext, PerText
+from pipeline.domain.result.facts import LongContext, PerText
 from pipeline.scoring.verdict import long_kv
 from pipeline.scoring.verdict.long_kv import FAIL, INCONCLUSIVE, PASS
 from pipeline.scoring.verdict.rows import Measured

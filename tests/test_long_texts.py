@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from pipeline.domain import long_texts
+from pipeline.domain.sets import long_texts
 from pipeline.io import DataError
 
 

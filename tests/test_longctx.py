@@ -10,7 +10,7 @@ import torch
 
 from pipeline.evaluation import longctx
 from pipeline.engines.base import Variant
-from pipeline.engines.reference import ReferenceBackend
+from pipeline.engines.reference.backend import ReferenceBackend
 from pipeline.schema import Eval, KvMode, Model, Reference, Tier
 from tests import tiny_model
 from tests.conftest import ROOT
@@ -121,7 +121,7 @@ def pair(ckpt):
     (tied) embedding scaled 3x, and a copy with noise added to every weight and the fp8 cache."""
     from transformers import AutoModelForCausalLM
 
-    from pipeline.engines import kvcache
+    from pipeline.engines.reference import kvcache
 
     out, g = [], torch.Generator().manual_seed(9)
     for fp8 in (False, True):
@@ -164,7 +164,7 @@ def test_texts_beyond_the_context_or_too_short_are_refused(sessions):
 
 
 def test_the_stored_baseline_round_trips_and_a_variant_is_measured_per_bucket(pair, tmp_path):
-    from pipeline.domain import fidelity_set
+    from pipeline.domain.sets import fidelity_set
 
     base_model, model = pair
     vocab = base_model.config.vocab_size

@@ -6,8 +6,9 @@ to read: evaluate's own (evaluation/stratified.py). No model.
 """
 import pytest
 
-from pipeline.domain import looks, result_json
-from pipeline.domain.tasks import TaskSpec
+from pipeline.domain.result import contract
+from pipeline.domain.sets import looks
+from pipeline.domain.sets.tasks import TaskSpec
 from pipeline.evaluation import stratified
 from pipeline.schema import ConfigError, parse
 from pipeline.stages import look_budget
@@ -31,7 +32,7 @@ def params(noise_floor=True, strata=None, registry=False, **budget_keys):
 
 
 def baseline_result(computed=1280, seconds=640.0):
-    return result_json.parse(result_files.variant(
+    return contract.parse(result_files.variant(
         tier="b", metrics={"classification/acc": 80.0, "retrieval/score": 50.0}, num_samples={"classification": 1280},
         phases={"load": 40.0}, sample_cache={"tasks": {"classification": {"computed": computed, "seconds": seconds}}}),
         "baseline")
@@ -70,7 +71,7 @@ def test_the_stage_reads_the_baselines_seconds_per_sample_and_the_noise_floors()
     found = look_budget.fit(p, "m", baseline_result(), {}, None)
     assert found.variants == 1 and found.need_s == pytest.approx(2 * (40 + 320 * 0.5))
     assert found.max_wall_s == 400 and found.gpu_max_wall_s == 1200
-    noise = result_json.parse(result_files.noise(sample_cache={"tasks": {"classification": {"computed": 100,
+    noise = contract.parse(result_files.noise(sample_cache={"tasks": {"classification": {"computed": 100,
                                                                                              "seconds": 25.0}}}), "noise")
     assert look_budget.fit(p, "m", baseline_result(), {}, noise).need_s == pytest.approx(2 * (40 + 320 * 0.75))
 

@@ -1,4 +1,4 @@
-"""Sequential evaluation (eval.sequential): the seeded look order (pipeline/domain/looks.py) and the look
+"""Sequential evaluation (eval.sequential): the seeded look order (pipeline/domain/sets/looks.py) and the look
 runner (pipeline/evaluation/looks_runner.py) on fake lm-eval runs: where a variant stops, what it keeps,
 and the whole procedure's error rates simulated through the runner itself."""
 import random
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from pipeline.evaluation.looks_runner import Gate, Looked, gates_from, run_looks, settle
-from pipeline.domain.tasks import report_only
-from pipeline.domain import looks, metrics, task_rows
-from pipeline.domain.task_rows import TaskResult
-from pipeline.domain.tasks import TaskSpec
+from pipeline.domain.sets.tasks import report_only
+from pipeline.domain.sets import looks, metrics, task_rows
+from pipeline.domain.sets.task_rows import TaskResult
+from pipeline.domain.sets.tasks import TaskSpec
 from pipeline.schema import Eval, Gate as ParamGate, Sequential, Tolerance
 from pipeline.scoring.verdict.sequential import Design
 from pipeline.scoring.estimators.stats import Interval

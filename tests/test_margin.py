@@ -71,9 +71,9 @@ def _evaluate():
     import json
 
     from pipeline import io, paths
-    from pipeline.domain import looks
-    from pipeline.domain.task_rows import TaskResult
-    from pipeline.domain.tasks import TaskSpec
+    from pipeline.domain.sets import looks
+    from pipeline.domain.sets.task_rows import TaskResult
+    from pipeline.domain.sets.tasks import TaskSpec
     from pipeline.schema import Eval, Sequential
     from tests import result_files
     from tests.test_decide import samples

@@ -1,6 +1,6 @@
 import pytest
 
-from pipeline.domain import memory
+from pipeline.domain.hardware import memory
 
 LLAMA3_8B = {"num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
              "hidden_size": 4096}

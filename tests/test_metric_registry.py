@@ -1,4 +1,4 @@
-"""pipeline/domain/metric_registry.py: a metric declared once is all a new metric needs (issue 61).
+"""pipeline/domain/sets/metric_registry.py: a metric declared once is all a new metric needs (issue 61).
 
 A graded metric registered at run time (monkeypatch: the one edit) for a fake generate task is scored
 per row, aggregated, given its interval, labelled and judged by every reader decide runs (intervals,
@@ -12,9 +12,9 @@ import json
 import pytest
 
 from pipeline import io, paths
-from pipeline.domain import metric_registry, task_rows
-from pipeline.domain.metric_registry import BINARY, CORPUS, GRADED, Metric
-from pipeline.domain.tasks import TaskSpec
+from pipeline.domain.sets import metric_registry, task_rows
+from pipeline.domain.sets.metric_registry import BINARY, CORPUS, GRADED, Metric
+from pipeline.domain.sets.tasks import TaskSpec
 from pipeline.report import cells
 from pipeline.schema.yaml_io import safe_dump, safe_load
 from pipeline.scoring.estimators import analysis

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from pipeline.domain import metrics
+from pipeline.domain.sets import metrics
 
 
 def test_bleu_chrf_identical_is_100():

@@ -3,7 +3,7 @@ against the baseline as run, sample by sample; and stage noise's tasks. (Verdict
 same arithmetic: tests/test_arith_check.py.)"""
 import pytest
 
-from pipeline.domain import result_json
+from pipeline.domain.result import contract
 from pipeline.schema import Tolerance
 from pipeline.scoring.estimators import noise, stats
 from tests import result_files
@@ -21,7 +21,7 @@ def choice_rows(preds, logliks):
 
 
 def parse(data):
-    return result_json.parse(data, "results/noise/m/result.json")
+    return contract.parse(data, "results/noise/m/result.json")
 
 
 def test_the_floor_is_the_second_run_against_the_baseline_sample_by_sample():
@@ -47,7 +47,7 @@ def test_the_noise_stage_measures_the_gated_tasks_and_a_task_once_a_tolerance_ga
     import dataclasses
 
     from pipeline import config, paths
-    from pipeline.domain import probe_sets, retrieval
+    from pipeline.domain.sets import probe_sets, retrieval
     from pipeline.schema import Tolerance
     from pipeline.stages.noise import measured_tasks
 

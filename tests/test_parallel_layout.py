@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pipeline.engines import vllm_argv
+from pipeline.engines.vllm import argv as vllm_argv
 from pipeline.schema import FieldError, KvMode, Memory, TargetGpu
 from pipeline.schema.serving import Vllm
 from pipeline.scoring.planning import planner

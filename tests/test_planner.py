@@ -1,6 +1,6 @@
 import pytest
 
-from pipeline.domain import memory
+from pipeline.domain.hardware import memory
 from pipeline.schema import Memory, TargetGpu
 from pipeline.scoring.planning import planner
 

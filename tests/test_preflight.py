@@ -1,9 +1,9 @@
-"""The server contract (pipeline/engines/preflight.py) against fake OpenAI-compatible servers in this
+"""The server contract (pipeline/engines/vllm/preflight.py) against fake OpenAI-compatible servers in this
 process: one that serves prompt log-probs, one like llama.cpp's that does not, one that counts tokens
 with another tokenizer and loops."""
 import pytest
 
-from pipeline.engines import preflight
+from pipeline.engines.vllm import preflight
 from tests.fake_openai import Servers
 
 

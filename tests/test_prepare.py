@@ -5,9 +5,9 @@ from types import SimpleNamespace
 import pytest
 
 from pipeline import paths
-from pipeline.domain import bos, chat
+from pipeline.domain.model import bos, chat
 from pipeline.schema.yaml_io import safe_dump, safe_load
-from pipeline.domain import tokenizer_check
+from pipeline.domain.model import tokenizer_check
 from pipeline.stages import prepare
 
 
@@ -37,7 +37,7 @@ def test_fix_special_tokens_list_eos():
     assert tok.eos_token == "<|im_end|>"
 
 
-# The stage's record of the chat template (pipeline/domain/chat.py), with the conversion replaced by
+# The stage's record of the chat template (pipeline/domain/model/chat.py), with the conversion replaced by
 # one writing only tokenizer files: no model is loaded.
 
 class BosTokenizer:

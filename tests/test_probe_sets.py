@@ -1,9 +1,9 @@
-"""Probe sets written per model (pipeline/domain/probe_sets.py): the spec, its size, and whether it fits
+"""Probe sets written per model (pipeline/domain/sets/probe_sets.py): the spec, its size, and whether it fits
 a model; the prompts measure their stated length in each model's own token count (unit: counters stand
 in for tokenizers)."""
 import pytest
 
-from pipeline.domain import probe_sets
+from pipeline.domain.sets import probe_sets
 from pipeline.schema import ConfigError
 
 KEY = "eval.tasks.r.data"

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from pipeline.domain import probe_sets
+from pipeline.domain.sets import probe_sets
 from pipeline.io import read_jsonl
 from pipeline.stages import probes
 

@@ -1,11 +1,11 @@
 """A prompt is the same tokens on every backend: the reference backend's HFLM and the vLLM/endpoint
 backends' local-completions tokenize log-likelihood pairs and generation prompts alike, BOS first iff
-models.<name>.add_bos_token resolved true (pipeline/domain/bos.py). Tiny model, no server."""
+models.<name>.add_bos_token resolved true (pipeline/domain/model/bos.py). Tiny model, no server."""
 import pytest
 import torch
 
-from pipeline.engines import vllm_backend
-from pipeline.engines.reference import reference_lm_class
+from pipeline.engines.vllm import backend as vllm_backend
+from pipeline.engines.reference.backend import reference_lm_class
 from pipeline.schema import Eval, Vllm
 from tests import tiny_model
 from tests.conftest import ROOT

@@ -1,4 +1,4 @@
-"""The throughput probe's prompts (pipeline/domain/prompts.py): what the generation-speed measurement
+"""The throughput probe's prompts (pipeline/domain/sets/prompts.py): what the generation-speed measurement
 feeds the model. Model tier: lm-eval's template engine imports torch. (The roofline, the wall limit
 and the wall budget are in tests/test_slo.py.)"""
 import json
@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pipeline.domain import tasks
-from pipeline.domain.prompts import throughput_prompts
+from pipeline.domain.sets import tasks
+from pipeline.domain.sets.prompts import throughput_prompts
 from pipeline.schema import Languages, Task
 
 pytestmark = pytest.mark.model

@@ -1,8 +1,9 @@
-"""result.json's "measured_on" (pipeline/domain/provenance.py) from fake machines: no model, no torch."""
+"""result.json's "measured_on" (pipeline/domain/result/provenance.py) from fake machines: no model, no torch."""
 from importlib.metadata import PackageNotFoundError
 from types import SimpleNamespace
 
-from pipeline.domain import machine, provenance
+from pipeline.domain.hardware import machine
+from pipeline.domain.result import provenance
 
 EPYC = {"cpu": "AMD EPYC 9B14", "cores": 2, "isa": ["avx2", "avx512f", "avx512_bf16"]}
 H100 = {"name": "NVIDIA H100 80GB HBM3", "capability": "9.0"}

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from pipeline.domain import public_sets
+from pipeline.domain.sets import public_sets
 from pipeline.schema import ConfigError
 
 

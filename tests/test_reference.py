@@ -1,10 +1,10 @@
 """The reference backend's decisions that need no model: what it loads and where it computes (with the
-accelerator and the CPU mocked). Model tier: pipeline/engines/reference.py imports torch."""
+accelerator and the CPU mocked). Model tier: pipeline/engines/reference/backend.py imports torch."""
 import pytest
 
-from pipeline.engines import reference
-from pipeline.engines.reference import weight_quantization
-from pipeline.domain import compute, machine
+from pipeline.engines.reference import backend as reference
+from pipeline.engines.reference.backend import weight_quantization
+from pipeline.domain.hardware import compute, machine
 from pipeline.schema import Eval, Model, Reference
 
 pytestmark = pytest.mark.model

@@ -16,7 +16,7 @@ def repaired_checkpoint(tmp_path, root, promote_bits=8):
     from llmcompressor import oneshot
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from pipeline.domain import calibration
+    from pipeline.domain.sets import calibration
     from pipeline.quant import recipes, repair, sensitivity
     from pipeline.quant.compat import patch_llmcompressor_pin_memory
     from pipeline.schema import Calibration, Repair, Tier
@@ -63,7 +63,7 @@ def test_the_search_s_recipe_round_trips_through_llm_compressor(tmp_path, root):
 @pytest.mark.e2e
 def test_a_real_vllm_cpu_server_serves_a_repaired_checkpoint_or_says_why_not(vllm_python, tmp_path, monkeypatch, root):
     from pipeline.engines.base import Unsupported, Variant
-    from pipeline.engines.vllm_backend import VllmBackend
+    from pipeline.engines.vllm.backend import VllmBackend
     from pipeline.schema import Eval, KvMode, Model, Tier, Vllm, VllmBench
 
     monkeypatch.chdir(tmp_path)

@@ -1,8 +1,8 @@
 import dataclasses
 
-from pipeline.domain import result_records
-from pipeline.domain.result_facts import Fidelity, KvWrite, Serving, TokenizerCheck
-from pipeline.domain.serving_record import Repair
+from pipeline.domain.result import records
+from pipeline.domain.result.facts import Fidelity, KvWrite, Serving, TokenizerCheck
+from pipeline.domain.result.serving_record import Repair
 from pipeline.scoring.estimators.fidelity import Read as FidelityRead, Summary
 from pipeline.report import exports, fidelity, gpus, markdown, provenance, serving, speed
 from pipeline.report.document import Header, KvPair, ModelReport
@@ -28,7 +28,7 @@ def facts(tier, kv, status="ok", **kw):
     if "tokens_per_s" in kw:        # the batched generation speed: result.json's throughput
         kw["throughput"] = {"gen_tokens_per_s": kw.pop("tokens_per_s"), **(kw.get("throughput") or {})}
     if isinstance(kw.get("repair"), dict):
-        kw["repair"] = result_records.parse(Repair, kw["repair"], "repair")
+        kw["repair"] = records.parse(Repair, kw["repair"], "repair")
     return result_files.measured(tier, kv, status, scheme=tier, hardware="fp16" if tier == "fp16" else "int4-w4a16", **kw)
 
 

@@ -2,7 +2,7 @@
 read against a fixed-n run, the evaluate seconds against a fixed-n run's at each variant's own cost per sample."""
 from dataclasses import replace
 
-from pipeline.domain.result_records import SampleCounts, TaskLooks, TaskSpend, parse
+from pipeline.domain.result.records import SampleCounts, TaskLooks, TaskSpend, parse
 from pipeline.report import looks
 from pipeline.scoring.verdict.rows import Evidence
 from pipeline.scoring.estimators.stats import Interval

@@ -4,7 +4,7 @@ import dataclasses
 
 import yaml
 
-from pipeline.domain.result_facts import Serving
+from pipeline.domain.result.facts import Serving
 from pipeline.report import markdown, speed
 from pipeline.scoring.verdict.rows import Row
 from pipeline.stages import decide

@@ -1,10 +1,10 @@
-"""result.json's contract (pipeline/domain/result_json.py): versioned, typed, and loud when partial."""
+"""result.json's contract (pipeline/domain/result/contract.py): versioned, typed, and loud when partial."""
 import json
 import re
 
 import pytest
 
-from pipeline.domain import result_json
+from pipeline.domain.result import contract
 from tests import result_files
 
 
@@ -21,7 +21,7 @@ def test_a_complete_result_loads_typed(tmp_path):
     check = {"status": "checked", "arithmetic": "float32", "seconds": 1.5,
              "metrics": {"c/acc": {"first": "fail", "second": "fail", "status": "stable"}},
              "sample_cache": {"cached": 0, "computed": 8, "tasks": {"c": {"computed": 8, "seconds": 2.0}}}}
-    res = result_json.load(write(tmp_path, result_files.variant(metrics={"c/acc": 90.0}, looks=looks,
+    res = contract.load(write(tmp_path, result_files.variant(metrics={"c/acc": 90.0}, looks=looks,
                                                                 arithmetic_check=check)))
     assert res.status == "ok" and res.metrics == {"c/acc": 90.0} and res.looks["c"].n == 8
     assert res.looks["c"].settled["acc"].verdict == "fail" and res.looks["c"].reach() == (16, 16)
@@ -34,45 +34,45 @@ def test_a_complete_result_loads_typed(tmp_path):
 def test_a_missing_field_is_named_with_the_file(tmp_path, drop):
     data = result_files.variant()
     del data[drop]
-    with pytest.raises(result_json.ResultError, match=rf"result\.json: missing field '{drop}' \(status ok\)"):
-        result_json.load(write(tmp_path, data))
+    with pytest.raises(contract.ResultError, match=rf"result\.json: missing field '{drop}' \(status ok\)"):
+        contract.load(write(tmp_path, data))
 
 
 def test_an_older_version_an_unknown_field_and_a_missing_file_are_refused(tmp_path):
-    with pytest.raises(result_json.ResultError, match="schema_version None"):
-        result_json.load(write(tmp_path, {"status": "ok", "metrics": {}}))
-    with pytest.raises(result_json.ResultError, match="unknown field 'metrcs'"):
-        result_json.load(write(tmp_path, {**result_files.variant(), "metrcs": {}}))
-    with pytest.raises(result_json.ResultError, match="missing"):
-        result_json.load(tmp_path / "none.json")
+    with pytest.raises(contract.ResultError, match="schema_version None"):
+        contract.load(write(tmp_path, {"status": "ok", "metrics": {}}))
+    with pytest.raises(contract.ResultError, match="unknown field 'metrcs'"):
+        contract.load(write(tmp_path, {**result_files.variant(), "metrcs": {}}))
+    with pytest.raises(contract.ResultError, match="missing"):
+        contract.load(tmp_path / "none.json")
 
 
 def test_a_result_that_did_not_run_needs_only_its_reason(tmp_path):
-    res = result_json.load(write(tmp_path, result_files.variant("unsupported", reason="no AVX-512")))
+    res = contract.load(write(tmp_path, result_files.variant("unsupported", reason="no AVX-512")))
     assert res.reason == "no AVX-512" and res.metrics == {}
-    with pytest.raises(result_json.ResultError, match="missing field 'reason'"):
-        result_json.load(write(tmp_path, {k: v for k, v in result_files.variant("failed").items() if k != "reason"}))
+    with pytest.raises(contract.ResultError, match="missing field 'reason'"):
+        contract.load(write(tmp_path, {k: v for k, v in result_files.variant("failed").items() if k != "reason"}))
 
 
 def test_a_variant_the_time_budget_cut_before_look_1_is_not_measured_with_its_reason(tmp_path):
     why = "the time budget ended before its first look: lm-eval did not finish in the 174 s left"
-    res = result_json.load(write(tmp_path, result_files.variant(result_json.NOT_MEASURED, reason=why)))
+    res = contract.load(write(tmp_path, result_files.variant(contract.NOT_MEASURED, reason=why)))
     assert (res.status, res.reason) == ("not measured", why)
-    with pytest.raises(result_json.ResultError, match="missing field 'reason' \\(status not measured\\)"):
-        result_json.load(write(tmp_path, {k: v for k, v in result_files.variant("not measured").items()
+    with pytest.raises(contract.ResultError, match="missing field 'reason' \\(status not measured\\)"):
+        contract.load(write(tmp_path, {k: v for k, v in result_files.variant("not measured").items()
                                           if k != "reason"}))
-    with pytest.raises(result_json.ResultError, match="status 'not measured' is not one of"):
-        result_json.load(write(tmp_path, {**result_files.variant("not measured", reason=why), "kind": "noise"}))
+    with pytest.raises(contract.ResultError, match="status 'not measured' is not one of"):
+        contract.load(write(tmp_path, {**result_files.variant("not measured", reason=why), "kind": "noise"}))
 
 
 def test_the_writer_cannot_write_what_the_reader_refuses():
     with pytest.raises(ValueError, match="missing field 'metrics'"):
-        result_json.stamp({k: v for k, v in result_files.variant().items() if k != "metrics"}, "variant")
-    assert result_json.stamp({"model": "m", "status": "off", "seconds": 0.0, "reason": "off"}, "noise")["kind"] == "noise"
+        contract.stamp({k: v for k, v in result_files.variant().items() if k != "metrics"}, "variant")
+    assert contract.stamp({"model": "m", "status": "off", "seconds": 0.0, "reason": "off"}, "noise")["kind"] == "noise"
 
 
 def test_a_null_mapping_reads_as_empty(tmp_path):
-    res = result_json.load(write(tmp_path, result_files.variant(looks=None, serving=None)))
+    res = contract.load(write(tmp_path, result_files.variant(looks=None, serving=None)))
     assert res.looks == {} and res.serving is None
 
 
@@ -86,7 +86,7 @@ LONG = {"status": "ok", "texts": 1, "edges": [0, 2], "buckets": [{"lo": 0, "hi":
 def test_every_record_reads_typed(tmp_path):
     on = {"cpu": {"model": "AMD EPYC", "isa": ["avx2"], "cores": 2}, "accelerator": None, "torch_threads": 2,
           "engine": {"name": "vllm", "version": "0.32.0"}}
-    res = result_json.load(write(tmp_path, result_files.variant(
+    res = contract.load(write(tmp_path, result_files.variant(
         serving=SERVED, measured_on=on, long_context=LONG, tokenizer_check={"findings": ["x"], "overridden": True},
         throughput={"bench": {"1": {"median_tpot_ms": 40}}, "slo": {"slo": {"ttft_ms": 1, "tpot_ms": 2, "percentile": 99},
                                                                    "probes": [{"concurrency": 1, "meets": True}]}},
@@ -112,16 +112,16 @@ def test_a_record_of_the_wrong_shape_is_named_on_read_and_on_write(tmp_path, fie
     with pytest.raises(ValueError, match=said):
         result_files.variant(**{field: value})
     data = {**result_files.variant(), field: value}
-    with pytest.raises(result_json.ResultError, match=said):
-        result_json.load(write(tmp_path, data))
+    with pytest.raises(contract.ResultError, match=said):
+        contract.load(write(tmp_path, data))
 
 
 def test_a_task_not_run_says_one_of_the_known_reasons(tmp_path):
-    ok = result_json.load(write(tmp_path, result_files.variant(not_run={"r": "time budget", "g": "the variant failed"})))
+    ok = contract.load(write(tmp_path, result_files.variant(not_run={"r": "time budget", "g": "the variant failed"})))
     assert ok.not_run == {"r": "time budget", "g": "the variant failed"}
     # version 1 wrote {"tasks": [...], "why": ...}: not this contract, and said so
-    with pytest.raises(result_json.ResultError, match=r"not_run\['tasks'\] is \['r'\], not one of"):
-        result_json.load(write(tmp_path, {**result_files.variant(), "not_run": {"tasks": ["r"]}}))
+    with pytest.raises(contract.ResultError, match=r"not_run\['tasks'\] is \['r'\], not one of"):
+        contract.load(write(tmp_path, {**result_files.variant(), "not_run": {"tasks": ["r"]}}))
 
 
 @pytest.mark.parametrize("field, bad, named", [
@@ -133,5 +133,5 @@ def test_a_task_not_run_says_one_of_the_known_reasons(tmp_path):
 def test_a_record_of_the_wrong_shape_is_refused_naming_its_key(tmp_path, field, bad, named):
     data = result_files.variant()
     data[field] = bad
-    with pytest.raises(result_json.ResultError, match=re.escape(named)):
-        result_json.load(write(tmp_path, data))
+    with pytest.raises(contract.ResultError, match=re.escape(named)):
+        contract.load(write(tmp_path, data))

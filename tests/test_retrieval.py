@@ -1,4 +1,4 @@
-"""The synthetic retrieval suite (pipeline/domain/retrieval.py): determinism, length, depth, scoring.
+"""The synthetic retrieval suite (pipeline/domain/sets/retrieval.py): determinism, length, depth, scoring.
 Fake token counters: words, and characters / 4 (not additive over a join, like a real tokenizer)."""
 import functools
 import random
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from pipeline.domain import retrieval
+from pipeline.domain.sets import retrieval
 
 
 def words(s: str) -> int:
@@ -162,7 +162,7 @@ def test_tolerances_hold_with_a_real_bpe_tokenizer(tmp_path, root):
 def test_a_length_of_the_suite_is_a_generate_task_scored_by_exact_match(tmp_path, in_repo):
     """retrieval.write_jsonl's file is the data of eval_sets/tasks/retrieval.yaml: per-sample exact match
     (for the paired intervals) and lm-eval's aggregate (the hook) agree, in percent."""
-    from pipeline.domain import task_rows, tasks
+    from pipeline.domain.sets import task_rows, tasks
     from pipeline.schema import Task
 
     samples = retrieval.suite(["passkey", "niah_multikey"], [256], [0.5], 2, 5, words)

@@ -1,6 +1,6 @@
 """Retrieval accuracy against length (pipeline/scoring/verdict/retrieval_length.py) and its section of decision.md
 (pipeline/report/retrieval.py), on synthetic rows: no model."""
-from pipeline.domain import retrieval
+from pipeline.domain.sets import retrieval
 from pipeline.report.retrieval import retrieval_lines
 from pipeline.scoring.verdict import retrieval_length as rl
 from pipeline.scoring.verdict.judge import NOT_CAPABLE

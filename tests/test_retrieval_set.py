@@ -3,7 +3,7 @@ params entries it prints are tasks that build (a word counter stands in for the 
 import pytest
 import yaml
 
-from pipeline.domain import probe_sets, tasks
+from pipeline.domain.sets import probe_sets, tasks
 from pipeline.io import read_jsonl
 from pipeline.schema import Task
 from scripts import retrieval_set

@@ -5,8 +5,8 @@ from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
 from pipeline.evaluation import sample_cache
-from pipeline.domain.task_rows import TaskResult
-from pipeline.domain.tasks import TaskSpec
+from pipeline.domain.sets.task_rows import TaskResult
+from pipeline.domain.sets.tasks import TaskSpec
 from pipeline.schema import Task
 
 

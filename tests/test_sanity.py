@@ -6,7 +6,7 @@ import random
 import pytest
 
 from pipeline.scoring.estimators import sanity
-from pipeline.domain import loops
+from pipeline.domain.sets import loops
 
 
 @pytest.mark.parametrize("text, unit", [

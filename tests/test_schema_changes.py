@@ -5,7 +5,9 @@ import copy
 import pytest
 
 from pipeline import io, paths, schema
-from pipeline.domain import compute, serving_record, sources
+from pipeline.domain.hardware import compute
+from pipeline.domain.model import sources
+from pipeline.domain.result import serving_record
 
 
 def with_(params_dict, *path_and_value):

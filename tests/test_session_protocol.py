@@ -7,8 +7,8 @@ import pytest
 pytestmark = pytest.mark.model
 
 from pipeline.engines import base
-from pipeline.engines.reference import ReferenceSession
-from pipeline.engines.vllm_session import VllmSession, WallBudget
+from pipeline.engines.reference.backend import ReferenceSession
+from pipeline.engines.vllm.session import VllmSession, WallBudget
 
 
 def protocol_members() -> set[str]:

@@ -1,4 +1,4 @@
-"""The service-level search (pipeline/engines/slo.py) with fake load tests, the decode roofline and the
+"""The service-level search (pipeline/engines/vllm/slo.py) with fake load tests, the decode roofline and the
 serving params. No server, no model; the evaluate stage's wall limit is in tests/test_evaluate.py."""
 import time
 
@@ -6,8 +6,8 @@ import pytest
 
 from pipeline.schema import ConfigError, parse
 from pipeline.evaluation import lm_eval_runner
-from pipeline.domain.result_facts import Throughput
-from pipeline.engines import slo
+from pipeline.domain.result.facts import Throughput
+from pipeline.engines.vllm import slo
 from pipeline.scoring.planning import planner
 from pipeline.scoring.planning.planner import decode_roofline_fraction
 

@@ -5,9 +5,9 @@ import random
 
 import pytest
 
-from pipeline.domain import looks
-from pipeline.domain.task_rows import TaskResult
-from pipeline.domain.tasks import TaskSpec
+from pipeline.domain.sets import looks
+from pipeline.domain.sets.task_rows import TaskResult
+from pipeline.domain.sets.tasks import TaskSpec
 from pipeline.evaluation import stratified
 from pipeline.evaluation.looks_runner import Gate, run_looks
 from pipeline.schema import Eval, Sequential, Strata
@@ -89,10 +89,10 @@ def test_the_stratified_delta_weights_each_stratum_by_its_share_of_the_pool():
 
 def test_the_record_keeps_the_look_order_so_each_look_s_read_is_its_prefix():
     """decide reads a verdict's flips, ties and regressions from the documents of the look it settled at
-    (result_records.TaskLooks.read): each look's prefix of the recorded order is its stratified sample."""
+    (records.TaskLooks.read): each look's prefix of the recorded order is its stratified sample."""
     from dataclasses import replace
 
-    from pipeline.domain.result_records import Settled
+    from pipeline.domain.result.records import Settled
 
     s = spec()
     rng = random.Random(0)

@@ -1,8 +1,8 @@
-"""pipeline/domain/task_rows.py: lm-eval's logged samples as per-sample rows whose scores give back the
+"""pipeline/domain/sets/task_rows.py: lm-eval's logged samples as per-sample rows whose scores give back the
 task's aggregate, and registry tasks' results on their own scale."""
 import pytest
 
-from pipeline.domain import metrics, task_rows, tasks
+from pipeline.domain.sets import metrics, task_rows, tasks
 from pipeline.schema import Languages, Task
 
 EN_DE = Languages(source="English", target="German")

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from pipeline.domain import tasks
-from pipeline.domain.calibration import DataError
+from pipeline.domain.sets import tasks
+from pipeline.domain.sets.calibration import DataError
 from pipeline.schema import ConfigError, Languages, Task
 
 EN_DE = Languages(source="English", target="German")
@@ -127,7 +127,7 @@ def test_two_entries_of_one_yaml_get_distinct_lm_eval_names(in_repo):
 
 
 def test_a_probe_set_reads_the_model_s_own_file_and_needs_a_model(in_repo, tmp_path, monkeypatch):
-    from pipeline.domain import probe_sets, retrieval
+    from pipeline.domain.sets import probe_sets, retrieval
 
     probe = Task(config="eval_sets/tasks/retrieval.yaml", data="retrieval:512?per_cell=2", kind="generate")
     for model, count in (("a", len), ("b", lambda s: len(s.split()))):      # two vocabularies

@@ -1,10 +1,10 @@
-"""prepare's tokenizer check (pipeline/domain/tokenizer_check.py) on fake tokenizers: one per way a
+"""prepare's tokenizer check (pipeline/domain/model/tokenizer_check.py) on fake tokenizers: one per way a
 tokenizer that is not the model's shows itself."""
 import re
 from types import SimpleNamespace
 
-from pipeline.domain import tokenizer_check
-from pipeline.domain.tokenizer_check import findings
+from pipeline.domain.model import tokenizer_check
+from pipeline.domain.model.tokenizer_check import findings
 
 
 class Words:

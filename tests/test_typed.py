@@ -12,8 +12,8 @@ import typing
 import pytest
 
 from pipeline import schema
-from pipeline.domain import result_json, result_records
-from pipeline.domain.result_records import ArithmeticCheck, MetricCheck, Settled, Strata, TaskLooks
+from pipeline.domain.result import contract, records
+from pipeline.domain.result.records import ArithmeticCheck, MetricCheck, Settled, Strata, TaskLooks
 from pipeline.schema import typed
 from pipeline.schema.yaml_io import safe_load
 from tests import result_files
@@ -30,8 +30,8 @@ def params_error(root, mutate) -> str:
 
 
 def result_error(**fields) -> str:
-    with pytest.raises(result_json.ResultError) as e:
-        result_json.parse({**result_files.variant(), **fields}, "r.json")
+    with pytest.raises(contract.ResultError) as e:
+        contract.parse({**result_files.variant(), **fields}, "r.json")
     return str(e.value)
 
 
@@ -61,12 +61,12 @@ def test_a_record_written_by_plain_reads_back_as_itself_without_its_defaults():
     looks = TaskLooks(cap=160, looks=2, n=80, sizes=[40, 80, 160], of=3, confidence=0.99, settled={"acc": at},
                       strata=Strata(0.5, 0.25, [100, 60], [[10, 30]], [40]), first={"acc": at}, second={},
                       order=list(range(80)))
-    written = result_records.plain(looks)
+    written = records.plain(looks)
     assert "unstable" not in written and "budget" not in written and written["second"] == {}
-    assert result_records.parse(TaskLooks, written, "looks.c") == looks
+    assert records.parse(TaskLooks, written, "looks.c") == looks
     check = ArithmeticCheck("checked", arithmetic="float32", metrics={"c/acc": MetricCheck("pass", "pass", "stable")})
-    assert result_records.parse(ArithmeticCheck, result_records.plain(check), "arithmetic_check") == check
-    whole = result_records.plain(TaskLooks(cap=50, looks=1, n=50, whole=True))
+    assert records.parse(ArithmeticCheck, records.plain(check), "arithmetic_check") == check
+    whole = records.plain(TaskLooks(cap=50, looks=1, n=50, whole=True))
     assert whole == {"cap": 50, "looks": 1, "n": 50, "whole": True}
 
 
@@ -76,6 +76,6 @@ def test_a_malformed_looks_record_is_refused_naming_the_file_and_the_key(tmp_pat
         "verdict": "pass", "n": 8, "delta": 0.0, "lo": -1.0, "hi": 1.0, "confidence": 0.95}}}}
     path = tmp_path / "result.json"
     path.write_text(json.dumps(data))
-    with pytest.raises(result_json.ResultError) as e:
-        result_json.load(path)
+    with pytest.raises(contract.ResultError) as e:
+        contract.load(path)
     assert str(e.value).startswith(f"{path}: result.looks.c.settled.acc.look: required key is missing")

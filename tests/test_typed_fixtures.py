@@ -1,5 +1,5 @@
 """The suite's rule for typed records: a test of code that reads a result record (Result, Measured, Row,
-Serving and the other records of pipeline/domain/result_facts.py and result_records.py) builds the record
+Serving and the other records of pipeline/domain/result/facts.py and records.py) builds the record
 (tests/result_files.py `result`, `measured`: through the real parser, or the dataclass itself), never a
 SimpleNamespace or dict in its place. A stand-in answers whatever the test wrote, so a reader's wrong
 access passes: serve_command's `.get` on the typed Serving passed its test and broke decide (issue #60).
@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from pipeline import schema
-from pipeline.domain import result_facts, result_json, result_records, tasks
+from pipeline.domain.result import contract, facts, records
+from pipeline.domain.sets import tasks
 from pipeline.engines.base import Variant
 from pipeline.scoring.verdict import rows
 from tests import result_files
@@ -35,7 +36,7 @@ def attributes(cls: type) -> set[str]:
     return {f.name for f in dataclasses.fields(cls)} | {n for n in dir(cls) if not n.startswith("_")}
 
 
-RECORDS = [attributes(c) for c in dataclasses_in(result_facts, result_records, result_json, rows)]
+RECORDS = [attributes(c) for c in dataclasses_in(facts, records, contract, rows)]
 # what a stage reads before it measures anything: params, a variant, a task's spec
 CONFIGS = [attributes(c) for c in [*dataclasses_in(schema, tasks), Variant]]
 
@@ -77,5 +78,5 @@ def test_measured_refuses_a_dict_for_a_record_and_the_helper_builds_typed_ones()
         rows.Measured("m", "t", "auto", {"serving": {"base_url": "http://h:8000"}})
     m = result_files.measured("served", backend="endpoint", serving={"base_url": "http://h:8000", "served_model": "x"},
                               hardware="int8-w8a8")
-    assert isinstance(m.serving, result_facts.Serving) and m.serving.base_url == "http://h:8000"
+    assert isinstance(m.serving, facts.Serving) and m.serving.base_url == "http://h:8000"
     assert (m.serving.backend, m.hardware) == ("endpoint", "int8-w8a8")

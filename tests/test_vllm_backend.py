@@ -12,9 +12,9 @@ import numpy as np
 import psutil
 import pytest
 
-from pipeline.engines import preflight, vllm_argv, vllm_backend, vllm_bench
+from pipeline.engines.vllm import argv as vllm_argv, backend as vllm_backend, bench, preflight
 from pipeline.engines.base import Unsupported, Variant
-from pipeline.engines.server import NoTokenCount, Server, completion_tokens, first_completion, free_port
+from pipeline.engines.vllm.server import NoTokenCount, Server, completion_tokens, first_completion, free_port
 from pipeline.schema import Eval, KvMode, Model, Tier, Vllm, VllmBench
 
 GPTQ = Tier(method="gptq", recipe="recipes/gptq_w4a16.yaml", weight_bits=4, hardware="int4-w4a16")
@@ -113,7 +113,7 @@ def test_bench_line():
 def test_bench_summary_keeps_the_reported_figures():
     raw = {"median_ttft_ms": 1.0, "p99_ttft_ms": 2.0, "output_throughput": 3.0, "request_throughput": 0.5,
            "completed": 4, "unrelated": "x"}
-    assert vllm_bench.bench_summary(raw) == {k: v for k, v in raw.items() if k != "unrelated"}
+    assert bench.bench_summary(raw) == {k: v for k, v in raw.items() if k != "unrelated"}
 
 
 FAILING_SERVER = textwrap.dedent("""
@@ -236,16 +236,16 @@ def test_bench_line_with_an_slo_counts_goodput_at_its_percentile():
     assert "--metric-percentiles 50,95,99" in line and "--num-prompts 8" in line
     assert line.endswith("--result-filename slo-c8.json")
     raw = {"p95_ttft_ms": 1.0, "p95_tpot_ms": 2.0, "request_goodput": 0.5, "p90_ttft_ms": 9.0}
-    assert vllm_bench.bench_summary(raw, s) == {"p95_ttft_ms": 1.0, "p95_tpot_ms": 2.0, "request_goodput": 0.5}
+    assert bench.bench_summary(raw, s) == {"p95_ttft_ms": 1.0, "p95_tpot_ms": 2.0, "request_goodput": 0.5}
     assert "--goodput" not in " ".join(vllm_argv.bench_argv(cfg, "ckpt", "m", "http://127.0.0.1:1", 1, Path("out")))
 
 
 def test_too_slow_reason():
-    assert vllm_bench.too_slow({"tokens": 16, "tokens_per_s": 50.0}, None) is None
-    assert vllm_bench.too_slow({"tokens": 16, "tokens_per_s": 0.5}, 2.0) == \
+    assert bench.too_slow({"tokens": 16, "tokens_per_s": 50.0}, None) is None
+    assert bench.too_slow({"tokens": 16, "tokens_per_s": 0.5}, 2.0) == \
         "too slow here: 0.5 tok/s vs 2 (serving.vllm.budget.min_decode_tok_s)"
-    assert "did not finish in 3 s" in vllm_bench.too_slow({"tokens": 16, "tokens_per_s": None, "timeout_s": 3}, 2.0)
-    assert vllm_bench.too_slow({"tokens": 16, "tokens_per_s": None, "unknown": "no count"}, 2.0) == \
+    assert "did not finish in 3 s" in bench.too_slow({"tokens": 16, "tokens_per_s": None, "timeout_s": 3}, 2.0)
+    assert bench.too_slow({"tokens": 16, "tokens_per_s": None, "unknown": "no count"}, 2.0) == \
         "decode speed unknown: no count (decode probe)"
 
 
@@ -438,7 +438,7 @@ def test_session_records_the_served_compute_dtype_and_load(tmp_path, monkeypatch
 
 
 def test_prompt_logprobs_are_parsed_sorted_and_padded():
-    from pipeline.engines.server import parse_prompt_logprobs
+    from pipeline.engines.vllm.server import parse_prompt_logprobs
 
     # vLLM's completion answer with prompt_logprobs=2: none for the first token, then top-2 + the prompt token
     raw = json.dumps({"choices": [{"prompt_logprobs": [

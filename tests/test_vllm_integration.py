@@ -9,8 +9,8 @@ import psutil
 import pytest
 
 from pipeline.engines.base import Variant
-from pipeline.engines.vllm_backend import VllmBackend
-from pipeline.domain import tasks
+from pipeline.engines.vllm.backend import VllmBackend
+from pipeline.domain.sets import tasks
 from pipeline.schema import Eval, KvMode, Languages, Model, Task, Tier, Vllm, VllmBench
 from pipeline.evaluation.lm_eval_runner import run_tasks
 from tests import tiny_model
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.e2e
 
 def vllm_processes() -> list:
     return [p for p in psutil.process_iter(["cmdline"])
-            if any(os.path.basename(c) == "vllm_launch.py" for c in (p.info["cmdline"] or []))]
+            if any(c.endswith(os.path.join("engines", "vllm", "launch.py")) for c in (p.info["cmdline"] or []))]
 
 
 def test_real_server_eval_bench_and_capacity(vllm_python, tmp_path, monkeypatch, root):
@@ -64,7 +64,7 @@ def test_real_server_eval_bench_and_capacity(vllm_python, tmp_path, monkeypatch,
 def test_real_server_loads_calibrated_kv_scales_from_the_checkpoint(vllm_python, tmp_path, monkeypatch, root):
     """llm-compressor's kv_cache_scheme on a tiny model, served with --kv-cache-dtype fp8: vLLM loads the
     per-layer scales (it logs no 1.0 fallback) and answers; the reference reads the same scales."""
-    from pipeline.domain.machine import cpu_info
+    from pipeline.domain.hardware.machine import cpu_info
     from pipeline.quant import recipes
     from pipeline.quant.scales import checkpoint_scales
 

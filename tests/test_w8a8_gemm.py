@@ -1,4 +1,4 @@
-"""The W8A8 arithmetic of pipeline/engines/w8a8_gemm.py against independent references: the int8 GEMM
+"""The W8A8 arithmetic of pipeline/engines/reference/w8a8_gemm.py against independent references: the int8 GEMM
 exactly equal to an int64 matmul (extremes, K past the float32-exact bound, odd shapes), the activation
 quantization bit for bit as vLLM's formula in numpy, the fp8 operands as an explicit e4m3 rounding, and
 both exact implementations giving identical outputs. Model tier: imports torch."""
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline.engines import w8a8_gemm as g
+from pipeline.engines.reference import w8a8_gemm as g
 
 pytestmark = pytest.mark.model
 

@@ -1,4 +1,4 @@
-"""The reference backend serves W8A8 checkpoints through the engine's arithmetic (pipeline/engines/w8a8.py),
+"""The reference backend serves W8A8 checkpoints through the engine's arithmetic (pipeline/engines/reference/w8a8.py),
 not compressed-tensors' fake quantization: on a tiny random Llama quantized by llm-compressor (int8 and
 fp8, dynamic per-token; int8 with static activation scales), every quantized Linear runs the W8A8 GEMM,
 the session records which, and the logits stay close to the fake-quantized model's.
@@ -15,9 +15,10 @@ import shutil
 import pytest
 import torch
 
-from pipeline.engines import Unsupported, Variant, w8a8_gemm
-from pipeline.engines.reference import ReferenceBackend
-from pipeline.domain.machine import cpu_info
+from pipeline.engines import Unsupported, Variant
+from pipeline.engines.reference import w8a8_gemm
+from pipeline.engines.reference.backend import ReferenceBackend
+from pipeline.domain.hardware.machine import cpu_info
 from pipeline.schema import Eval, KvMode, Model, Reference, Tier
 from tests import tiny_model
 from tests.conftest import ROOT

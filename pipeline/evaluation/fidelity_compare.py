@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from pipeline.engines.base import Session, Variant
-from pipeline.domain import fidelity_set
+from pipeline.domain.sets import fidelity_set
 from pipeline.scoring.estimators import fidelity
 
 

@@ -10,8 +10,8 @@ from typing import Iterator
 
 from pipeline.engines.base import Unsupported
 from pipeline.evaluation import blank_answers
-from pipeline.domain import task_rows, tasks
-from pipeline.domain.metrics import metric_id
+from pipeline.domain.sets import task_rows, tasks
+from pipeline.domain.sets.metrics import metric_id
 from pipeline.schema import Eval
 
 

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from pipeline.engines import dists, generate
-from pipeline.domain import fidelity_set, long_texts
+from pipeline.engines.reference import dists, generate
+from pipeline.domain.sets import fidelity_set, long_texts
 from pipeline.scoring.estimators import fidelity, positions
 
 CHUNK = 512

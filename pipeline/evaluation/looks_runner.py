@@ -2,7 +2,7 @@
 compute goes where a verdict is still open:
 
 - log-likelihood tasks first (cheap), then generation;
-- a look evaluates the next share of the task's cap in the task's seeded order (pipeline/domain/looks.py;
+- a look evaluates the next share of the task's cap in the task's seeded order (pipeline/domain/sets/looks.py;
   a choice task with eval.sequential.strata: the same share of each stratum, evaluation/stratified.py)
   and reads every gated metric's paired interval at that look's group-sequential confidence
   (pipeline/scoring/verdict/sequential.py): pass when its lower bound clears -allowed drop, fail when below;
@@ -24,10 +24,10 @@ from typing import Callable, Collection, Protocol
 
 from pipeline.evaluation import interleave_looks, stratified
 from pipeline.evaluation.lm_eval_runner import WallBudgetExceeded, run_tasks
-from pipeline.domain import looks, task_rows, tasks
-from pipeline.domain.result_json import CANNOT_PASS, FAILED, TIME_BUDGET
-from pipeline.domain.result_records import Settled, TaskLooks
-from pipeline.domain.metrics import metric_id
+from pipeline.domain.sets import looks, task_rows, tasks
+from pipeline.domain.result.contract import CANNOT_PASS, FAILED, TIME_BUDGET
+from pipeline.domain.result.records import Settled, TaskLooks
+from pipeline.domain.sets.metrics import metric_id
 from pipeline import schema
 from pipeline.schema import Eval
 from pipeline.scoring.estimators import analysis
@@ -49,7 +49,7 @@ class Looked:
     record: dict[str, TaskLooks] = field(default_factory=dict)     # task -> its looks (result.json "looks")
     stopped: str | None = None
     open_at_cap: list[str] = field(default_factory=list)    # gated metrics still unsettled at their cap
-    # task -> why it was not run (result_json.NOT_RUN: the variant failed or cannot pass, the time budget)
+    # task -> why it was not run (contract.NOT_RUN: the variant failed or cannot pass, the time budget)
     not_run: dict[str, str] = field(default_factory=dict)
     unstable: list[str] = field(default_factory=list)       # metrics the two arithmetics did not settle alike
     second_rows: dict[str, list[dict]] = field(default_factory=dict)    # task -> its samples in the second

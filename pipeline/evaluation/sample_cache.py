@@ -31,14 +31,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from pipeline import io, paths
-from pipeline.domain import task_rows
-from pipeline.domain.machine import cpu_info
+from pipeline.domain.sets import task_rows
+from pipeline.domain.hardware.machine import cpu_info
 
 PACKAGE = Path(__file__).resolve().parents[1]
 # besides the modules a stage imports: the task hooks lm-eval imports by path, and vLLM's launcher,
-# run by path in vLLM's own environment (engines/vllm_argv.py)
+# run by path in vLLM's own environment (engines/vllm/argv.py)
 CODE_GLOBS = ("eval_sets/tasks/*.py",)
-RUN_BY_PATH = (PACKAGE / "engines" / "vllm_launch.py",)
+RUN_BY_PATH = (PACKAGE / "engines" / "vllm" / "launch.py",)
 
 
 def digest(obj: Any) -> str:

@@ -5,7 +5,7 @@ requests in another batch composition), through the sample cache, opened the fir
 needs checking and kept open until the looks are done; judged against the baseline's samples in that
 arithmetic (stage noise's).
 
-result.json "arithmetic_check": {status (result_json.CHECK_STATES: checked | not needed | skipped |
+result.json "arithmetic_check": {status (contract.CHECK_STATES: checked | not needed | skipped |
 impossible), why, arithmetic, metrics: {metric id: {first, second, status}}, sample_cache, seconds}; the
 samples go to <variant dir>/second_arithmetic/samples/.
 """
@@ -22,7 +22,8 @@ from pipeline.engines import Unsupported
 from pipeline.evaluation import sample_cache
 from pipeline.evaluation.lm_eval_runner import run_tasks
 from pipeline.evaluation.looks_runner import Looked
-from pipeline.domain import looks, result_json, result_records, task_rows, tasks
+from pipeline.domain.result import contract, records
+from pipeline.domain.sets import looks, task_rows, tasks
 from pipeline.scoring.verdict import arith_check
 
 DIR = "second_arithmetic"
@@ -35,18 +36,18 @@ class Checker:
                  baseline: dict[str, list[dict]], stack: ExitStack):
         self.served, self.params, self.specs, self.baseline, self.stack = served, params, specs, baseline, stack
         self.session = None
-        self.record: dict[str, Any] = {"status": result_json.CHECKED}
+        self.record: dict[str, Any] = {"status": contract.CHECKED}
         self.seconds = 0.0
 
     def rows(self, spec: tasks.TaskSpec, start: int, stop: int | None) -> list[dict] | None:
-        if self.record["status"] != result_json.CHECKED:
+        if self.record["status"] != contract.CHECKED:
             return None
         t0 = time.perf_counter()
         if self.session is None:
             try:
                 self.session = self.stack.enter_context(self.served.session.second_arithmetic(self.served.variant))
             except Unsupported as e:
-                self.record.update(status=result_json.IMPOSSIBLE, why=f"the engine refused it: {e}")
+                self.record.update(status=contract.IMPOSSIBLE, why=f"the engine refused it: {e}")
                 return None
             info = self.session.info
             self.record["arithmetic"] = (info.get("arithmetic")
@@ -67,7 +68,7 @@ class Checker:
 @dataclass(frozen=True)
 class NoCheck:
     """Why a variant's verdicts cannot be read in the second arithmetic: its result.json record."""
-    status: str                      # result_json.SKIPPED or IMPOSSIBLE
+    status: str                      # contract.SKIPPED or IMPOSSIBLE
     why: str
 
 
@@ -79,7 +80,7 @@ def second(served, params: schema.Params, specs: list[tasks.TaskSpec], baseline:
         result["arithmetic_check"] = asdict(baseline)
         return None
     if not hasattr(served.session, "second_arithmetic") or served.variant is None:
-        result["arithmetic_check"] = {"status": result_json.IMPOSSIBLE, "why": "this backend has no second arithmetic"}
+        result["arithmetic_check"] = {"status": contract.IMPOSSIBLE, "why": "this backend has no second arithmetic"}
         return None
     return Checker(served, params, specs, baseline, stack)
 
@@ -89,14 +90,14 @@ def finish(checker: Checker | None, done: Looked, result: dict, out_dir: Path | 
     if checker is None:
         return
     found = arith_check.metrics_record(done.record)
-    if checker.record["status"] != result_json.CHECKED:
+    if checker.record["status"] != contract.CHECKED:
         result["arithmetic_check"] = checker.record
         return
     if checker.session is None:
         why = "the variant cannot pass" if done.cannot_pass() else "no verdict settled"
-        result["arithmetic_check"] = {"status": result_json.NOT_NEEDED, "why": why}
+        result["arithmetic_check"] = {"status": contract.NOT_NEEDED, "why": why}
         return
-    result["arithmetic_check"] = {**checker.record, "metrics": result_records.plain(found),
+    result["arithmetic_check"] = {**checker.record, "metrics": records.plain(found),
                                   "seconds": round(checker.seconds, 1)}
     for name, rows in done.second_rows.items():
         # a task checked for none of its metrics (none settled) has no rows: no file (an empty JSONL is
@@ -109,9 +110,9 @@ def baseline_second(params: schema.Params, model: str) -> dict[str, list[dict]] 
     """task -> the baseline's samples under the second arithmetic (stage noise), or, where there are none,
     a NoCheck saying why: skipped (the user's eval.noise_floor: false) or impossible
     (stage noise unsupported or failed)."""
-    res = result_json.load(paths.noise_dir(model) / paths.RESULT_FILE)
+    res = contract.load(paths.noise_dir(model) / paths.RESULT_FILE)
     if res.status == "off":
-        return NoCheck(result_json.SKIPPED, "eval.noise_floor is false")
+        return NoCheck(contract.SKIPPED, "eval.noise_floor is false")
     if res.status != "ok":
-        return NoCheck(result_json.IMPOSSIBLE, f"stage noise {res.status}" + (f" ({res.reason})" if res.reason else ""))
+        return NoCheck(contract.IMPOSSIBLE, f"stage noise {res.status}" + (f" ({res.reason})" if res.reason else ""))
     return task_rows.read_samples(paths.noise_dir(model))

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from pipeline.domain import tasks
-from pipeline.domain.result_records import Strata
+from pipeline.domain.sets import tasks
+from pipeline.domain.result.records import Strata
 from pipeline.schema import Eval
 from pipeline.scoring.estimators import strata
 from pipeline.scoring.verdict.sequential import look_sizes

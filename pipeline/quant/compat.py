@@ -7,7 +7,7 @@ accelerator it is a no-op by definition; we make it one instead of failing.
 """
 from __future__ import annotations
 
-from pipeline.domain.machine import accelerator_available
+from pipeline.domain.hardware.machine import accelerator_available
 
 
 def patch_llmcompressor_pin_memory() -> bool:

@@ -11,7 +11,8 @@ import os
 from pathlib import Path
 
 from pipeline import io, paths, runlog, schema
-from pipeline.domain import calibration, compute, machine, memory
+from pipeline.domain.hardware import compute, machine, memory
+from pipeline.domain.sets import calibration
 from pipeline.quant import published, recipes, repair, sensitivity, smoothing
 from pipeline.quant.compat import patch_llmcompressor_pin_memory
 
@@ -35,7 +36,7 @@ def resolved_model(model_cfg: schema.Model, hf_config: dict) -> schema.Model:
 
 
 def load_placement(model_cfg: schema.Model) -> compute.Placement:
-    """How llm-compressor's input model is loaded on this machine (pipeline/domain/compute.py)."""
+    """How llm-compressor's input model is loaded on this machine (pipeline/domain/hardware/compute.py)."""
     return compute.quantize_placement(machine.accelerator_available(), model_cfg.dtype)
 
 
@@ -104,7 +105,7 @@ def quantize(params: schema.Params, model_name: str, tier_name: str, out: Path, 
     info["pin_memory_patched"] = patch_llmcompressor_pin_memory()
     cal = params.calibration
     # GPU: the model's dtype, left on the CPU for oneshot's sequential pipeline to onload layer by
-    # layer (llm-compressor's examples); no GPU: float32 (pipeline/domain/compute.py)
+    # layer (llm-compressor's examples); no GPU: float32 (pipeline/domain/hardware/compute.py)
     place = load_placement(model_cfg)
     info["compute"] = {"device": place.device, "dtype": place.dtype}
     model = AutoModelForCausalLM.from_pretrained(src, dtype=getattr(torch, place.dtype))

@@ -1,4 +1,4 @@
-"""Which W8A8 schemes the reference backend computes as the serving engine does (pipeline/engines/w8a8.py),
+"""Which W8A8 schemes the reference backend computes as the serving engine does (pipeline/engines/reference/w8a8.py),
 read from a compressed-tensors checkpoint's `quantization_config`. Pure and torch-free, so a scheme the
 backend does not implement is refused before any model loads:
 

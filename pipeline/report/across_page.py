@@ -2,7 +2,7 @@
 docs/across-models.md). Pure: an AcrossReport in, lines or a dict out."""
 from __future__ import annotations
 
-from pipeline.domain.memory import mib
+from pipeline.domain.hardware.memory import mib
 from pipeline.report.document import AcrossReport
 from pipeline.scoring.pick.across_pick import Difference, GpuPick, name
 from pipeline.scoring.verdict.rows import NOT_RUN, Row, confidence_text

@@ -1,9 +1,9 @@
 """Table cells and labels shared by the report's sections. Pure."""
 from __future__ import annotations
 
-from pipeline.domain import metric_registry
-from pipeline.domain.metrics import split_id
-from pipeline.domain.result_json import NOT_MEASURED
+from pipeline.domain.sets import metric_registry
+from pipeline.domain.sets.metrics import split_id
+from pipeline.domain.result.contract import NOT_MEASURED
 from pipeline.schema import Baseline
 from pipeline.scoring.verdict.judge import FAIL, PASS, not_capable, overall
 from pipeline.scoring.verdict.rows import NOT_RUN, Row

@@ -1,8 +1,8 @@
 """The `vllm serve` line the report recommends for a row, optionally sized for one target GPU. Pure
-and torch-free (pipeline/domain/serve_line.py builds the argv)."""
+and torch-free (pipeline/domain/hardware/serve_line.py builds the argv)."""
 from __future__ import annotations
 
-from pipeline.domain import hardware, serve_line
+from pipeline.domain.hardware import gpus, serve_line
 from pipeline.schema import Memory
 from pipeline.scoring.planning.planner import Plan
 from pipeline.scoring.verdict.rows import Row
@@ -17,7 +17,7 @@ def serve_command(row: Row, model_dtype: str, cache_dtype: str, budget: Memory |
     if row.facts.backend == "endpoint":      # someone else's server: nothing to start
         s = row.facts.serving
         return f"# already served: {s.served_model} at {s.base_url}"
-    kind = hardware.kind(row.facts.hardware)
+    kind = gpus.kind(row.facts.hardware)
     extra: dict[str, object] = {"quantization": kind.vllm_quantization_flag}
     if budget is not None and plan is not None:
         extra.update(max_model_len=budget.max_model_len, gpu_memory_utilization=budget.gpu_memory_utilization,

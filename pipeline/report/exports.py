@@ -4,11 +4,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from pipeline.domain.memory import mib
+from pipeline.domain.hardware.memory import mib
 from pipeline.report import long_context, noise, provenance
 from pipeline.report.cells import is_baseline
 from pipeline.report.document import Header, ModelReport
-from pipeline.domain.result_records import TaskLooks
+from pipeline.domain.result.records import TaskLooks
 from pipeline.report.serving import load_note
 from pipeline.scoring.verdict import retrieval_length
 from pipeline.scoring.verdict.judge import task_verdicts

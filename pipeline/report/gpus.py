@@ -2,8 +2,8 @@
 memory bill. Pure. Tests: `.venv/bin/python -m pytest -n 0 -q tests/test_decide.py tests/test_walk.py`."""
 from __future__ import annotations
 
-from pipeline.domain import hardware
-from pipeline.domain.memory import mib
+from pipeline.domain.hardware import gpus as hardware
+from pipeline.domain.hardware.memory import mib
 from pipeline.report.cells import md_row
 from pipeline.report.document import ModelReport
 from pipeline.schema import TargetGpu

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from pipeline import paths
-from pipeline.domain.result_facts import Bucket, LongContext
+from pipeline.domain.result.facts import Bucket, LongContext
 from pipeline.report.cells import md_row
 from pipeline.report.document import ModelReport
 from pipeline.scoring.verdict.long_kv import as_json, measured, planned_length

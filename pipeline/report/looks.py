@@ -3,7 +3,7 @@ they read against a fixed-n run at the same caps, and where each one stopped; fo
 seconds that cost. Pure."""
 from __future__ import annotations
 
-from pipeline.domain.result_json import CANNOT_PASS
+from pipeline.domain.result.contract import CANNOT_PASS
 from pipeline.report.cells import md_row
 from pipeline.report.document import ModelReport
 from pipeline.scoring.verdict.rows import Row

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import textwrap
 
-from pipeline.domain.memory import mib
+from pipeline.domain.hardware.memory import mib
 from pipeline.report import close_call
 from pipeline.report.cells import deciding, is_baseline, label, md_row, status_word, task_cell, task_of
 from pipeline.report.document import Header, ModelReport

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.domain.memory import mib
+from pipeline.domain.hardware.memory import mib
 from pipeline.report.cells import label
 from pipeline.scoring.verdict import long_kv, retrieval_length
 from pipeline.scoring.verdict.rows import Row

@@ -1,8 +1,8 @@
 """Where each result was measured, from its result.json "measured_on" (written by evaluate; typed as
-domain/result_facts.py MeasuredOn), never from the machine decide runs on. Pure."""
+domain/result/facts.py MeasuredOn), never from the machine decide runs on. Pure."""
 from __future__ import annotations
 
-from pipeline.domain.result_facts import MeasuredOn
+from pipeline.domain.result.facts import MeasuredOn
 from pipeline.scoring.verdict.rows import Row
 
 NOT_RECORDED = "not recorded"

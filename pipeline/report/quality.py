@@ -2,7 +2,7 @@
 gated metric's score, delta, interval and verdict (classification tasks: the flips too). Pure."""
 from __future__ import annotations
 
-from pipeline.domain.result_facts import KvWrite, Serving
+from pipeline.domain.result.facts import KvWrite, Serving
 from pipeline.report.cells import is_baseline, label, md_row, metric_cell, shown_metrics, tasks_of
 from pipeline.report.document import ModelReport
 from pipeline.schema import Baseline
@@ -17,7 +17,7 @@ def compute_cell(serving: Serving | None, compute_dtype: str | None) -> str:
 
 
 def kv_write_sentence(found: KvWrite) -> str:
-    """How the engine stored fp8 K/V (serving.kv_write, pipeline/engines/kv_write.py), in words."""
+    """How the engine stored fp8 K/V (serving.kv_write, pipeline/engines/vllm/kv_write.py), in words."""
     if found.rounding is None:
         return f"not read ({found.why or 'unknown'})"
     shares = (f"{found.as_truncation or 0:.0%} of {found.values or 0:,} values as truncation, "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.domain.memory import mib
+from pipeline.domain.hardware.memory import mib
 from pipeline.report.cells import md_row, status_cell
 from pipeline.report.document import ModelReport
 

@@ -3,7 +3,7 @@ the service level and the speed floor (speed.md, which varies run to run). Pure.
 from __future__ import annotations
 
 from pipeline import paths
-from pipeline.domain.result_facts import ServedEngine, Serving
+from pipeline.domain.result.facts import ServedEngine, Serving
 from pipeline.report.cells import is_baseline, md_row, status_cell
 from pipeline.report.document import ModelReport
 from pipeline.schema import Baseline

@@ -3,7 +3,7 @@ per variant (verdict per task with the deltas that decided it, memory, where it 
 measured). Pure."""
 from __future__ import annotations
 
-from pipeline.domain.memory import mib
+from pipeline.domain.hardware.memory import mib
 from pipeline.report.cells import NOT_CAPABLE_CELL, is_baseline, md_row, status_cell, task_cell, tasks_of
 from pipeline.report import provenance
 from pipeline.report.document import ModelReport

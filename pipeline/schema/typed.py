@@ -2,7 +2,7 @@
 and back, driven by their type hints: the one parser, the one writer and the one type-name printer.
 
     typed.build(Params, raw, "")                     # params.yaml (schema/builder.py)
-    typed.build(TaskLooks, data, "result.looks.c")   # result.json's records (domain/result_records.py)
+    typed.build(TaskLooks, data, "result.looks.c")   # result.json's records (domain/result/records.py)
     typed.plain(looks)                               # a record as JSON writes it (fields at their default left out)
 
 Every mismatch is one ConfigError starting with the key path (`tiers.int8.group_size: expected an

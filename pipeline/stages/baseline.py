@@ -11,7 +11,8 @@ prints the variants' predicted wall time under the budget its measured speed siz
 from __future__ import annotations
 
 from pipeline import paths
-from pipeline.domain import result_json, serving_record, task_rows
+from pipeline.domain.result import contract, serving_record
+from pipeline.domain.sets import task_rows
 from pipeline.schema.params import without_wall_budget
 from pipeline.stages import look_budget, runner
 from pipeline.stages.evaluation import evaluate, run_stage
@@ -31,7 +32,7 @@ def main(st: runner.Stage) -> None:
         return evaluate(params, model, tier, kv, out_dir, paths.serving_checkpoint(model, tier, kv, calibrated),
                         record)
     run_stage(st, model, tier, kv, out_dir, work)
-    res = result_json.load(out_dir / paths.RESULT_FILE)
+    res = contract.load(out_dir / paths.RESULT_FILE)
     if res.status == "ok" and res.backend == "vllm":
         device = res.serving.device if res.serving else "cpu"
         # after the stage's own line, before any variant starts (the variants depend on this stage)

@@ -12,7 +12,9 @@ import datetime as dt
 import sys
 
 from pipeline import io, paths, schema
-from pipeline.domain import hardware, result_json, task_rows
+from pipeline.domain.hardware import gpus
+from pipeline.domain.result import contract
+from pipeline.domain.sets import task_rows
 from pipeline.quant import repair
 from pipeline.report import across_page, across_plot, exports, markdown, plots, regressions, speed
 from pipeline.report.document import AcrossReport, Header, KvPair, ModelReport, PlotSpec
@@ -99,7 +101,7 @@ def noise_floor(params: schema.Params, measured: list[Measured], model: str, sam
     base = baseline_of(params, measured, model)
     if base is None:
         return noise.NoiseFloor("missing", "the baseline did not run")
-    res = result_json.load(result_file)
+    res = contract.load(result_file)
     found = noise.floor(res, base.metrics, samples[base.key], task_rows.read_samples(paths.noise_dir(model)),
                         params.decision.confidence)
     kl = fidelity_summary(res.fidelity, paths.noise_dir(model), params)
@@ -142,7 +144,7 @@ def header(params: schema.Params, rows: list[Row], planned: planner.Planned) -> 
         generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), kv_scales=kv_scales(params.kv_modes),
         baseline=params.decision.baseline, confidence=params.decision.confidence,
         fidelity_bootstrap=params.report.fidelity_bootstrap,
-        budget=planned.budget, gpus=planned.gpus, hardware_docs=hardware.table().vllm_docs_version,
+        budget=planned.budget, gpus=planned.gpus, hardware_docs=gpus.table().vllm_docs_version,
         versions=next((r.facts.versions for r in rows if r.facts.versions), {}), commit=commit(), lock=lock_digest())
 
 

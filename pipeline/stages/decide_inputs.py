@@ -7,8 +7,11 @@ from pathlib import Path
 import numpy as np
 
 from pipeline import io, paths, schema
-from pipeline.domain import kv_formats, result_json, serving_record, sources, task_rows
-from pipeline.domain.result_facts import OK, Fidelity, Serving
+from pipeline.domain.hardware import kv_formats
+from pipeline.domain.model import sources
+from pipeline.domain.result import contract, serving_record
+from pipeline.domain.sets import task_rows
+from pipeline.domain.result.facts import OK, Fidelity, Serving
 from pipeline.scoring.estimators import fidelity
 from pipeline.scoring.planning import planner
 from pipeline.scoring.verdict.rows import Measured
@@ -33,7 +36,7 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
         # serve path are known, and the result cannot be trusted to be of this checkpoint
         return Measured(model, tier, kv, missing=f"no serving record: {record_file} is missing", scheme=scheme,
                         hardware=kind)
-    res = result_json.load(result_file)
+    res = contract.load(result_file)
     record = serving_record.read(record_file)
     scheme = record.label if record.repair and record.label else scheme     # the label names what was promoted
     hf = record.geometry.as_dict() if record.geometry else None
@@ -98,7 +101,7 @@ def prompt_format(model: str, tier: str, kv: str) -> str:
     result_file = paths.eval_result(model, tier, kv)
     if not result_file.is_file():
         return "not recorded"
-    res = result_json.load(result_file)
+    res = contract.load(result_file)
     if res.chat_template is None and res.add_bos_token is None:
         return "not recorded"
     return (("chat template" if res.chat_template else "plain") + ", "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from pipeline import schema
-from pipeline.domain import sources
+from pipeline.domain.model import sources
 from pipeline.report import commands
 from pipeline.scoring.verdict import long_kv
 from pipeline.scoring.pick import recommend

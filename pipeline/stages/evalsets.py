@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from pipeline import io, paths
-from pipeline.domain import public_sets, registry, tasks
+from pipeline.domain.sets import public_sets, registry, tasks
 from pipeline.schema import ConfigError
 from pipeline.stages import runner
 

@@ -21,7 +21,8 @@ from pipeline import errors, io, paths, schema
 from pipeline.evaluation import longctx, sample_cache, second_arithmetic
 from pipeline.evaluation.lm_eval_runner import WallBudgetExceeded, before_first_look, wall_limit
 from pipeline.evaluation.looks_runner import Looked, gates_from, run_looks
-from pipeline.domain import fidelity_set, result_json, result_records, serving_record, task_rows, tasks
+from pipeline.domain.result import contract, records, serving_record
+from pipeline.domain.sets import fidelity_set, task_rows, tasks
 from pipeline.engines.selection import select
 from pipeline.stages import look_budget, runner
 from pipeline.stages.evaluation import Served, evaluate, measured, reading_cache, run_stage
@@ -61,7 +62,7 @@ def copied_baseline(model: str, out_dir: Path) -> dict[str, Any]:
     """The baseline's result as stage baseline measured it, with its samples: nothing evaluated twice."""
     src = paths.baseline_dir(model)
     shutil.copytree(src, out_dir, dirs_exist_ok=True)
-    result_json.load(src / paths.RESULT_FILE)          # refused here when it is not this version's contract
+    contract.load(src / paths.RESULT_FILE)          # refused here when it is not this version's contract
     return {**io.read_json(src / paths.RESULT_FILE), "copied_from": str(src)}
 
 
@@ -78,7 +79,7 @@ class Against:
 def baseline_samples(params: schema.Params, model: str) -> Against | None:
     """None without eval.sequential or when the baseline did not run (the variant then runs every task
     to its cap)."""
-    res = result_json.load(paths.baseline_dir(model) / paths.RESULT_FILE)
+    res = contract.load(paths.baseline_dir(model) / paths.RESULT_FILE)
     if params.eval.sequential is None or res.status != "ok":
         return None
     gates = gates_from(res.metrics, res.higher_is_better, params.gate)
@@ -107,7 +108,7 @@ def in_looks(served: Served, specs: list[tasks.TaskSpec], params: schema.Params,
             done.out_of_time(specs)
             cut = done.budget or f"the time budget ended: lm-eval {e}"
     second_arithmetic.finish(check, done, result, out_dir)
-    result["looks"] = {task: result_records.plain(lk) for task, lk in done.record.items()}
+    result["looks"] = {task: records.plain(lk) for task, lk in done.record.items()}
     if done.stopped:
         result["stopped"] = done.stopped
     elif done.cannot_pass():
@@ -142,7 +143,7 @@ def main(st: runner.Stage) -> None:
         result = evaluate(params, model, tier, kv, out_dir, checkpoint, record, quality, long)
         if params.eval.sequential is None and result.get("status") == "ok":
             # the check reads each look's settled verdicts again: a fixed-n read has none to read
-            result["arithmetic_check"] = {"status": result_json.SKIPPED,
+            result["arithmetic_check"] = {"status": contract.SKIPPED,
                                           "why": "eval.sequential is null (the check runs in its looks)"}
         return result
     run_stage(st, model, tier, kv, out_dir, work)

@@ -5,7 +5,7 @@ Not a stage of its own: `python -m pipeline.stages.evaluate <model> <tier> <kv>`
 
 result.json names every metric `<task>/<metric>` (`metrics`, `higher_is_better`, the latter from each
 task's YAML or lm-eval task) and where it was measured (`measured_on`: CPU, accelerator, torch threads,
-the serving engine and its version; pipeline/domain/provenance.py) and whether its prompts were wrapped
+the serving engine and its version; pipeline/domain/result/provenance.py) and whether its prompts were wrapped
 in the model's chat template (`chat_template`, prepare's record of models.<model>.apply_chat_template)
 and whether they start with BOS (`add_bos_token`). A variant that cannot run here is recorded as status
 "unsupported" (with the reason), one the time budget ended before its first look as "not measured",
@@ -28,12 +28,14 @@ from pipeline.engines.base import baseline_variant
 from pipeline.evaluation.fidelity_compare import measure_fidelity
 from pipeline.evaluation.lm_eval_runner import NotMeasured, flat, run_tasks, run_within, without_refused
 from pipeline.engines.selection import select
-from pipeline.domain import fidelity_set, looks, provenance, result_json, tasks
-from pipeline.domain.prompts import throughput_prompts
+from pipeline.domain.result import contract, provenance
+from pipeline.domain.sets import fidelity_set, looks, tasks
+from pipeline.domain.sets.prompts import throughput_prompts
 from pipeline.scoring.planning.planner import roofline
-from pipeline.domain import result_records, source_record, tokenizer_check
-from pipeline.domain.result_facts import Throughput
-from pipeline.domain.serving_record import ServingRecord
+from pipeline.domain.model import tokenizer_check
+from pipeline.domain.result import records, source_record
+from pipeline.domain.result.facts import Throughput
+from pipeline.domain.result.serving_record import ServingRecord
 from pipeline.stages import runner
 
 @dataclass(frozen=True)
@@ -155,7 +157,7 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
                                                 lambda: session.throughput(prompts, tp.new_tokens, tp.repeats), result)
                 clock.lap("throughput")
                 if backend.name == "vllm":
-                    found = result_records.parse(Throughput, result["throughput"], "throughput")
+                    found = records.parse(Throughput, result["throughput"], "throughput")
                     result["throughput"]["roofline"] = dataclasses.asdict(
                         roofline(found, record.weight_bytes, params.serving.bandwidth_gbps))
     except Unsupported as e:
@@ -164,7 +166,7 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
         result.update(status="unsupported", reason=str(e))
         return result
     except NotMeasured as e:
-        result.update(status=result_json.NOT_MEASURED, reason=str(e))
+        result.update(status=contract.NOT_MEASURED, reason=str(e))
         return result
     for name, rows in samples.items():
         io.atomic_write_jsonl(out_dir / paths.SAMPLES / f"{name}.jsonl", rows)
@@ -190,7 +192,7 @@ def run_stage(st: runner.Stage, model: str, tier: str, kv: str, out_dir: Path, w
                   "reason": errors.one_line(e)}
     # a copied baseline keeps the seconds of the stage that measured it
     result.setdefault("seconds", round(time.perf_counter() - t0, 1))
-    io.atomic_write_json(out_dir / paths.RESULT_FILE, result_json.stamp(result, "variant"))
+    io.atomic_write_json(out_dir / paths.RESULT_FILE, contract.stamp(result, "variant"))
     st.done(result["status"], result.get("reason") or left_after(result.get("stopped") or result.get("cut"), result)
             or cannot_pass(result))
 
@@ -200,7 +202,7 @@ def left_after(where: str | None, result: dict) -> str | None:
     tasks it then did not run."""
     if not where:
         return None
-    left = [t for t, why in (result.get("not_run") or {}).items() if why != result_json.CANNOT_PASS]
+    left = [t for t, why in (result.get("not_run") or {}).items() if why != contract.CANNOT_PASS]
     return where + (f"; not run: {', '.join(left)}" if left else "")
 
 
@@ -208,7 +210,7 @@ def cannot_pass(result: dict) -> str | None:
     """The console's word on a variant that can no longer pass, and what it therefore did not run."""
     if not result.get("cannot_pass"):
         return None
-    skipped = [t for t, why in (result.get("not_run") or {}).items() if why == result_json.CANNOT_PASS]
+    skipped = [t for t, why in (result.get("not_run") or {}).items() if why == contract.CANNOT_PASS]
     if (result.get("long_context") or {}).get("status") == "skipped":
         skipped.append("long context")
     return f"cannot pass: {result['cannot_pass']}" + (f"; not run: {', '.join(skipped)}" if skipped else "")

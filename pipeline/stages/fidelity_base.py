@@ -24,7 +24,8 @@ from pipeline.engines import Unsupported
 from pipeline.evaluation import longctx, sample_cache
 from pipeline.engines.base import baseline_variant
 from pipeline.engines.selection import select
-from pipeline.domain import bos, fidelity_set, long_texts
+from pipeline.domain.model import bos
+from pipeline.domain.sets import fidelity_set, long_texts
 from pipeline.stages import runner
 
 

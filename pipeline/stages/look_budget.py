@@ -13,8 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipeline import paths, schema
-from pipeline.domain import result_json, task_rows
-from pipeline.domain.result_json import Result
+from pipeline.domain.result import contract
+from pipeline.domain.sets import task_rows
+from pipeline.domain.result.contract import Result
 from pipeline.evaluation import stratified
 from pipeline.schema.params import with_wall_budget
 from pipeline.scoring.planning import time_budget
@@ -94,8 +95,8 @@ def fit(params: schema.Params, model: str, base: Result, rows: Rows, noise: Resu
 def load(model: str) -> tuple[Result, Rows, Result | None]:
     """The baseline's result and samples, and the noise floor's result (None where it has not run)."""
     noise = paths.noise_dir(model) / paths.RESULT_FILE
-    return (result_json.load(paths.baseline_dir(model) / paths.RESULT_FILE),
-            task_rows.read_samples(paths.baseline_dir(model)), result_json.load(noise) if noise.is_file() else None)
+    return (contract.load(paths.baseline_dir(model) / paths.RESULT_FILE),
+            task_rows.read_samples(paths.baseline_dir(model)), contract.load(noise) if noise.is_file() else None)
 
 
 def fitted_params(params: schema.Params, model: str) -> schema.Params:

@@ -7,7 +7,7 @@ judge each variant's verdicts again in that arithmetic (scoring/verdict/arith_ch
 The same gated tasks, samples and prompts as evaluate@<model>-<baseline> (not the report-only ones: no
 verdict of theirs to check); the reference backend computes in
 serving.reference.noise_arithmetic (auto: bf16-operands where the run computes in float32, float32
-where it computes in bfloat16: pipeline/engines/arithmetic.py), vLLM with another batch composition
+where it computes in bfloat16: pipeline/engines/reference/arithmetic.py), vLLM with another batch composition
 (pipeline/engines/selection.py). Fidelity: the same KL and top-1 agreement as a variant's, against
 the baseline in the run's own arithmetic. Writes results/noise/<model>/{result.json, samples/}; with
 `eval.noise_floor: false` a result saying so, and the verdicts then rest on the run's arithmetic alone.
@@ -26,7 +26,8 @@ from pipeline.evaluation.fidelity_compare import measure_fidelity
 from pipeline.evaluation import sample_cache
 from pipeline.evaluation.lm_eval_runner import flat, run_tasks, run_within
 from pipeline.engines.selection import select
-from pipeline.domain import fidelity_set, looks, provenance, result_json, tasks
+from pipeline.domain.result import contract, provenance
+from pipeline.domain.sets import fidelity_set, looks, tasks
 from pipeline.schema.params import without_wall_budget
 from pipeline.stages import runner
 
@@ -99,7 +100,7 @@ def main(st: runner.Stage) -> None:
             io.atomic_write_jsonl(tmp / paths.SAMPLES / f"{name}.jsonl", rows)
         if fidelity_rows:
             io.atomic_write_jsonl(tmp / paths.FIDELITY_ROWS, fidelity_rows)
-        io.atomic_write_json(tmp / paths.RESULT_FILE, result_json.stamp(result, "noise"))
+        io.atomic_write_json(tmp / paths.RESULT_FILE, contract.stamp(result, "noise"))
     st.done("ok" if result["status"] in ("ok", "off") else result["status"],
             result.get("reason") or result.get("arithmetic"))
 

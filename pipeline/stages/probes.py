@@ -1,5 +1,5 @@
 """Stage probes@<model>: the probe sets of eval.tasks (`data: retrieval:<tokens>`) written with the
-model's own tokenizer, so each prompt is <tokens> tokens of this model (pipeline/domain/probe_sets.py).
+model's own tokenizer, so each prompt is <tokens> tokens of this model (pipeline/domain/sets/probe_sets.py).
 
     python -m pipeline.stages.probes <model>
 
@@ -9,7 +9,7 @@ model's context (config.json max_position_embeddings; on vLLM also serving.vllm.
 the stage with one line naming the task, before any variant runs.
 
 With eval.long_context it also checks the long texts in this model's tokens, as fidelity_base will
-read them (pipeline/domain/long_texts.py: a short text continued with the next ones), and writes
+read them (pipeline/domain/sets/long_texts.py: a short text continued with the next ones), and writes
 long_texts.json: the positions read, and per text its own token count, the rows joined and where each
 begins. A text that cannot reach the length stops the stage with one line naming it. DVC runs this
 stage before the model's quantize stages (their order in dvc.yaml), so a vocabulary too large for the
@@ -23,7 +23,8 @@ import sys
 from pathlib import Path
 
 from pipeline import io, paths, schema
-from pipeline.domain import bos, long_texts, probe_sets, retrieval, tasks
+from pipeline.domain.model import bos
+from pipeline.domain.sets import long_texts, probe_sets, retrieval, tasks
 from pipeline.stages import runner
 
 

@@ -9,7 +9,7 @@ import dataclasses
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 
-from pipeline.domain import metric_registry, metrics
+from pipeline.domain.sets import metric_registry, metrics
 from pipeline.scoring.estimators import stats
 
 

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from pipeline.domain.result_facts import Fidelity
+from pipeline.domain.result.facts import Fidelity
 
 # A zero q where p > 0 would make KL infinite, and one such position would swamp every mean. Flooring
 # q (bucket and shared tokens alike) only shrinks each term, so the result stays a lower bound.

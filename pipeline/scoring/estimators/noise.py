@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from pipeline.domain.result_json import Result
+from pipeline.domain.result.contract import Result
 from pipeline.scoring.estimators import analysis
 from pipeline.scoring.estimators.analysis import Samples, metrics_of, paired_tasks
 from pipeline.scoring.estimators.fidelity import Read

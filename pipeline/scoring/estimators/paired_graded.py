@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-SCALE = 100.0          # per-sample metrics are 0-100 (pipeline/domain/metrics.py)
+SCALE = 100.0          # per-sample metrics are 0-100 (pipeline/domain/sets/metrics.py)
 # where a move counts as large, in metric points: the floors are taken at each (data-independent)
 THRESHOLDS = (0.0, 2.0, 5.0, 10.0, 20.0, 40.0)
 TAIL_FIELDS = 5

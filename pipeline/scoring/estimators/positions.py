@@ -6,7 +6,7 @@ over texts. Pure: numpy and the standard library; tests/test_positions.py.
     rows = positions.by_position(kl_per_text, agree_per_text, edges)
 
 Positions. Row t of a text's per-position arrays is the prediction of token t + 1 from tokens 0..t
-(pipeline/engines/dists.py's layout), so its position is t: the prediction reads t + 1 tokens. A
+(pipeline/engines/reference/dists.py's layout), so its position is t: the prediction reads t + 1 tokens. A
 bucket [lo, hi) holds rows lo <= t < hi; rows at or past the last edge are not counted (the last edge
 is the smaller of the model's context and memory.max_model_len: a deployment never reads more).
 

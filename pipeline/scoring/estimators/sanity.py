@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.domain.loops import loop_unit
+from pipeline.domain.sets.loops import loop_unit
 
 # a finding needs this share of a task's samples (a few loops in a long run are the model's own)
 MIN_RATE = 0.25

@@ -9,7 +9,7 @@ far too narrow (docs/decisions/graded-interval.md):
 - a corpus metric (BLEU, chrF): the same interval on the jackknife pseudo-values of the corpus delta
   (per-sentence sufficient statistics as sacrebleu's paired bootstrap uses them), its changed pairs
   the sentences whose output changed.
-Which interval a metric gets follows from its kind as pipeline/domain/metric_registry.py declares it,
+Which interval a metric gets follows from its kind as pipeline/domain/sets/metric_registry.py declares it,
 never from the values it takes (analysis.INTERVALS reads the table). Each interval is computed at any
 confidence from what it keeps (`repeated`). None draws a bootstrap.
 """
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.domain import metric_registry
+from pipeline.domain.sets import metric_registry
 from pipeline.scoring.estimators import paired_binary, paired_graded, strata
 
 
@@ -158,7 +158,7 @@ def sentence_metric(name: str):
     """The sacrebleu metric a jackknife-interval metric sums per-sentence statistics of (metric_registry)."""
     found = metric_registry.get(name).sentence_stats
     if found is None:
-        raise ValueError(f"metric {name!r} has no per-sentence statistics (pipeline/domain/metric_registry.py)")
+        raise ValueError(f"metric {name!r} has no per-sentence statistics (pipeline/domain/sets/metric_registry.py)")
     return found()
 
 

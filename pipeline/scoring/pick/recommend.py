@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.domain import hardware
+from pipeline.domain.hardware import gpus
 from pipeline.schema import TargetGpu
 from pipeline.scoring.planning.planner import Plan
 from pipeline.scoring.pick.sequence import memory_key
@@ -96,5 +96,5 @@ def gpu_candidates(rows: list[Row], model: str, name: str, gpu: TargetGpu, plans
     endpoint is sized by its own server (its weights are there, unknown here, so it has no plan): it is
     a candidate wherever its declared family runs, so each GPU's sequence holds it where page 1's does."""
     return {(r.facts.tier, r.facts.kv) for r in rows if r.facts.model == model
-            and hardware.supports(r.facts.hardware, gpu.compute_capability)
+            and gpus.supports(r.facts.hardware, gpu.compute_capability)
             and (r.facts.backend == ENDPOINT or ((p := plans.get(r.variant, {}).get(name)) is not None and p.fits))}

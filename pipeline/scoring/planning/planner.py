@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from pipeline.domain.result_facts import Roofline, Throughput
+from pipeline.domain.result.facts import Roofline, Throughput
 from pipeline.schema import Memory, TargetGpu
 
 GIB = 2**30

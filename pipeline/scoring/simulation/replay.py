@@ -27,7 +27,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from pipeline.domain import metric_registry
+from pipeline.domain.sets import metric_registry
 from pipeline.scoring.verdict import margin as rule
 from pipeline.scoring.estimators import paired_binary, paired_graded
 from pipeline.scoring.verdict.sequential import Design, look_sizes

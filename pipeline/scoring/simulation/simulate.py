@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.domain import metric_registry, metrics
+from pipeline.domain.sets import metric_registry, metrics
 from pipeline.io import read_jsonl
 from pipeline.schema import builder
 from pipeline.scoring.estimators import analysis, stats, strata
@@ -54,7 +54,7 @@ def population(base_rows: list[dict], tier_rows: list[dict], metric: str) -> Pop
         pt = stats.pseudo_values(m, stats.segment_stats(m, th, refs))
         return Population.of(pb, pt, kind=metric_registry.CORPUS, changed=[a != b for a, b in zip(bh, th)])
     if declared.interval is None:
-        raise ValueError(f"metric {metric!r} has no interval (pipeline/domain/metric_registry.py): nothing to replay")
+        raise ValueError(f"metric {metric!r} has no interval (pipeline/domain/sets/metric_registry.py): nothing to replay")
     missing = [b["doc_id"] for b, t in pairs if metric not in b["scores"] or metric not in t["scores"]]
     if missing:
         raise KeyError(f"metric {metric!r} is not in the rows' scores (doc {missing[0]})")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from pipeline.domain.metrics import split_id
+from pipeline.domain.sets.metrics import split_id
 from pipeline.schema import Decision, Task, gate
 from pipeline.scoring.estimators import analysis, stats
 from pipeline.scoring.estimators.stats import Interval

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipeline.domain.metrics import metric_id
-from pipeline.domain.result_records import MetricCheck, Settled, TaskLooks
+from pipeline.domain.sets.metrics import metric_id
+from pipeline.domain.result.records import MetricCheck, Settled, TaskLooks
 
 STABLE, UNSTABLE = "stable", "unstable"
 OPEN = "inconclusive"

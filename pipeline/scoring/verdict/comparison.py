@@ -18,7 +18,7 @@ from pipeline.schema import Decision, Report, Tolerance
 from pipeline.scoring.estimators import analysis
 from pipeline.scoring.planning import power
 from pipeline.scoring.verdict import judge
-from pipeline.domain.metrics import metric_id
+from pipeline.domain.sets.metrics import metric_id
 from pipeline.scoring.estimators.analysis import KvLength, Read, Regression, Samples, metrics_of, paired_tasks
 from pipeline.scoring.verdict.rows import Evidence, Key, Measured
 from pipeline.scoring.estimators import stats

@@ -22,8 +22,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from pipeline.domain.result_json import NOT_MEASURED as NOT_MEASURED_STATUS
-from pipeline.domain.metrics import split_id
+from pipeline.domain.result.contract import NOT_MEASURED as NOT_MEASURED_STATUS
+from pipeline.domain.sets.metrics import split_id
 from pipeline.schema import Decision, Task, Tolerance, gate
 from pipeline.scoring.planning import power
 from pipeline.scoring.verdict import margin
@@ -113,7 +113,7 @@ def comparable(r: Measured) -> Pairing:
     return Pairing(r.model, r.backend, r.compute_dtype)
 
 
-ENDPOINT = "endpoint"     # a server qtier does not run (pipeline/engines/endpoint.py)
+ENDPOINT = "endpoint"     # a server qtier does not run (pipeline/engines/endpoint/backend.py)
 
 
 def baseline_for(r: Measured, base_rows: dict[Pairing, Measured]) -> Measured | None:

@@ -3,17 +3,17 @@ its result.json as parsed, held whole, and what decide adds from the serving rec
 (stages/decide_inputs.py build_row); nothing in it depends on another variant. Pure data.
 
     from pipeline.scoring.verdict.measured import Measured
-    m = Measured(model, tier, kv, result_json.load(path), scheme=..., hardware=...)
+    m = Measured(model, tier, kv, contract.load(path), scheme=..., hardware=...)
     m.metrics, m.looks, m.settled_at("classification/acc"), m.not_run_text("retrieval")
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.domain.metrics import split_id
-from pipeline.domain.result_json import CANNOT_PASS, CHECKED, FAILED, NOT_NEEDED, ONE_ARITHMETIC, TIME_BUDGET, Result
-from pipeline.domain.result_records import Settled
-from pipeline.domain.serving_record import Repair
+from pipeline.domain.sets.metrics import split_id
+from pipeline.domain.result.contract import CANNOT_PASS, CHECKED, FAILED, NOT_NEEDED, ONE_ARITHMETIC, TIME_BUDGET, Result
+from pipeline.domain.result.records import Settled
+from pipeline.domain.result.serving_record import Repair
 from pipeline.scoring.estimators import fidelity as fidelity_est
 
 Key = tuple[str, str, str]          # (model, tier, kv)
@@ -25,7 +25,7 @@ Key = tuple[str, str, str]          # (model, tier, kv)
 NOT_RUN = "not run"
 REFUSED = "refused"         # a task the server could not score (an endpoint without prompt log-probs)
 # why a task was not run, as the report says it: (in full, in one word for page 1's cells, whose rows keep
-# to a screen's width), keyed by result.json's not_run reasons (result_json.NOT_RUN) and REFUSED. "moot":
+# to a screen's width), keyed by result.json's not_run reasons (contract.NOT_RUN) and REFUSED. "moot":
 # a gated metric open at its cap or unstable left the variant unable to pass, so its other tasks would
 # change no verdict
 NOT_RUN_WHY = {FAILED: ("the variant failed a gated metric first", "failed"),
@@ -69,7 +69,7 @@ class Measured:
 
     def __post_init__(self) -> None:
         # a dict or a stand-in where a record belongs would fail only where a reader uses it (decide's
-        # end, or never in a test): build records with result_records.parse (tests: tests/result_files.py)
+        # end, or never in a test): build records with records.parse (tests: tests/result_files.py)
         for name, kind in RECORDS.items():
             found = getattr(self, name)
             if found is not None and not isinstance(found, kind):
@@ -77,7 +77,7 @@ class Measured:
 
     @property
     def status(self) -> str:
-        """ok | failed | unsupported | not measured (result_json.STATUSES); failed with no result."""
+        """ok | failed | unsupported | not measured (contract.STATUSES); failed with no result."""
         return self.result.status if self.result is not None else "failed"
 
     @property

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from pipeline.domain import retrieval
-from pipeline.domain.metrics import metric_id
+from pipeline.domain.sets import retrieval
+from pipeline.domain.sets.metrics import metric_id
 from pipeline.scoring.verdict.judge import not_capable
 from pipeline.scoring.verdict.rows import NOT_RUN, Row
 

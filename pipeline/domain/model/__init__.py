@@ -1,0 +1,1 @@
+"""A model: its source, and what is resolved or checked against its tokenizer and layers."""
