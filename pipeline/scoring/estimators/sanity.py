@@ -17,7 +17,10 @@ ALPHA = 0.05        # one-sided binomial test of accuracy above chance
 CAUSES = {
     "loops": "prompt format (chat template on or off, BOS), a tokenizer that is not the model's, or "
              "greedy decoding of a model too small for the task",
-    "empty": "the stop sequence or chat template ends the answer at once, or max_gen_toks is too small",
+    # not the stop string: an answer that opens with a blank line is asked again without it
+    # (evaluation/blank_answers.py), so an empty one is what the model wrote
+    "empty": "the model ends its answer at once (end of text: an instruct model asked without its chat "
+             "template, or a prompt it reads as finished), or spends max_gen_toks on whitespace",
     "chance": "prompt format (chat template, BOS), a tokenizer mismatch, or log-probs the engine did not "
               "return (a server without prompt log-probs scores every choice alike)",
 }
