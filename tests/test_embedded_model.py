@@ -51,7 +51,7 @@ def test_the_header_is_smollm2_135m(reader):
 
 def test_gguf_geometry_is_what_check_reads_for_the_default_model(gguf_path):
     expected = {"hidden_size": HIDDEN, "num_attention_heads": HEADS, "intermediate_size": FFN,
-                "max_position_embeddings": CONTEXT}
+                "max_position_embeddings": CONTEXT, "num_hidden_layers": LAYERS}
     assert gguf_geometry(gguf_path) == expected
     assert geometry(f"embedded:{NAME}", ROOT) == expected
 

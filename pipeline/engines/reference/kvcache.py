@@ -148,13 +148,14 @@ def reserve(buffer: torch.Tensor) -> None:
     _RESERVED[buffer.data_ptr()] = buffer
 
 
-def rounded(x: torch.Tensor, scale: float, fn=fp8_round, upto: int | None = None) -> torch.Tensor:
+def rounded(x: torch.Tensor, scale: float, fn=None, upto: int | None = None) -> torch.Tensor:
     """x through fp8 (or through `fn(x, scale)`, a per-token KV format's round trip:
     pipeline/engines/reference/kv_formats.py), its first `upto` positions only where given (the rest as computed).
     A view of a reserved cache buffer (pipeline/engines/reference/generate.py) is rounded in place, and the buffer
     remembers how far: rounding is idempotent and the cache only appends, so each position is rounded
     once instead of at every later decoding step. Anything else is rounded anew. (Views made under
     torch.inference_mode have no ._base, hence the registry of buffers.)"""
+    fn = fn or fp8_round        # looked up at the call, not bound at definition (tests wrap it)
     end = x.shape[2] if upto is None else min(upto, x.shape[2])
     buf = _RESERVED.get(x.data_ptr())
     if buf is None or x.shape[:2] != buf.shape[:2] or x.shape[3:] != buf.shape[3:] or x.stride() != buf.stride():
