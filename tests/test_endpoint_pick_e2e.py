@@ -98,5 +98,5 @@ def test_decision_md_recommends_it_as_already_served_on_page_one_and_every_gpu(p
     gpus = list(yaml.safe_load((proj / "params.yaml").read_text())["memory"]["target_gpus"])
     per_gpu = md_table(md, "| Target GPU")
     assert [c[0] for c in per_gpu] == gpus, per_gpu
-    for cells in per_gpu:
-        assert cells[1:] == ["`served` + KV `auto`", f"`{line}`"], cells
+    for cells in per_gpu:       # the pick, where the sequence stopped (nothing after it: –), its line
+        assert cells[1:] == ["`served` + KV `auto`", "–", f"`{line}`"], cells
