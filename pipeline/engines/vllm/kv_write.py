@@ -37,7 +37,7 @@ stored = vc.permute(0, 2, 1, 3).reshape(T, H, D).view(torch.float8_e4m3fn).float
 print(json.dumps(classify_write(v, stored)))
 """
 TIMEOUT_S = 180
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]     # the repository: pipeline/engines/vllm/kv_write.py
 
 
 def read_engine(python: str | Path) -> dict:
