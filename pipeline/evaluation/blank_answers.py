@@ -24,11 +24,10 @@ def blank(text: str) -> bool:
 
 
 def first_answer(text: str, until: Sequence[str]) -> str:
-    """`text` without its leading whitespace, cut before the first stop string it then contains (as
-    lm-eval's postprocess_generated_text and vLLM's `stop` cut it)."""
-    body = text.lstrip()
-    ends = [body.find(s) for s in until if s and s in body]
-    return body[:min(ends)] if ends else body
+    """`text` without its leading whitespace, cut before the first stop string it then contains, by
+    lm-eval's own cut (the one HFLM applies to every answer; vLLM's `stop` cuts the same place)."""
+    from lm_eval.models.utils import postprocess_generated_text     # lazy: lm-eval's package imports take seconds
+    return postprocess_generated_text(text.lstrip(), list(until), None)
 
 
 def _stops(request) -> list[str]:
