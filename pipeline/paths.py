@@ -15,12 +15,17 @@ LOAD_SPEC = "qtier_load.json"   # in a tier folder: "load <source> with this loa
 SOURCE_SPEC = "qtier_source.json"   # in a source folder: the models.<name>.source it was prepared from
 PUBLISHED_REF = "qtier_published.json"   # in a tier folder: the published checkpoint it serves
 ENDPOINT_REF = "qtier_endpoint.json"     # in a tier folder: the server an endpoint tier names
+GGUF_REF = "qtier_gguf.json"             # in a tier folder: the GGUF file a gguf tier serves, and its bill
+LLAMA_CPP = Path(".venv-llama")          # llama-cpp-python's server and the converter (install.sh --llama-cpp)
+LLAMA_PYTHON = LLAMA_CPP / "bin" / "python"
+LLAMA_TREE = LLAMA_CPP / "llama.cpp"     # convert_hf_to_gguf.py, conversion/, gguf-py from the sdist
 FAILED_MARKER = "FAILED.txt"        # in a tier folder whose quantize failed: the reason
 
 # in an eval dir (eval_dir): evaluate's record, per-task sample rows, a vLLM server's log
 RESULT_FILE = "result.json"
 SAMPLES = "samples"
 VLLM_SERVER_LOG = "vllm_server.log"
+LLAMA_SERVER_LOG = "llama_server.log"
 EVALS = "evals"                      # under results/ (of this run, or of another one: backend_diff)
 
 DECISION_MD = RESULTS / "decision.md"

@@ -1,6 +1,6 @@
 """The module graph is one-way: schema -> io/paths -> domain (hardware, sets -> result -> model) ->
 scoring (planning -> estimators -> verdict -> pick -> simulation) / quant / engines (base -> reference,
-vllm -> endpoint -> selection) -> evaluation -> config -> report -> stages; an engine reads no verdict
+vllm -> endpoint -> llama_cpp -> selection) -> evaluation -> config -> report -> stages; an engine reads no verdict
 (engines never import scoring), and the reference engine and vLLM import nothing of each other.
 
 Fast: reads the source with ast, imports nothing of the pipeline.
@@ -33,6 +33,7 @@ LAYERS = [
     # selection picks one of them
     ("pipeline.engines.reference", "pipeline.engines.vllm"),
     ("pipeline.engines.endpoint",),
+    ("pipeline.engines.llama_cpp",),        # llama.cpp's server, judged through the endpoint path
     ("pipeline.engines",),
     ("pipeline.evaluation",),
     ("pipeline.config",),
@@ -179,7 +180,7 @@ def test_every_module_of_engines_and_domain_has_a_room():
     """engines/ and domain/ keep at their top only what every room shares; each other module has a room."""
     assert sorted(p.name for p in (PKG / "engines").glob("*.py")) == ["__init__.py", "base.py", "selection.py"]
     assert sorted(p.name for p in (PKG / "domain").glob("*.py")) == ["__init__.py"]
-    for room in ("engines/reference", "engines/vllm", "engines/endpoint",
+    for room in ("engines/reference", "engines/vllm", "engines/endpoint", "engines/llama_cpp",
                  "domain/hardware", "domain/sets", "domain/result", "domain/model"):
         assert (PKG / room / "__init__.py").exists(), room
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pipeline.engines.base import Backend
 from pipeline.engines.endpoint.backend import EndpointBackend
+from pipeline.engines.llama_cpp.backend import LlamaCppBackend
 from pipeline.engines.reference.backend import ReferenceBackend
 from pipeline.engines.vllm.backend import VllmBackend
 from pipeline.engines.vllm.session import other_concurrency
@@ -21,9 +22,11 @@ def select(params: Params, noise: bool = False, tier: Tier | None = None) -> Bac
     same engine in its second arithmetic (stage noise): on the reference backend
     serving.reference.noise_arithmetic, on vLLM another batch composition (lm-eval's requests one at a
     time, or two at once when the run sends them one at a time). A tier of method endpoint is its own
-    server, whatever serving.backend says."""
+    server, whatever serving.backend says; a tier of method gguf is llama.cpp's server's."""
     if tier is not None and tier.method == "endpoint":
         return EndpointBackend(params.serving.vllm, params.eval, params.serving.slo, params.decision.baseline.kv)
+    if tier is not None and tier.method == "gguf":
+        return LlamaCppBackend(params.serving.vllm, params.eval, params.serving.slo, params.decision.baseline.kv)
     choice = params.serving.backend
     if choice == "auto":
         choice = "vllm" if _vllm_usable(params) else "reference"

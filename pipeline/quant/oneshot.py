@@ -13,7 +13,7 @@ from pathlib import Path
 from pipeline import io, paths, runlog, schema
 from pipeline.domain.hardware import compute, machine, memory
 from pipeline.domain.sets import calibration
-from pipeline.quant import published, recipes, repair, sensitivity, smoothing
+from pipeline.quant import gguf_tier, published, recipes, repair, sensitivity, smoothing
 from pipeline.quant.compat import patch_llmcompressor_pin_memory
 
 
@@ -59,6 +59,13 @@ def quantize(params: schema.Params, model_name: str, tier_name: str, out: Path, 
         if kv_scheme is not None:
             raise ValueError("an endpoint is served as it is: no k/v scales are calibrated for it")
         return endpoint_tier(tier, out)
+    if tier.method == "gguf":
+        if kv_scheme is not None:
+            raise ValueError("a GGUF tier is served by llama.cpp: no k/v scales are calibrated for it")
+        try:
+            return gguf_tier.quantize(tier, params.models[model_name].source, paths.source_dir(model_name), out)
+        except gguf_tier.GgufUnavailable as e:
+            raise NotThisModel(f"tiers.{tier_name}: {e}") from None
     src = paths.source_dir(model_name)
     hf_config = json.loads((src / "config.json").read_text())
     model_cfg = resolved_model(params.models[model_name], hf_config)
@@ -177,19 +184,20 @@ def endpoint_tier(tier: schema.Tier, out: Path) -> dict:
 def handoff(params: schema.Params, model_name: str, out: Path, info: dict) -> dict:
     """What evaluate and decide read about a checkpoint, so neither opens its folder or the source.
     A published checkpoint is served from where it is, described by its own config.json."""
-    pub, endpoint = info.get("published"), info.get("endpoint")
+    pub, endpoint, gguf = info.get("published"), info.get("endpoint"), info.get("gguf")
     if pub is not None:
         out = Path(pub["path"])
     hf = json.loads(((out if pub else paths.source_dir(model_name)) / "config.json").read_text())
     bnb = info.get("bitsandbytes")
     return {
         # an endpoint's tokenizer is the source's (evaluate's preflight checks the server counts alike)
-        "serve_path": str(paths.source_dir(model_name) if bnb or endpoint else out),
+        "serve_path": str(paths.source_dir(model_name) if bnb or endpoint or gguf else out),
         **({"serve_name": pub["serve_name"]} if pub else {}),
         "load_quantization": bnb,
         # bitsandbytes packs at load time: evaluate measures those bytes after loading; an endpoint's
-        # weights are on its server, which does not say
-        "weight_bytes": None if bnb or endpoint else memory.weight_bytes(out),
+        # weights are on its server, which does not say; a GGUF file's are its tensor table's (gguf_bill)
+        "weight_bytes": (gguf["bill"]["weight_bytes"] if gguf
+                         else None if bnb or endpoint else memory.weight_bytes(out)),
         "storage_dtype": compute.model_dtype(params.models[model_name].dtype, hf),   # `auto` resolved
         "geometry": memory.kv_geometry(hf),
     }

@@ -14,9 +14,9 @@ def serve_command(row: Row, model_dtype: str, cache_dtype: str, budget: Memory |
                   plan: Plan | None = None) -> str:
     """`cache_dtype`: the row's KV mode's (kv_modes.<kv>.cache_dtype); with a budget and a plan, the
     command carries that GPU's --max-model-len, --gpu-memory-utilization and --max-num-seqs."""
-    if row.facts.backend == "endpoint":      # someone else's server: nothing to start
+    if row.facts.backend == "endpoint":      # someone else's server: nothing to start; llama.cpp's: its line
         s = row.facts.serving
-        return f"# already served: {s.served_model} at {s.base_url}"
+        return s.command or f"# already served: {s.served_model} at {s.base_url}"
     kind = gpus.kind(row.facts.hardware)
     extra: dict[str, object] = {"quantization": kind.vllm_quantization_flag}
     if budget is not None and plan is not None:

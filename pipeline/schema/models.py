@@ -4,9 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pipeline.schema import gguf
 from pipeline.schema.errors import FieldError, near
 
-METHODS = ("baseline", "rtn", "gptq", "awq", "smoothquant-gptq", "bnb-int8", "bnb-nf4", "published", "endpoint")
+METHODS = ("baseline", "rtn", "gptq", "awq", "smoothquant-gptq", "bnb-int8", "bnb-nf4", "published", "endpoint",
+           "gguf")
 RECIPE_METHODS = ("rtn", "gptq", "awq", "smoothquant-gptq")
 CALIBRATED_METHODS = ("gptq", "awq", "smoothquant-gptq")
 BNB_METHODS = ("bnb-int8", "bnb-nf4")
@@ -59,6 +61,8 @@ class Tier:
     base_url: str | None = None
     served_model: str | None = None
     api_key_env: str | None = None
+    gguf_type: str | None = None
+    gguf_file: str | None = None
     repair: Repair | None = None
 
     # keys no longer read, each rejected with its reason (pipeline/schema/builder.py)
@@ -98,6 +102,15 @@ class Tier:
             for key in ("base_url", "served_model", "api_key_env"):
                 if getattr(self, key) is not None:
                     raise FieldError(key, "only a tier with method 'endpoint' names a server")
+        if self.method == "gguf":
+            gguf.check_tier(self.gguf_type, self.gguf_file)
+            for key in ("recipe", "weight_bits"):
+                if getattr(self, key) is not None:
+                    raise FieldError(key, "a GGUF tier's weights are its gguf_type's (or its file's)")
+        else:
+            for key in ("gguf_type", "gguf_file"):
+                if getattr(self, key) is not None:
+                    raise FieldError(key, "only a tier with method 'gguf' names a GGUF type or file")
         if self.revision is not None and not (self.checkpoint or "").startswith("hub:"):
             raise FieldError("revision", "only a hub: checkpoint has a revision")
         if self.method != "baseline" and self.hardware is None:

@@ -35,6 +35,8 @@ def tier_spec(tier: schema.Tier, root: Path) -> bytes:
         return (head + (published.fingerprint(root / name) if kind == "local" else "")).encode()
     if tier.method == "endpoint":       # the server's answers are evaluate's to measure; its address is the spec
         return f"# endpoint {tier.served_model} at {tier.base_url}\n".encode()
+    if tier.method == "gguf":           # what quantize makes or serves: the type, or the file named
+        return f"# gguf {tier.gguf_type or tier.gguf_file}\n".encode()
     return NO_RECIPE
 
 

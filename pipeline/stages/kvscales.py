@@ -67,7 +67,7 @@ def calibrate(params: schema.Params, model: str, tier: str, out: Path) -> dict:
     if params.tiers[tier].method in schema.BNB_METHODS:
         return {"status": "unsupported", "reason": "bitsandbytes quantizes at load time: no llm-compressor "
                                                    "checkpoint carries calibrated k/v scales for it"}
-    if params.tiers[tier].method in ("published", "endpoint"):
+    if params.tiers[tier].method in ("published", "endpoint", "gguf"):
         return {"status": "unsupported", "reason": f"a {params.tiers[tier].method} tier is served as it is: k/v "
                                                    "scales are calibrated only for tiers qtier quantizes"}
     set_threads()          # only here: a tier that cannot be calibrated is recorded without importing torch

