@@ -12,8 +12,10 @@ that it counts tokens as the model's tokenizer does.
 Log-likelihood: llama-cpp-python 0.3.36 answers `echo` with `logprobs` (logits_all), pairing the score row
 of position i with the echoed token i after dropping a leading BOS (llama_cpp/llama.py,
 _create_completion). Row i predicts token i + 1, so the pairing is right only when the prompt starts with
-BOS; without one every prompt log-prob is one position off. echo_aligned() reads which case the server
-is in from its own answer, and without BOS the log-likelihood tasks are refused with that reason.
+BOS; without one every prompt log-prob is one position off (SmolLM2's GGUF adds none: " capital" in "The
+capital of France" is scored -9.6 under the row whose top token is " of", -0.41). echo_aligned() reads
+which case the server is in from its own answer; misaligned, the log-likelihood tasks are refused with
+that reason (the generation tasks still run).
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from pipeline.engines.vllm.server import Server, ServerDied, free_port
 from pipeline.engines.vllm.session import VllmSession
 from pipeline.io import read_json
 
+PROMPT = preflight.PROBE
 MISALIGNED = ("llama-cpp-python 0.3.36 pairs each echoed prompt token with the score row of its own position "
               "(the row predicting the next token) unless the prompt starts with a BOS token, which this "
               "GGUF's tokenizer does not add: its prompt log-probs are one position off (llama_cpp/llama.py, "
@@ -40,16 +43,19 @@ MISALIGNED = ("llama-cpp-python 0.3.36 pairs each echoed prompt token with the s
 
 
 def echo_aligned(answer: dict) -> bool:
-    """Whether the server's echoed prompt log-probs are paired with the right tokens: the server dropped a
-    leading BOS (echoed tokens = prompt tokens - 1 + completion tokens). Pure."""
-    usage = answer.get("usage") or {}
-    tokens = (((answer.get("choices") or [{}])[0].get("logprobs")) or {}).get("tokens") or []
-    prompt, done = usage.get("prompt_tokens"), usage.get("completion_tokens")
-    return isinstance(prompt, int) and isinstance(done, int) and len(tokens) == prompt - 1 + done
+    """Whether the server's echoed prompt log-probs are paired with the right tokens, read from its answer to
+    a 1-token echo request. llama-cpp-python zips the echoed tokens with the evaluated score rows: after
+    dropping a leading BOS the generated token is among them (the tokens spell the prompt and the answer);
+    without a BOS the rows run out one token early and the tokens spell the prompt alone, each paired with
+    the row predicting the token after it. Not shown aligned (an empty answer, no log-probs) is False. Pure."""
+    choice = (answer.get("choices") or [{}])[0]
+    tokens = (choice.get("logprobs") or {}).get("tokens") or []
+    spelled, text = "".join(tokens), choice.get("text") or ""
+    return bool(tokens) and spelled == text and len(spelled) > len(PROMPT)
 
 
 def _echo_answer(base_url: str, served: str, timeout_s: float) -> dict:
-    body = {"model": served, "prompt": preflight.PROBE, "max_tokens": 1, "echo": True, "logprobs": 1,
+    body = {"model": served, "prompt": PROMPT, "max_tokens": 1, "echo": True, "logprobs": 1,
             "temperature": 0}
     req = urllib.request.Request(f"{base_url}/v1/completions", json.dumps(body).encode(),
                                  {"Content-Type": "application/json"})
