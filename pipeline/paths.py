@@ -19,6 +19,7 @@ GGUF_REF = "qtier_gguf.json"             # in a tier folder: the GGUF file a ggu
 LLAMA_CPP = Path(".venv-llama")          # llama-cpp-python's server and the converter (install.sh --llama-cpp)
 LLAMA_PYTHON = LLAMA_CPP / "bin" / "python"
 LLAMA_TREE = LLAMA_CPP / "llama.cpp"     # convert_hf_to_gguf.py, conversion/, gguf-py from the sdist
+CONVERTER_SITE = LLAMA_CPP / "converter-site"    # the converter's sentencepiece (on its PYTHONPATH)
 FAILED_MARKER = "FAILED.txt"        # in a tier folder whose quantize failed: the reason
 
 # in an eval dir (eval_dir): evaluate's record, per-task sample rows, a vLLM server's log

