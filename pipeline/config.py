@@ -70,11 +70,22 @@ def check_tiers(p: Params, root: Path, kinds: list[str]) -> None:
                 raise ConfigError(str(e)) from None
         if t.hardware is not None and t.hardware not in kinds:
             raise ConfigError(f"tiers.{name}.hardware: unknown kind {t.hardware!r}; known: {', '.join(kinds)}")
+        if t.method == "gguf":          # else quantize would find out, after prepare
+            check_gguf_tier(name, t, root)
         if t.method == "endpoint":      # else each of its rows would be refused only after the rest of the run
             try:
                 endpoint.api_key(t.api_key_env, name)
             except Unsupported as e:
                 raise ConfigError(str(e)) from None
+
+
+def check_gguf_tier(name: str, t, root: Path) -> None:
+    """llama.cpp's environment is installed, and a gguf_file path names a file."""
+    if not (root / paths.LLAMA_PYTHON).is_file():
+        raise ConfigError(f"tiers.{name}.method: gguf needs llama.cpp's server in {paths.LLAMA_PYTHON}: "
+                          "bash scripts/install.sh --llama-cpp")
+    if t.gguf_file not in (None, "embedded") and not (root / t.gguf_file).is_file():
+        raise ConfigError(f"tiers.{name}.gguf_file: file not found: {t.gguf_file}")
 
 
 def check_tasks(p: Params, root: Path) -> None:

@@ -81,3 +81,20 @@ def test_a_gguf_tiers_spec_is_its_type_or_file_and_page_one_shows_its_server_lin
     elsewhere = SimpleNamespace(facts=SimpleNamespace(backend="endpoint", serving=SimpleNamespace(
         command=None, served_model="m", base_url="http://h:1")))
     assert commands.serve_command(elsewhere, "float16", "auto") == "# already served: m at http://h:1"
+
+
+def test_check_refuses_a_gguf_tier_without_llama_cpp_or_its_file(tmp_path):
+    from pipeline import config
+    from pipeline.schema import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^tiers\.q8\.method: gguf needs llama\.cpp's server .*--llama-cpp$"):
+        config.check_gguf_tier("q8", Tier(**Q8), tmp_path)
+    (tmp_path / paths.LLAMA_PYTHON).parent.mkdir(parents=True)
+    (tmp_path / paths.LLAMA_PYTHON).write_text("")
+    config.check_gguf_tier("q8", Tier(**Q8), tmp_path)
+    mine = Tier(method="gguf", gguf_file="models/m.Q5_K_M.gguf", hardware="fp16")
+    with pytest.raises(ConfigError, match=r"^tiers\.m\.gguf_file: file not found: models/m\.Q5_K_M\.gguf$"):
+        config.check_gguf_tier("m", mine, tmp_path)
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models/m.Q5_K_M.gguf").write_bytes(b"GGUF")
+    config.check_gguf_tier("m", mine, tmp_path)
