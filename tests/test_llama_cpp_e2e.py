@@ -12,6 +12,8 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -79,11 +81,25 @@ def test_the_embedded_q4_1_is_served_its_contract_checked_and_misaligned_loglik_
         assert contract["server_tokens"] == contract["tokenizer_tokens"], contract
         assert s.loglik_refusal == llama.MISALIGNED
         assert s.info["decode_probe"]["tokens_per_s"] > 0
+        # the load test is skipped because the server refuses vllm bench's request ids (NO_BENCH): it still does
+        assert s.info["load_skipped"] == llama.NO_BENCH
+        assert status(s.server.base_url, key, {}) == 200
+        assert status(s.server.base_url, key, {"x-request-id": "benchmark-serving-0"}) == 400
         assert s.info["command"].startswith("python -m llama_cpp.server --model ")
         answer = llama._echo_answer(s.server.base_url, key, 60)
         assert answer["choices"][0]["text"].startswith(llama.PROMPT)
     assert not servers_of(key)
     assert "Uvicorn running on http://127.0.0.1" in (tmp_path / paths.LLAMA_SERVER_LOG).read_text()
+
+
+def status(base_url: str, served: str, headers: dict) -> int:
+    req = urllib.request.Request(f"{base_url}/v1/completions", json.dumps({"model": served, "prompt": "Hi",
+                                 "max_tokens": 1}).encode(), {"Content-Type": "application/json", **headers})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
 
 
 HOLD = """

@@ -1,7 +1,7 @@
 """llama.cpp backend: a tier of `method: gguf` served by llama-cpp-python's OpenAI-compatible server
 (`python -m llama_cpp.server`, in .venv-llama: bash scripts/install.sh --llama-cpp) on 127.0.0.1, then
 judged through the endpoint path (pipeline/engines/endpoint/backend.py: the server contract, lm-eval's
-local-completions, the decode probe, `vllm bench serve` for TTFT/TPOT).
+local-completions, the decode probe). `vllm bench serve` cannot load-test it (NO_BENCH says why).
 
 The server is started in its own process group and stopped in `finally` (pipeline/engines/vllm/server.py):
 on success, on error and on Ctrl-C no process is left. It is healthy once GET /v1/models answers (it has
@@ -36,6 +36,9 @@ from pipeline.engines.vllm.session import VllmSession
 from pipeline.io import read_json
 
 PROMPT = preflight.PROBE
+NO_BENCH = ("`vllm bench serve` sends each request an x-request-id of its own making, which llama-cpp-python "
+            "0.3.36's server answers with 400 (starlette-context's RequestIdPlugin takes UUIDs only): no TTFT/TPOT "
+            "load test; decode speed from the probe")
 MISALIGNED = ("llama-cpp-python 0.3.36 pairs each echoed prompt token with the score row of its own position "
               "(the row predicting the next token) unless the prompt starts with a BOS token, which this "
               "GGUF's tokenizer does not add: its prompt log-probs are one position off (llama_cpp/llama.py, "
@@ -92,6 +95,7 @@ class LlamaCppBackend(EndpointBackend):
                 if not aligned and session.loglik_refusal is None:
                     session.loglik_refusal = MISALIGNED
                 # page 1's line for this tier: how to serve the file (the port and alias are this run's)
+                session.info.setdefault("load_skipped", NO_BENCH)
                 session.info.update(command=f"python -m llama_cpp.server --model {ref['path']} "
                                             f"--n_ctx {self.cfg.max_model_len}", startup_s=round(startup_s, 1))
                 yield session
