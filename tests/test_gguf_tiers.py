@@ -98,3 +98,22 @@ def test_check_refuses_a_gguf_tier_without_llama_cpp_or_its_file(tmp_path):
     (tmp_path / "models").mkdir()
     (tmp_path / "models/m.Q5_K_M.gguf").write_bytes(b"GGUF")
     config.check_gguf_tier("m", mine, tmp_path)
+
+
+@pytest.mark.model
+def test_the_embedded_file_is_served_as_it_is_with_its_bill(tmp_path):
+    from pipeline.domain.model.sources import embedded_gguf_path
+    from pipeline.quant import gguf_tier
+
+    tier = Tier(method="gguf", gguf_file="embedded", hardware="int4-w4a16")
+    info = gguf_tier.quantize(tier, "embedded:smollm2-135m-instruct", tmp_path / "src", tmp_path / "q4-1")
+    ref = info["gguf"]
+    assert ref["path"] == str(embedded_gguf_path("smollm2-135m-instruct").resolve())
+    assert ref["file_type"] == "Q4_1" and info["scheme"] == "GGUF Q4_1: published file embedded"
+    bill = ref["bill"]
+    assert bill["weight_bytes"] == sum(r["bytes"] for r in bill["by_type"].values())
+    assert bill["by_type"]["Q4_1"]["bits_per_weight"] == 5.0         # 32 weights: 16 bytes + f16 scale and min
+    assert bill["weights"] == 134515008                               # SmolLM2-135M, its tied embedding once
+    assert (tmp_path / "q4-1" / paths.GGUF_REF).is_file()
+    with pytest.raises(gguf_tier.GgufUnavailable, match="this model's source is local:m"):
+        gguf_tier.quantize(tier, "local:m", tmp_path / "src", tmp_path / "other")

@@ -129,3 +129,25 @@ def test_ctrl_c_mid_session_leaves_no_server(root, q4_1, tmp_path):
     while servers_of(key) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not servers_of(key)
+
+
+def test_a_type_is_requantized_from_the_embedded_file_keeping_its_vocabulary(root, tmp_path):
+    from pipeline.domain.model import gguf_bill
+    from pipeline.quant import gguf_tier
+
+    source = embedded_gguf_path("smollm2-135m-instruct")
+    made = tmp_path / "model.Q8_0.gguf"
+    gguf_tier.make(tmp_path / "unused", "Q8_0", made, root, source)
+    assert gguf_bill.file_type(made) == "Q8_0"
+    assert {k: v["bits_per_weight"] for k, v in gguf_bill.read(made)["by_type"].items()} == {"Q8_0": 8.5, "F32": 32.0}
+    text = (root / "calibration/calibration.jsonl").read_text()[:3000] + " 12345 3.14159  naïve café\n\n"
+    ids = subprocess.run([str(root / paths.LLAMA_PYTHON), "-c", TOKENIZE, str(source), str(made), text],
+                         capture_output=True, text=True, check=True).stdout.split("\n")
+    assert ids[0] == ids[1] and len(ids[0]) > 100
+
+
+TOKENIZE = """
+import sys, llama_cpp
+for path in sys.argv[1:3]:
+    print(llama_cpp.Llama(path, vocab_only=True, verbose=False).tokenize(sys.argv[3].encode(), add_bos=False))
+"""
