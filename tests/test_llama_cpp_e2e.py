@@ -79,7 +79,7 @@ def test_the_embedded_q4_1_is_served_its_contract_checked_and_misaligned_loglik_
         assert servers_of(key), "the server should be running inside the session"
         contract = s.info["contract"]
         assert contract["server_tokens"] == contract["tokenizer_tokens"], contract
-        assert s.loglik_refusal == llama.MISALIGNED
+        assert s.loglik_refusal == llama.MISALIGNED and contract["failures"] == [llama.MISALIGNED]
         assert s.info["decode_probe"]["tokens_per_s"] > 0
         # the load test is skipped because the server refuses vllm bench's request ids (NO_BENCH): it still does
         assert s.info["load_skipped"] == llama.NO_BENCH

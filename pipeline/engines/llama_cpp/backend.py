@@ -89,11 +89,13 @@ class LlamaCppBackend(EndpointBackend):
             try:
                 startup_s = server.wait_healthy(self.cfg.startup_timeout_s)
             except (ServerDied, TimeoutError) as e:
-                raise Unsupported(f"llama.cpp's server did not start: {e}: {server.log()[-400:]}") from None
+                last = (server.log().strip().splitlines() or [""])[-1]
+                raise Unsupported(f"llama.cpp's server did not start: {e}: {last}") from None
             with self.served(variant, server, variant.key, device="cpu") as session:
                 aligned = echo_aligned(_echo_answer(server.base_url, variant.key, self.cfg.first_request_timeout_s))
                 if not aligned and session.loglik_refusal is None:
                     session.loglik_refusal = MISALIGNED
+                    session.info["contract"]["failures"].append(MISALIGNED)     # shown with the contract
                 # page 1's line for this tier: how to serve the file (the port and alias are this run's)
                 session.info.setdefault("load_skipped", NO_BENCH)
                 session.info.update(command=f"python -m llama_cpp.server --model {ref['path']} "
