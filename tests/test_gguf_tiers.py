@@ -2,8 +2,6 @@
 memory bill read from a tensor table, the server's command line, the check of llama-cpp-python's echoed
 log-probs on its real answers (recorded from llama-cpp-python 0.3.36 serving the embedded SmolLM2 Q4_1),
 and the tier's spec and page-1 line. The real server: tests/test_llama_cpp_e2e.py."""
-from types import SimpleNamespace
-
 import pytest
 
 from pipeline import paths
@@ -12,7 +10,9 @@ from pipeline.engines.llama_cpp import backend as llama
 from pipeline.engines.llama_cpp.argv import server_argv
 from pipeline.report import commands
 from pipeline.schema import FieldError, Tier
+from pipeline.scoring.verdict.rows import Evidence, Judgement, Row
 from pipeline.stages import check
+from tests import result_files
 
 Q8 = {"method": "gguf", "gguf_type": "Q8_0", "hardware": "fp16"}
 
@@ -75,12 +75,13 @@ def test_a_gguf_tiers_spec_is_its_type_or_file_and_page_one_shows_its_server_lin
     assert check.tier_spec(Tier(**Q8), tmp_path) == b"# gguf Q8_0\n"
     assert check.tier_spec(Tier(method="gguf", gguf_file="embedded", hardware="fp16"), tmp_path) == b"# gguf embedded\n"
     line = "python -m llama_cpp.server --model artifacts/m/tiers/q8/model.Q8_0.gguf --n_ctx 2048"
-    served = SimpleNamespace(facts=SimpleNamespace(backend="endpoint", serving=SimpleNamespace(
-        command=line, served_model="m-q8-auto", base_url="http://127.0.0.1:1")))
-    assert commands.serve_command(served, "float16", "auto") == line
-    elsewhere = SimpleNamespace(facts=SimpleNamespace(backend="endpoint", serving=SimpleNamespace(
-        command=None, served_model="m", base_url="http://h:1")))
-    assert commands.serve_command(elsewhere, "float16", "auto") == "# already served: m at http://h:1"
+    served = result_files.measured("q8", backend="endpoint", serving={
+        "command": line, "served_model": "m-q8-auto", "base_url": "http://127.0.0.1:1"}, hardware="fp16")
+    assert commands.serve_command(Row(served, Evidence(), Judgement("pass")), "float16", "auto") == line
+    elsewhere = result_files.measured("ep", backend="endpoint", serving={"served_model": "m", "base_url": "http://h:1"},
+                                      hardware="fp16")
+    assert commands.serve_command(Row(elsewhere, Evidence(), Judgement("pass")), "float16", "auto") == \
+        "# already served: m at http://h:1"
 
 
 def test_check_refuses_a_gguf_tier_without_llama_cpp_or_its_file(tmp_path):

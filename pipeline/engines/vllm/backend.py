@@ -233,6 +233,15 @@ def _local_completions(base_url: str, served: str, tokenizer: str, cfg: Vllm, ev
                 encs = [e[-left_truncate_len:] for e in encs]
             return encs[0] if isinstance(string, str) else encs
 
+        def apply_chat_template(self, chat_history, add_generation_prompt=True):
+            # rendered here with the model's tokenizer also when the requests go as text (lm-eval would
+            # send the messages themselves as the completion's prompt, which no completions server reads)
+            if self.tokenizer_backend != "huggingface":
+                return super().apply_chat_template(chat_history, add_generation_prompt)
+            return self.tokenizer.apply_chat_template(chat_history, tokenize=False,
+                                                      add_generation_prompt=add_generation_prompt,
+                                                      continue_final_message=not add_generation_prompt)
+
     return Completions.create_from_arg_obj({
         **({"header": {"Authorization": f"Bearer {api_key}"}} if api_key else {}),
         "model": served, "base_url": f"{base_url}/v1/completions", "tokenizer": tokenizer,
