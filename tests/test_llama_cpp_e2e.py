@@ -21,6 +21,7 @@ import pytest
 
 from pipeline import paths
 from pipeline.domain.model.sources import embedded_gguf_path
+from pipeline.engines.base import Unsupported
 from pipeline.engines.llama_cpp import backend as llama
 from pipeline.schema import Eval, Vllm, VllmBench
 
@@ -83,6 +84,8 @@ def test_the_embedded_q4_1_is_served_its_contract_checked_and_misaligned_loglik_
         assert s.info["decode_probe"]["tokens_per_s"] > 0
         # the load test is skipped because the server refuses vllm bench's request ids (NO_BENCH): it still does
         assert s.info["load_skipped"] == llama.NO_BENCH
+        with pytest.raises(Unsupported, match="no prompt_logprobs"):
+            s.token_dists([[1, 2, 3]], 5)
         assert status(s.server.base_url, key, {}) == 200
         assert status(s.server.base_url, key, {"x-request-id": "benchmark-serving-0"}) == 400
         assert s.info["command"].startswith("python -m llama_cpp.server --model ")

@@ -79,6 +79,7 @@ def api_key(env_name: str | None, tier: str, environ: dict[str, str] | None = No
 class EndpointBackend:
     name = "endpoint"
     tokenized = True        # lm-eval sends token ids (llama-cpp-python's server takes text only)
+    session_class = VllmSession
 
     def __init__(self, cfg: Vllm, ev: Eval, slo: Slo | None = None, baseline_kv: str = "auto"):
         self.cfg, self.ev, self.slo, self.baseline_kv = cfg, ev, slo, baseline_kv
@@ -136,8 +137,8 @@ class EndpointBackend:
         if remote.api_key:
             env["OPENAI_API_KEY"] = remote.api_key        # how `vllm bench serve` authenticates
         out_dir = variant.out_dir or Path(".")
-        session = VllmSession(remote, cfg, tokenizer, served, lm, info, out_dir, env, self.slo, wall,
-                              served_version(remote.base_url), chat=variant.chat)
+        session = self.session_class(remote, cfg, tokenizer, served, lm, info, out_dir, env, self.slo, wall,
+                                     served_version(remote.base_url), chat=variant.chat)
         session.loglik_refusal = contract.loglik_refusal
         session.make_lm = make_lm
         yield session

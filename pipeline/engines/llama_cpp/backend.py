@@ -66,9 +66,19 @@ def _echo_answer(base_url: str, served: str, timeout_s: float) -> dict:
         return json.loads(r.read())
 
 
+NO_FIDELITY = ("llama-cpp-python's server has no prompt_logprobs (vLLM's extension fidelity reads) and takes no "
+               "token-id prompts, and its echoed log-probs are paired as MISALIGNED says without a BOS")
+
+
+class LlamaCppSession(VllmSession):
+    def token_dists(self, seqs, k):
+        raise Unsupported(NO_FIDELITY)
+
+
 class LlamaCppBackend(EndpointBackend):
     name = "endpoint"           # judged as a server's answers are (memory from the GGUF file, not a checkpoint)
     tokenized = False
+    session_class = LlamaCppSession
     root = Path(".")
 
     @contextmanager
