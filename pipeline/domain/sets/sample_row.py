@@ -5,6 +5,7 @@ its SampleRow, fields in this order and those at their default left out, so the 
 before the type existed reads back and writes out byte for byte (tests/test_sample_row.py).
 
     rows = sample_row.read(path)              # list[SampleRow]; a bad row: one line naming file:line.field
+    sample_row.partial(target="Cats run.", output="Cats run home.")    # only what a score reads
     sample_row.write(path, rows)
     row.scores["acc"], row.output, row.stratum
 
@@ -44,6 +45,16 @@ class SampleRow:
     scores: dict[str, float]                 # metric -> per-sample score (written even when empty)
     stratum: int | None = None               # read in strata: 0 below the margin (read in full) or 1
     strata: list[int] | None = None          # the pool's items per stratum
+
+
+# a row's fields that only say where it came from, at no document: what `partial` fills in
+NO_DOCUMENT = {"id": "", "doc_id": 0, "input": {}, "target": None, "prompt_chars": None, "scores": {}}
+
+
+def partial(**fields: Any) -> SampleRow:
+    """A row of only the fields a score reads (the task YAML's hooks score lm-eval's documents with
+    metric_registry: eval_sets/tasks/qtier_hooks.py), the others at NO_DOCUMENT."""
+    return SampleRow(**{**NO_DOCUMENT, **fields})
 
 
 def of(data: dict, where: str) -> SampleRow:
