@@ -26,7 +26,7 @@ from pipeline.scoring.pick.walk import Walk, walk
 from pipeline.scoring.verdict.rows import Row
 
 WEIGHTS, KV, COMBINATIONS = "weights", "KV formats", "combinations"
-PARTS_REASON = "held: its weight tier or KV format is not claimed on its own axis"
+PARTS_REASON = "held: a part not claimed on its own axis"
 
 
 def opens(i: int | None, j: int | None, weight_run: int, kv_run: int) -> bool:
