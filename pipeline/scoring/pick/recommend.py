@@ -72,6 +72,8 @@ def chain_text(name: str, w: Walk) -> str:
     text = f"{name} {w.run} of {len(w.sequence)} passing in a row"
     if w.stopper is not None:
         text += f", stops at `{w.stopper.variant}` ({w.stop_reason})"
+        if w.beyond:
+            text += f", so {', '.join(f'`{r.variant}`' for r in w.beyond)} (passing beyond it) cannot be claimed"
     return text
 
 

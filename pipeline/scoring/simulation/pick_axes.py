@@ -1,5 +1,6 @@
 """The two-axis pick (scoring/pick/axes.py) replayed: the chance that the pick is worse than its margin,
-against the bound page 1 states (alpha per chain with a candidate). Pure (numpy) but for `main`.
+against the bound page 1 states (alpha per chain with a candidate). Pure (numpy) but for `main`, which
+reads a decision.json and params.yaml.
 
     python -m pipeline.scoring.simulation.pick_axes results/decision.json [--sims 2000] [--params params.yaml]
 
@@ -27,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.schema import builder
 from pipeline.scoring.pick.axes import chain_runs
 from pipeline.scoring.simulation.replay import Population, Rate, moved, replay
 from pipeline.scoring.verdict.sequential import Design, look_sizes
@@ -101,7 +103,6 @@ def false_pick(truth: Truth, pop: Population, looks: list[float], cap: int, conf
 
 
 def main(argv: list[str] | None = None) -> None:
-    from pipeline.schema import builder
     ap = argparse.ArgumentParser(prog="python -m pipeline.scoring.simulation.pick_axes",
                                  description=__doc__.split("\n")[0])
     ap.add_argument("decision", type=Path, help="a run's decision.json (results/decision.json)")
