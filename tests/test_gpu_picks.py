@@ -34,6 +34,6 @@ def test_page_one_names_each_gpus_pick_its_capacity_its_cost_and_its_kv_by_lengt
     mine, base = plans[f"{tier}-{kv}"]["L4-24G"], plans["fp16-auto"]["L4-24G"]
     assert f"{mine['kv_tokens'] / 1e6:,.2f} M KV tokens" in line
     assert f"{mine['kv_tokens'] / base['kv_tokens']:.2f}x the baseline's" in line
-    assert "classification Accuracy" in line.split("; quality: ", 1)[1]
+    assert "classification Accuracy" in line.split("; quality vs baseline: ", 1)[1]
     if kv != "auto":
         assert f"by input length: {kv} KV on" in line and "largest KL increase" in line

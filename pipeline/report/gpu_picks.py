@@ -13,12 +13,13 @@ from pipeline.scoring.verdict.judge import PASS
 from pipeline.scoring.verdict.rows import Row
 
 
-def capacity(m: ModelReport, r: Row, gpu: str, base: Row | None) -> str:
-    """'6.55 M KV tokens, 1,599 full-length sequences at once, 2.00x the baseline's', '' without a plan."""
+def capacity(m: ModelReport, r: Row, gpu: str, base: Row | None, length: int) -> str:
+    """'6.55 M KV tokens, 1,599 sequences of 4,096 at once, 2.00x the baseline's' (`length`:
+    memory.max_model_len, what the plan's concurrency is counted in), '' without a plan."""
     p = m.plans.get(r.variant, {}).get(gpu)
     if p is None or not p.fits:
         return ""
-    text = f"{p.kv_tokens / 1e6:,.2f} M KV tokens, {p.max_concurrency:,.0f} full-length sequences at once"
+    text = f"{p.kv_tokens / 1e6:,.2f} M KV tokens, {p.max_concurrency:,.0f} sequences of {length:,} at once"
     b = m.plans.get(base.variant, {}).get(gpu) if base is not None and base is not r else None
     if b is not None and b.fits and b.kv_tokens:
         text += f", {p.kv_tokens / b.kv_tokens:.2f}x the baseline's"
@@ -44,11 +45,11 @@ def by_length(m: ModelReport, r: Row, base_kv: str) -> str:
     if found is None:
         return f"KV `{r.facts.kv}` not judged by input length (eval.long_context off)"
     worst = max((b for b in found.buckets if b.increase is not None), key=lambda b: b.increase, default=None)
-    return found.sentence() + (f", largest KL increase {worst.increase:+.4f} nats/token at {worst.lo:,}-{worst.hi:,}"
-                               if worst is not None else "")
+    return found.sentence().replace(" (every bucket within the tolerance)", "") + (
+        f", largest KL increase {worst.increase:+.4f} nats/token at {worst.lo:,}-{worst.hi:,}" if worst is not None else "")
 
 
-def lines(m: ModelReport, base: Row | None, base_kv: str) -> list[str]:
+def lines(m: ModelReport, base: Row | None, base_kv: str, length: int) -> list[str]:
     """One sentence per distinct pick across the target GPUs, GPUs with the same capacity named together;
     none without target GPUs."""
     groups: dict[str, list[str]] = {}
@@ -65,9 +66,9 @@ def lines(m: ModelReport, base: Row | None, base_kv: str) -> list[str]:
             continue
         by_cap: dict[str, list[str]] = {}
         for g in names:
-            by_cap.setdefault(capacity(m, r, g, base), []).append(g)
+            by_cap.setdefault(capacity(m, r, g, base, length), []).append(g)
         where = " and ".join(f"{', '.join(gs)}" + (f" ({c})" if c else "") for c, gs in by_cap.items())
         cost, length = quality(r), by_length(m, r, base_kv)
-        out.append(f"Per GPU: `{r.facts.tier}` + KV `{r.facts.kv}` on {where}" + (f"; quality: {cost}" if cost else "")
+        out.append(f"Per GPU: `{r.facts.tier}` + KV `{r.facts.kv}` on {where}" + (f"; quality vs baseline: {cost}" if cost else "")
                    + (f"; by input length: {length}" if length else "") + ".")
     return out
