@@ -62,3 +62,11 @@ def test_a_gpu_filter_leaves_the_gate_to_the_parts_verdicts():
     # a GPU that cannot serve int8 + KV auto (say, its memory plan) still opens int8 + fp8: int8 is claimed
     a = axes(rows, "m", "fp16", "auto", allowed=every - {("int8", "auto")})
     assert a.weights.run == 0 and a.combinations.pick.variant == "int8-fp8" and a.pick.variant == "int8-fp8"
+
+
+def test_one_kv_mode_is_one_chain_and_its_statement_is_one_verdicts():
+    rows = judged([row("fp16", w=1000, acc=90.0), row("int8", w=500, acc=90.0)], {"int8-auto": {"acc": GOOD}})
+    a = axes(rows, "m", "fp16", "auto")
+    assert [n for n, _ in a.chains] == [WEIGHTS] and a.stated_error(0.025) == 0.025
+    assert "one fixed sequence at 2.5%, so the pick is worse than a margin at most 2.5%" in \
+        recommend.explain_axes(a, 0.025).why

@@ -81,8 +81,9 @@ def explain_axes(a: Axes, alpha: float, fits: bool = False) -> Recommendation:
     """The recommendation and its *Why* from the two-axis pick `a` (pick/axes.py), at one verdict's
     one-sided `alpha` per chain."""
     chains = "; ".join(chain_text(n, w) for n, w in a.chains)
-    error = (f"family-wise: {len(a.chains)} fixed sequence{'s' if len(a.chains) > 1 else ''} at {alpha:.1%} each, "
-             f"so the pick is worse than a margin at most {a.stated_error(alpha):.1%} of the time")
+    n = len(a.chains)
+    error = (f"family-wise: {f'{n} fixed sequences at {alpha:.1%} each' if n > 1 else f'one fixed sequence at {alpha:.1%}'}"
+             f", so the pick is worse than a margin at most {a.stated_error(alpha):.1%} of the time")
     if a.pick is not None:
         conclusive = [m for m, v in a.pick.judgement.verdicts.items() if v.verdict == PASS]
         return Recommendation(a.pick, f"the smallest in memory of what the two axes claim ({', '.join(conclusive)}): "
