@@ -37,7 +37,7 @@ class Walk:
     baseline: Row | None
     # why a held candidate is held where it is not HELD_REASON (a combination whose parts are not both
     # claimed: pick/axes.py)
-    reasons: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    reasons: Mapping[tuple[str, str], str] = field(default_factory=dict, hash=False)
 
     @property
     def pick(self) -> Row | None:
