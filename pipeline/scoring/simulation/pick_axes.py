@@ -8,7 +8,8 @@ reads a decision.json and params.yaml.
 per variant, the items flipped each way and n: a paired 0/100 sample is those counts up to order) from its
 KV-format variant, takes the chains' shape from the run (its weight tiers, KV formats and combinations),
 and replays every candidate's verdict through evaluate's looks at its own true delta (replay.py; candidates
-independent, the case that adds their errors up most) under three truths:
+independent: in a run they share items, which ties their errors together, so fewer chains err at once) under
+three truths:
 - **all at the margin**: every candidate exactly at it (the worst case for a false pass);
 - **interaction**: every weight tier, KV format and combination unchanged but the smallest weight tier's
   combinations, at the margin (each part non-inferior alone, together inferior; the smallest tier's, since
