@@ -113,8 +113,10 @@ def test_decide_renders_every_section(project, monkeypatch):
     assert data["recommended"]["m"]["tier"] == "nf4-bnb" and data["recommended"]["m"]["kv"] == "fp8"
     assert "--quantization bitsandbytes" in data["recommended"]["m"]["command"]
     assert data["per_gpu"]["m"]["A100-80G"]["tier"] == "nf4-bnb"
-    # the sequence passes down to nf4-bnb-fp8 and stops at int4-gptq-auto (fail), on every GPU
-    assert (f"| A100-80G | `nf4-bnb` + KV `fp8` | `int4-gptq-auto` (fail) | "
+    # the weights chain passes down to nf4-bnb and stops at int4-gptq-auto (fail); the combinations at
+    # int4-gptq-fp8, held since its weight tier is not claimed; on every GPU
+    assert (f"| A100-80G | `nf4-bnb` + KV `fp8` | weights: `int4-gptq-auto` (fail); combinations: `int4-gptq-fp8` "
+            f"(held) | "
             f"`{data['per_gpu']['m']['A100-80G']['command']}` |") in md
     for section in ("### Per target GPU", "### Which GPUs can serve each tier", "### Memory bill",
                     "### KV-cache quantization by input length", "### Why each verdict", "### Power",
@@ -419,7 +421,8 @@ def test_the_retrieval_suite_is_shown_by_length_for_every_variant(project):
             # variants miss one key at the longer length, int4-gptq every one
             wrong = {"fp16-auto": 0, "int4-gptq-auto": len(docs), "int4-gptq-fp8": len(docs)}.get(variant, int(n == 600))
             rows = [{"id": d["id"], "doc_id": i, "input": {"prompt": d["prompt"], "answer": d["answer"]}, "target": d["answer"],
-                     "output": "0" if i < wrong else d["answer"], "scores": {"exact_match": 0.0 if i < wrong else 100.0}}
+                     "output": "0" if i < wrong else d["answer"], "prompt_chars": len(d["prompt"]),
+                     "scores": {"exact_match": 0.0 if i < wrong else 100.0}}
                     for i, d in enumerate(docs)]
             io.atomic_write_jsonl(result.parent / "samples" / f"retrieval_{n}.jsonl", rows)
             res["metrics"][f"retrieval_{n}/exact_match"] = sum(r["scores"]["exact_match"] for r in rows) / len(rows)
