@@ -1,0 +1,62 @@
+"""The KV repair's measurement (pipeline/evaluation/kv_sensitivity.py) on a tiny random model served
+as a variant is (ReferenceBackend.session): the KL with every layer kept is zero, the KL with the
+format on some layers is the exact KL of the variant the engine serves with those skip_layers, and a
+TurboQuant cache read only by its own first chunk costs nothing (its prefill reads raw K/V)."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from pipeline.engines.base import Variant
+from pipeline.engines.reference.backend import ReferenceBackend
+from pipeline.evaluation import kv_sensitivity, longctx
+from pipeline.schema import Eval, KvMode, Model, Reference, Tier
+from tests import tiny_model
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.model
+LAYERS, LENGTH, CHUNK = 4, 300, 128
+
+
+@pytest.fixture(scope="module")
+def ckpt(tmp_path_factory) -> Path:
+    return tiny_model.build(tmp_path_factory.mktemp("tiny"), ROOT, layers=LAYERS)
+
+
+def served(ckpt: Path, mode: KvMode):
+    v = Variant("tiny", "fp16", "kv", ckpt, Model(source="local:tiny", dtype="float32", apply_chat_template=False,
+                                                  add_bos_token=False), Tier(method="baseline"), mode, serve_path=ckpt)
+    return ReferenceBackend(Reference(dtype="float32"), Eval(tasks={})).session(v)
+
+
+def texts(n: int = 2) -> list[list[int]]:
+    g = torch.Generator().manual_seed(0)
+    return [torch.randint(0, 512, (LENGTH,), generator=g).tolist() for _ in range(n)]
+
+
+def test_every_layer_kept_is_the_models_own_cache_and_each_layer_alone_costs_kl(ckpt):
+    with served(ckpt, KvMode("nvfp4", skip_layers=[0])) as s:
+        probe = kv_sensitivity.Probe(s.model, "nvfp4", texts(), CHUNK)
+        assert probe.layers == LAYERS and probe.positions == 2 * (LENGTH - 1)
+        assert probe.kl(list(range(LAYERS))) == 0.0
+        alone = probe.per_layer()
+        assert sorted(alone) == list(range(LAYERS)) and all(v > 0 for v in alone.values())
+        assert probe.kl([]) > max(alone.values()) * 0.5
+
+
+def test_the_kl_measured_is_the_exact_kl_of_the_variant_served_with_those_layers_kept(ckpt):
+    seqs, kept = texts(), [1, 3]
+    with served(ckpt, KvMode("int4_per_token_head", skip_layers=[0])) as s:
+        measured = kv_sensitivity.Probe(s.model, "int4_per_token_head", seqs, CHUNK).kl(kept)
+    with served(ckpt, KvMode("auto")) as base, served(ckpt, KvMode("int4_per_token_head", skip_layers=kept)) as v:
+        exact = longctx.exact(base.model, v.model, seqs, CHUNK)
+    per_position = np.concatenate([kl for kl, _ in exact])
+    assert measured > 0 and measured == pytest.approx(float(per_position.mean()), rel=1e-4)
+
+
+def test_turboquant_costs_nothing_within_its_first_chunk_and_something_after_it(ckpt):
+    with served(ckpt, KvMode("turboquant_k3v4_nc", skip_layers=[0])) as s:
+        whole = kv_sensitivity.Probe(s.model, "turboquant_k3v4_nc", texts(1), chunk=LENGTH)
+        chunked = kv_sensitivity.Probe(s.model, "turboquant_k3v4_nc", texts(1), chunk=CHUNK)
+        assert whole.kl([]) == 0.0 and chunked.kl([]) > 0
