@@ -17,6 +17,7 @@ from pipeline.domain.result import serving_record
 from pipeline.domain.sets import calibration, long_texts
 from pipeline.engines.base import Variant
 from pipeline.engines.reference.backend import ReferenceBackend
+from pipeline.evaluation import kv_sensitivity
 from pipeline.quant import kv_repair
 
 
@@ -41,8 +42,6 @@ def measure(params: schema.Params, model: str, tier: str, kv: str) -> dict:
     probing = schema.KvMode(mode.cache_dtype, skip_layers=[0])
     served = schema.replaced(params, kv_modes={**params.kv_modes, kv: probing})
     variant = Variant.of(served, model, tier, kv, paths.tier_dir(model, tier), quantized)
-    from pipeline.evaluation import kv_sensitivity      # torch: only for a repaired mode
-
     with ReferenceBackend(params.serving.reference, params.eval).session(variant) as s:
         seqs = [s.tokenizer(t).input_ids[:r.max_len] for t in texts(params, r)]
         probe = kv_sensitivity.Probe(s.model, mode.cache_dtype, seqs)
