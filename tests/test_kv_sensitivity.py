@@ -60,3 +60,36 @@ def test_turboquant_costs_nothing_within_its_first_chunk_and_something_after_it(
         whole = kv_sensitivity.Probe(s.model, "turboquant_k3v4_nc", texts(1), chunk=LENGTH)
         chunked = kv_sensitivity.Probe(s.model, "turboquant_k3v4_nc", texts(1), chunk=CHUNK)
         assert whole.kl([]) == 0.0 and chunked.kl([]) > 0
+
+
+@pytest.fixture(scope="module")
+def smollm2(tmp_path_factory) -> Path:
+    from pipeline.domain.model.sources import embedded_gguf_path
+    from pipeline.stages.prepare import from_gguf
+
+    out = tmp_path_factory.mktemp("smollm2")
+    from_gguf(embedded_gguf_path("smollm2-135m-instruct"), out)
+    return out
+
+
+def test_the_repair_on_the_default_model_keeps_the_fewest_top_ranked_layers_that_meet_the_bound(smollm2):
+    """SmolLM2-135M (30 layers), nvfp4, one long text's first 384 tokens in chunks of 128: the layers
+    ranked, the bound set between the KL of the format on every layer and none, and the layers chosen
+    meet it as measured again while one fewer of the top-ranked do not."""
+    from pipeline.domain.sets import long_texts
+    from pipeline.quant import kv_repair
+    from transformers import AutoTokenizer
+
+    text = long_texts.texts("eval_sets/long_texts.jsonl", "text", 1, ROOT)[0][1]
+    seq = AutoTokenizer.from_pretrained(smollm2)(text).input_ids[:384]
+    with served(smollm2, KvMode("nvfp4", skip_layers=[0])) as s:
+        probe = kv_sensitivity.Probe(s.model, "nvfp4", [seq], chunk=128)
+        alone = probe.per_layer()
+        assert probe.layers == 30 and len(set(alone.values())) > 20     # measured, not a constant
+        order = kv_repair.ranked(alone)
+        full = probe.kl([])
+        bound = full / 4
+        found = kv_repair.choose(order, probe.kl, bound, max_candidates=10)
+        rec = kv_repair.summary(order, alone, found)
+        assert rec["met_bound"] and 0 < rec["kept"] < 30 and rec["tried"]["0"] == pytest.approx(full)
+        assert probe.kl(rec["skip_layers"]) <= bound < probe.kl(sorted(order[:rec["kept"] - 1]))

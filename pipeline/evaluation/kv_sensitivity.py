@@ -6,7 +6,7 @@ first reads the rounded K/V of every chunk before it (TurboQuant's first chunk r
 as vLLM's prefill does). Used by stage kvscales for a mode with `repair` (pipeline/quant/kv_repair.py
 decides what to keep; this only measures).
 
-    probe = Probe(session.model, "nvfp4", seqs)
+    probe = Probe(session.model, "nvfp4", seqs, chunk=64)
     probe.per_layer()            # {layer: KL with this format's rounding on that layer's K/V alone}
     probe.kl([3, 17])            # KL with every layer quantized but 3 and 17
 """

@@ -130,9 +130,9 @@ class Tier:
 @dataclass(frozen=True)
 class KvRepair:
     max_kl: float = 0.01
-    data: Literal["long_context", "calibration"] = "long_context"
-    texts: int = 2
-    max_len: int = 1024
+    data: Literal["calibration", "long_context"] = "calibration"
+    texts: int = 8
+    max_len: int = 512
     max_candidates: int = 10
 
     def __post_init__(self) -> None:
