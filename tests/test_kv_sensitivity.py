@@ -91,5 +91,5 @@ def test_the_repair_on_the_default_model_keeps_the_fewest_top_ranked_layers_that
         bound = full / 4
         found = kv_repair.choose(order, probe.kl, bound, max_candidates=10)
         rec = kv_repair.summary(order, alone, found)
-        assert rec["met_bound"] and 0 < rec["kept"] < 30 and rec["tried"]["0"] == pytest.approx(full)
+        assert rec["met_bound"] and 0 < rec["kept"] < 30 and rec["tried"]["0"] == pytest.approx(full, abs=1e-6)
         assert probe.kl(rec["skip_layers"]) <= bound < probe.kl(sorted(order[:rec["kept"] - 1]))
