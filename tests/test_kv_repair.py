@@ -103,3 +103,16 @@ def test_the_serve_line_carries_the_layers_kept():
     assert args[-3:] == ["--kv-cache-dtype-skip-layers", "0", "29"]
     assert "--kv-cache-dtype-skip-layers" not in serve_line.vllm_serve_args("ckpt", "float16", "nvfp4",
                                                                            {"kv_cache_dtype_skip_layers": []})
+
+
+def test_the_recommended_serve_line_of_a_repaired_mode_keeps_its_layers():
+    from pipeline.report import commands
+    from pipeline.scoring.verdict.rows import Evidence, Judgement, Row
+    from tests import result_files
+
+    def line(**own):
+        m = result_files.measured("fp16", "nvfp4-r", backend="reference", serve_path="/ckpt", **own)
+        return commands.serve_command(Row(m, Evidence(), Judgement("pass")), "bfloat16", "nvfp4")
+
+    assert line(kv_skip_layers=(0, 5)).endswith("--kv-cache-dtype nvfp4 --kv-cache-dtype-skip-layers 0 5")
+    assert "skip-layers" not in line()
