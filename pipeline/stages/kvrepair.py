@@ -21,11 +21,6 @@ from pipeline.evaluation import kv_sensitivity
 from pipeline.quant import kv_repair
 
 
-# tokens per forward: every position after a text's first CHUNK reads the cache as a decode step does
-# (TurboQuant's first chunk reads its own K/V raw, as vLLM's prefill does)
-CHUNK = 64
-
-
 def texts(params: schema.Params, r: schema.KvRepair) -> list[str]:
     if r.data == "calibration":
         return calibration.selection_texts(params.calibration, r.texts)
@@ -49,7 +44,7 @@ def measure(params: schema.Params, model: str, tier: str, kv: str) -> dict:
     variant = Variant.of(served, model, tier, kv, paths.tier_dir(model, tier), quantized)
     with ReferenceBackend(params.serving.reference, params.eval).session(variant) as s:
         seqs = [s.tokenizer(t).input_ids[:r.max_len] for t in texts(params, r)]
-        probe = kv_sensitivity.Probe(s.model, mode.cache_dtype, seqs, CHUNK)
+        probe = kv_sensitivity.Probe(s.model, mode.cache_dtype, seqs)
         runlog.progress(0, 2, f"kv repair {kv}: {probe.layers} layers, one at a time")
         per_layer = probe.per_layer()
         order = kv_repair.ranked(per_layer)
@@ -65,7 +60,8 @@ def measure(params: schema.Params, model: str, tier: str, kv: str) -> dict:
         "repaired": kv_formats.bytes_per_token(hf, mode.cache_dtype, dtype, tuple(record["skip_layers"]))}
     record.update(status="ok", cache_dtype=mode.cache_dtype, data=r.data, texts=len(probe.seqs),
                   positions=probe.positions, max_len=r.max_len, compute_dtype=compute_dtype,
-                  measured=f"reference engine, teacher-forced in chunks of {CHUNK} through the cache; KL over "
+                  measured="reference engine, teacher-forced through the cache, every position reading it rounded "
+                           "(as decode does); KL over "
                            "the full vocabulary to the same model with its own-dtype cache",
                   seconds=round(time.perf_counter() - t0, 1))
     return record
