@@ -113,8 +113,10 @@ def test_decide_renders_every_section(project, monkeypatch):
     assert data["recommended"]["m"]["tier"] == "nf4-bnb" and data["recommended"]["m"]["kv"] == "fp8"
     assert "--quantization bitsandbytes" in data["recommended"]["m"]["command"]
     assert data["per_gpu"]["m"]["A100-80G"]["tier"] == "nf4-bnb"
-    # the sequence passes down to nf4-bnb-fp8 and stops at int4-gptq-auto (fail), on every GPU
-    assert (f"| A100-80G | `nf4-bnb` + KV `fp8` | `int4-gptq-auto` (fail) | "
+    # the weights chain passes down to nf4-bnb and stops at int4-gptq-auto (fail); the combinations at
+    # int4-gptq-fp8, held since its weight tier is not claimed; on every GPU
+    assert (f"| A100-80G | `nf4-bnb` + KV `fp8` | weights: `int4-gptq-auto` (fail); combinations: `int4-gptq-fp8` "
+            f"(held) | "
             f"`{data['per_gpu']['m']['A100-80G']['command']}` |") in md
     for section in ("### Per target GPU", "### Which GPUs can serve each tier", "### Memory bill",
                     "### KV-cache quantization by input length", "### Why each verdict", "### Power",

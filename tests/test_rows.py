@@ -67,11 +67,11 @@ def test_a_task_the_server_refused_is_not_run_with_the_server_s_why(project):
     assert row["overall"] == "inconclusive" and row["reason"] is None
 
 
-@pytest.fixture
-def stopped_run(project):
+def stopped(project, weights_open: bool = False):
     """decide on test_decide's project where int4-gptq + auto failed classification at its first look
-    and never ran translation, and fp16 + fp8 (the largest candidate) is open at its cap on classification,
-    so it never ran translation either; with the across-models section against m's own baseline.
+    and never ran translation, and fp16 + fp8 (the KV chain's only candidate) is open at its cap on
+    classification, so it never ran translation either (`weights_open`: int8 + auto, the weights chain's
+    first, too); with the across-models section against m's own baseline.
     Returns (decision.md, decision.json)."""
     p = safe_load((project / "params.yaml").read_text())
     p["decision"]["baseline"]["model"] = "m"
@@ -79,9 +79,17 @@ def stopped_run(project):
     rewrite("int4-gptq", "auto", lambda i: i % 4 != 0, stopped=STOPPED, not_run={"translation": "the variant failed"})
     rewrite("fp16", "fp8", lambda i: i % 25 != 0, not_run={"translation": "cannot pass"},
             cannot_pass="classification/acc inconclusive at the cap")
+    if weights_open:
+        rewrite("int8", "auto", lambda i: i % 25 != 0, not_run={"translation": "cannot pass"},
+                cannot_pass="classification/acc inconclusive at the cap")
     decide.main()
     return ((project / "results/decision.md").read_text(),
             json.loads((project / "results/decision.json").read_text()))
+
+
+@pytest.fixture
+def stopped_run(project):
+    return stopped(project)
 
 
 def test_decision_json_has_a_state_of_its_own_and_the_verdicts_are_as_before(stopped_run):
@@ -94,17 +102,21 @@ def test_decision_json_has_a_state_of_its_own_and_the_verdicts_are_as_before(sto
         assert open_["verdicts"][mid]["verdict"] == NOT_RUN
     assert failed["task_verdicts"] == {"classification": "fail", "translation": NOT_RUN}
     assert failed["not_run"] == {"translation": "the variant failed a gated metric first"}
-    # not run passes nothing: the overall verdicts and the pick (the baseline) are what they were
+    # not run passes nothing: the overall verdicts are what they were, and the open fp16 + fp8 stops the KV
+    # chain alone: the pick comes from the weights chain
     assert (failed["overall"], open_["overall"]) == ("fail", "inconclusive")
     assert open_["verdicts"]["classification/acc"]["verdict"] == "inconclusive"
+    chains = data["recommended"]["m"]["chains"]
+    assert chains["KV formats"]["stopper"] == "fp16-fp8" and chains["weights"]["stopper"] == "int4-gptq-auto"
+    assert chains["weights"]["pick"] == "nf4-bnb-auto" and data["recommended"]["m"]["tier"] == "nf4-bnb"
+
+
+def test_the_why_line_names_what_was_inconclusive_and_what_was_not_run_apart(project):
+    md, data = stopped(project, weights_open=True)
     assert (data["recommended"]["m"]["tier"], data["recommended"]["m"]["kv"]) == ("fp16", "auto")
-
-
-def test_the_why_line_names_what_was_inconclusive_and_what_was_not_run_apart(stopped_run):
-    md, _ = stopped_run
     why = " ".join(md.split("Why: ", 1)[1].split("\n\n", 1)[0].split())
-    assert ("closest: `fp16-fp8`, inconclusive on classification/acc; not run (the variant could no longer pass) "
-            "on translation/bleu, translation/chrf.") in why
+    assert ("inconclusive on classification/acc; not run (the variant could no longer pass) "
+            "on translation/bleu, translation/chrf.") in why and "closest: `" in why
 
 
 def test_page_one_in_short_every_variant_and_why_each_verdict_in_full_say_not_run(stopped_run):

@@ -68,10 +68,10 @@ def close_int8(root) -> None:
     io.atomic_write_json(out / "result.json", res)
 
 
-def test_every_line_names_one_stopper_when_a_held_kv_mode_is_ahead_of_a_close_variant(project, monkeypatch):  # noqa: F811
+def test_a_held_kv_mode_stops_only_its_own_chain_and_every_line_names_each_chains_stopper(project, monkeypatch):  # noqa: F811
     monkeypatch.setattr(plots, "kl_by_position", lambda *a, **k: None)
     close_int8(project)
-    # fp16's fp8 cache adds 0.1 nats/token over its KV auto: held (kv_kl_tolerance 0.02), the largest candidate
+    # fp16's fp8 cache adds 0.1 nats/token over its KV auto: held (kv_kl_tolerance 0.02), the KV chain's first
     add_long_context(project, lambda tier, kv: 0.1 if (tier, kv) == ("fp16", "fp8") else 0.001)
     decide.main()
     md = (project / "results/decision.md").read_text()
@@ -79,29 +79,28 @@ def test_every_line_names_one_stopper_when_a_held_kv_mode_is_ahead_of_a_close_va
     rows = {(r["tier"], r["kv"]): r for r in data["rows"]}
     assert rows[("fp16", "fp8")]["overall"] == "pass" and rows[("int8", "auto")]["overall"] == "inconclusive"
     page1 = md.split("\n## ", 1)[0]
-    assert stoppers(page1) == {"fp16-fp8"}
-    # int8's 0.18 is no close call here: a pass there would not carry the sequence past the held fp16-fp8
-    assert "Close call" not in page1
     rec = data["recommended"]["m"]
+    chains = rec["chains"]
+    # the held KV mode stops the KV chain alone: the weights chain runs on and stops at int8's own verdict
+    assert chains["KV formats"]["stopper"] == "fp16-fp8" and chains["KV formats"]["stop_reason"] == HELD_REASON
+    assert chains["weights"]["stopper"] == "int8-auto" and chains["weights"]["stop_reason"] == "inconclusive"
+    assert {c["stopper"] for c in chains.values()} <= stoppers(page1) | {None}
+    assert "fp16-fp8" in stoppers(page1) and "int8-auto" in stoppers(page1)
+    # int8's 0.18 is a close call now: a pass there would carry the weights chain on
+    assert "Close call (within 0.5 point of a margin): `int8-auto` stops the sequence (inconclusive)" in \
+        " ".join(page1.split())
     assert (rec["tier"], rec["kv"]) == ("fp16", "auto")
-    assert rec["sequence"]["stopper"] == "fp16-fp8" and rec["sequence"]["stop_reason"] == HELD_REASON
-    assert rec["sequence"]["held"] == ["fp16-fp8"] and rec["sequence"]["candidates"][:2] == ["fp16-fp8", "int8-auto"]
-    assert {g["sequence"]["stopper"] for g in data["per_gpu"]["m"].values()} == {"fp16-fp8"}
     per_gpu = md.split("### Per target GPU", 1)[1].split("\n### ", 1)[0]
-    assert per_gpu.count("| `fp16-fp8` (held) |") == len(data["per_gpu"]["m"]) == 4
-    # the bar widened: fp16-fp8 is the pick, int8 stops the sequence, and every line says so, the close call too
+    assert per_gpu.count("KV formats: `fp16-fp8` (held)") == len(data["per_gpu"]["m"]) == 4
+    # the bar widened: fp16-fp8 is the pick, int8 still stops the weights chain
     p = safe_load((project / "params.yaml").read_text())
     p["decision"]["kv_kl_tolerance"] = 0.5
     (project / "params.yaml").write_text(safe_dump(p))
     decide.main()
-    md = (project / "results/decision.md").read_text()
     data = json.loads((project / "results/decision.json").read_text())
-    page1 = md.split("\n## ", 1)[0]
-    assert stoppers(page1) == {"int8-auto"}
-    assert "Close call (within 0.5 point of a margin): `int8-auto` stops the sequence (inconclusive)" in \
-        " ".join(page1.split())
-    seq = data["recommended"]["m"]["sequence"]
-    assert (seq["pick"], seq["stopper"], seq["passes"], seq["held"]) == ("fp16-fp8", "int8-auto", ["fp16-fp8"], [])
+    rec = data["recommended"]["m"]
+    assert (rec["tier"], rec["kv"]) == ("fp16", "fp8") and rec["chains"]["KV formats"]["held"] == []
+    assert rec["sequence"]["pick"] == "fp16-fp8" and rec["chains"]["weights"]["stopper"] == "int8-auto"
 
 
 def test_the_pick_across_models_says_held_where_a_held_candidate_stops_it():

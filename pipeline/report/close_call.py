@@ -29,6 +29,15 @@ def stop_of(m: ModelReport) -> Row | None:
     return None if w is None else w.stopper
 
 
+def stoppers(m: ModelReport) -> list[Row]:
+    """The candidates a pass at which would carry a chain on: each chain's stopper (pick/axes.py), or the
+    one walk's; held stoppers left out (a pass there would not carry it on)."""
+    rec = m.recommendation
+    walks = [w for _, w in rec.axes.chains] if rec.axes is not None else [rec.walk] if rec.walk is not None else []
+    return [w.stopper for w in walks if w.stopper is not None and not w.stopper_held
+            and w.stopper.judgement.overall != PASS]
+
+
 def gap(v: Verdict) -> float | None:
     """Points between the margin (-limit) and the bound that decided, or nearly decided, the verdict: a
     pass's or an inconclusive's lower bound, a fail's upper bound. None without an interval."""
@@ -64,15 +73,14 @@ def lines(m: ModelReport) -> list[str]:
     """One sentence, or none when neither the stopping candidate nor the pick is within NEAR."""
     parts = []
     w = m.recommendation.walk
-    stop = stop_of(m)
-    if stop is not None and not w.stopper_held and stop.judgement.overall != PASS:
-        for mid, v, g in close(stop, passes=False)[:1]:
-            bound, b = ("upper bound", v.hi) if v.verdict == FAIL else ("lower bound", v.lo)
-            task = mid.split("/")[0]
-            parts.append(f"`{stop.variant}` stops the sequence ({v.verdict}): {label(mid)} {bound} {b:+.2f} at "
-                         f"{confidence(v)}, {g:.2f} from the {-v.limit:+.2f} margin; to settle: "
-                         f"{settle_text(v, task, m.num_samples.get(task))}")
-    pick = None if w is None else w.pick
+    near = sorted(((stop, c) for stop in stoppers(m) for c in close(stop, passes=False)[:1]), key=lambda x: x[1][2])
+    for stop, (mid, v, g) in near[:1]:
+        bound, b = ("upper bound", v.hi) if v.verdict == FAIL else ("lower bound", v.lo)
+        task = mid.split("/")[0]
+        parts.append(f"`{stop.variant}` stops the sequence ({v.verdict}): {label(mid)} {bound} {b:+.2f} at "
+                     f"{confidence(v)}, {g:.2f} from the {-v.limit:+.2f} margin; to settle: "
+                     f"{settle_text(v, task, m.num_samples.get(task))}")
+    pick = m.recommendation.row if w is not None and w.pick is not None else None
     if pick is not None:
         for mid, v, g in close(pick, passes=True)[:1]:
             parts.append(f"the pick `{pick.variant}` clears {label(mid)} by {g:.2f} ({v.lo:+.2f} at {confidence(v)}; "

@@ -95,6 +95,8 @@ def recommended_json(rec: Recommendation, with_why: bool = True) -> dict | None:
         del found["why"]
     if rec.walk is not None:
         found["sequence"] = walk_json(rec.walk)
+    if rec.axes is not None:            # every chain of the two-axis pick (scoring/pick/axes.py)
+        found["chains"] = {n: walk_json(w) for n, w in rec.axes.chains}
     return found
 
 

@@ -44,7 +44,8 @@ def gpu_lines(m: ModelReport) -> list[str]:
     from its one walk, scoring/pick/walk.py) and its sized command."""
     lines = [md_row(["Target GPU", "Recommended", "Sequence stops at", "Command"]), "|---|---|---|---|"]
     for gpu, rec in m.gpu_recs.items():
-        stops = stop_cell(rec.walk)
+        stops = (stop_cell(rec.walk) if rec.axes is None else
+                 "; ".join(f"{n}: {stop_cell(w)}" for n, w in rec.axes.chains if w.stopper is not None) or "–")
         if rec.row is None:
             lines.append(md_row([gpu, f"nothing to recommend: {rec.why}", stops, "–"]))
         else:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import textwrap
 
 from pipeline.domain.hardware.memory import mib
-from pipeline.report import close_call
+from pipeline.report import close_call, gpu_picks
 from pipeline.report.cells import deciding, is_baseline, label, md_row, status_word, task_cell, task_of
 from pipeline.report.document import Header, ModelReport
 from pipeline.schema import Baseline
@@ -19,7 +19,9 @@ from pipeline.scoring.verdict.judge import not_capable
 from pipeline.scoring.verdict.rows import NOT_RUN, Row
 
 WIDTH = 120
-MAX_LINES = 44    # a screen: 40 before the close-call line (report/close_call.py), which may take 3 or 4
+# a screen: 44 before the per-GPU picks (report/gpu_picks.py, 4 or 5 lines), 40 of them before the close-call
+# line (report/close_call.py), which may take 3 or 4
+MAX_LINES = 49
 
 
 def wrap(text: str) -> list[str]:
@@ -140,6 +142,7 @@ def lines(m: ModelReport, header: Header, provenance_line: str, opening: list[st
     base = baseline_row(m, header.baseline)
     out = [x for line in opening for x in (wrap(line) if line and not line.startswith("|") else [line])]
     out += pass_means(m, header, tasks) + baseline_scores(m, base, tasks) + memory_saved(m, base)
+    out += [x for line in gpu_picks.lines(m, base, header.baseline.kv, header.budget.max_model_len) for x in wrap(line)]
     out += caveats(m, header, provenance_line)[:-1] + [x for line in close_call.lines(m) for x in wrap(line)] + [""]
     if base is not None and tasks:
         out += table(m, base, tasks)

@@ -2,8 +2,9 @@
 each with its `vllm serve` line. Page 1's pick and the per-GPU picks hold the same quantized KV
 modes (decision.kv_kl_tolerance), so the two recommendations cannot disagree on a KV mode silently: a
 per-GPU pick differs only where the GPU cannot serve a variant (its kernels or memory), and where the
-bar changed page 1's pick its reason says so. Each recommendation is read from one walk of the fixed
-sequence per (model, GPU filter) (pick/walk.py), kept on it for every line that names its stopper.
+bar changed page 1's pick its reason says so. Each recommendation is read from the two-axis pick per
+(model, GPU filter) (pick/axes.py: a fixed sequence per axis and one over the combinations), kept on it for
+every line that names a stopper.
 Tests: `.venv/bin/python -m pytest -n 0 -q tests/test_report_knobs.py tests/test_decide.py`.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pipeline.scoring.verdict import long_kv
 from pipeline.scoring.pick import recommend
 from pipeline.scoring.planning import planner
 from pipeline.scoring.pick.recommend import Recommendation
-from pipeline.scoring.pick.walk import walk
+from pipeline.scoring.pick.axes import Axes, axes
 from pipeline.scoring.verdict.rows import Row
 
 
@@ -33,14 +34,24 @@ def kv_barred(params: schema.Params, rows: list[Row], model: str,
                           params.memory.max_model_len)
 
 
+def two_axes(params: schema.Params, rows: list[Row], model: str, allowed: set[tuple[str, str]] | None = None,
+             held: set[tuple[str, str]] | None = None) -> Axes:
+    b = params.decision.baseline
+    return axes(rows, model, b.tier, b.kv, allowed, held or set())
+
+
+def explain(params: schema.Params, a: Axes, fits: bool = False) -> Recommendation:
+    """The recommendation from `a` at one verdict's one-sided alpha per chain (decision.confidence)."""
+    return recommend.explain_axes(a, (1 - params.decision.confidence) / 2, fits)
+
+
 def overall_recommendation(params: schema.Params, rows: list[Row], model: str,
                            barred: set[tuple[str, str]]) -> Recommendation:
-    """Page 1's pick: one walk of the fixed sequence over the model's variants (pick/walk.py), `barred`
-    (kv_barred, as each target GPU's) held as not passing where they stand in it; where that changed the
-    pick, its reason says so (the walk's unheld_chosen, on the same sequence)."""
-    w = walk(rows, model, held=barred)
-    rec = recommend.explain(w)
-    unbarred = w.unheld_chosen
+    """Page 1's pick: the two-axis pick over the model's variants (pick/axes.py), `barred` (kv_barred, as
+    each target GPU's) held as not passing where they stand in each chain; where that changed the pick,
+    its reason says so (the same chains with nothing held)."""
+    rec = explain(params, two_axes(params, rows, model, held=barred))
+    unbarred = two_axes(params, rows, model).chosen
     if barred and unbarred is not None and unbarred is not rec.row:
         names = ", ".join(f"`{t}-{k}`" for t, k in sorted(barred))
         rec = dataclasses.replace(rec, why=(
@@ -54,15 +65,15 @@ def overall_recommendation(params: schema.Params, rows: list[Row], model: str,
 
 def gpu_recommendations(params: schema.Params, rows: list[Row], model: str, planned: planner.Planned,
                         barred: set[tuple[str, str]] | None = None) -> dict[str, Recommendation]:
-    """Per target GPU: one walk over the variants that GPU can serve (what it cannot is known before any
-    verdict, so it leaves the sequence), `barred` held as not passing (kv_barred: the same KV modes page
+    """Per target GPU: the two-axis pick over the variants that GPU can serve (what it cannot is known
+    before any verdict, so it leaves the chains), `barred` held as not passing (kv_barred: the same KV modes page
     1's pick holds), and its command."""
     plans = planned.for_model(model)
     barred = barred or set()
     recs = {}
     for name, gpu in planned.gpus.items():
-        rec = recommend.explain(walk(rows, model, recommend.gpu_candidates(rows, model, name, gpu, plans), barred),
-                                fits=True)
+        rec = explain(params, two_axes(params, rows, model, recommend.gpu_candidates(rows, model, name, gpu, plans),
+                                       barred), fits=True)
         if rec.row is not None:
             # an endpoint has no plan (recommend.gpu_candidates): its line names the server, sized by no GPU
             rec = dataclasses.replace(rec, command=serve_command(params, model, rec.row, planned.budget,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from pipeline.domain.hardware import gpus
 from pipeline.schema import TargetGpu
+from pipeline.scoring.pick.axes import Axes
 from pipeline.scoring.planning.planner import Plan
 from pipeline.scoring.pick.sequence import memory_key
 from pipeline.scoring.pick.walk import Walk, walk
@@ -18,11 +19,14 @@ from pipeline.scoring.verdict.rows import NOT_RUN, Row
 @dataclass(frozen=True)
 class Recommendation:
     """The recommended row (None when nothing qualifies), why, the `vllm serve` command for it, and the
-    walk of the fixed sequence it was read from (pick/walk.py; None only for a hand-made one)."""
+    walk of the fixed sequence it was read from (pick/walk.py; None only for a hand-made one); `axes`: the
+    three chains of the two-axis pick (pick/axes.py) where it was read from them, `walk` then the pick's
+    chain."""
     row: Row | None
     why: str
     command: str | None = None
     walk: Walk | None = None
+    axes: Axes | None = None
 
 
 def recommend(rows: list[Row], model: str, allowed: set[tuple[str, str]] | None = None,
@@ -61,6 +65,42 @@ def explain(w: Walk, fits: bool = False) -> Recommendation:
         return Recommendation(None, "no variant ran successfully" + (" among those that fit" if fits else ""), walk=w)
     return Recommendation(None, "the baseline is not among the candidates (it does not fit or cannot run there) and "
                                 "no smaller variant passes in sequence", walk=w)
+
+
+def chain_text(name: str, w: Walk) -> str:
+    """One chain in a clause: its passing run and where it stops."""
+    text = f"{name} {w.run} of {len(w.sequence)} passing in a row"
+    if w.stopper is not None:
+        text += f", stops at `{w.stopper.variant}` ({w.stop_reason})"
+        if w.beyond:
+            text += f", so {', '.join(f'`{r.variant}`' for r in w.beyond)} (passing beyond it) cannot be claimed"
+    return text
+
+
+def explain_axes(a: Axes, alpha: float, fits: bool = False) -> Recommendation:
+    """The recommendation and its *Why* from the two-axis pick `a` (pick/axes.py), at one verdict's
+    one-sided `alpha` per chain."""
+    chains = "; ".join(chain_text(n, w) for n, w in a.chains)
+    n = len(a.chains)
+    error = (f"family-wise: {f'{n} fixed sequences at {alpha:.1%} each' if n > 1 else f'one fixed sequence at {alpha:.1%}'}"
+             f", so the pick is worse than a margin at most {a.stated_error(alpha):.1%} of the time")
+    if a.pick is not None:
+        conclusive = [m for m, v in a.pick.judgement.verdicts.items() if v.verdict == PASS]
+        return Recommendation(a.pick, f"the smallest in memory of what the two axes claim ({', '.join(conclusive)}): "
+                                      f"{chains}; {error}", walk=a.walk, axes=a)
+    if a.baseline is not None:
+        if not a.chains:
+            return Recommendation(a.baseline, "the baseline is the only variant that ran here; nothing smaller was "
+                                              "shown to be as good", walk=a.walk, axes=a)
+        rows = [r for _, w in a.chains for r in w.sequence]
+        return Recommendation(a.baseline, f"the baseline itself: no axis claims a candidate ({chains}), and a fixed "
+                                          "sequence claims nothing past a candidate that does not pass"
+                              + closest(rows), walk=a.walk, axes=a)
+    if not a.chains:
+        return Recommendation(None, "no variant ran successfully" + (" among those that fit" if fits else ""),
+                              walk=a.walk, axes=a)
+    return Recommendation(None, "the baseline is not among the candidates (it does not fit or cannot run there) and "
+                                f"no axis claims a candidate ({chains})", walk=a.walk, axes=a)
 
 
 def closest(rows: list[Row]) -> str:

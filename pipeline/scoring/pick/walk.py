@@ -10,8 +10,8 @@ line can name another stopper than the pick's own. Tests:
 """
 from __future__ import annotations
 
-from collections.abc import Set
-from dataclasses import dataclass
+from collections.abc import Mapping, Set
+from dataclasses import dataclass, field
 
 from pipeline.scoring.pick.sequence import in_sequence, run_length, same_memory, weight_classes
 from pipeline.scoring.verdict.judge import CANDIDATES, PASS
@@ -35,6 +35,9 @@ class Walk:
     at: int | None
     unheld_at: int | None
     baseline: Row | None
+    # why a held candidate is held where it is not HELD_REASON (a combination whose parts are not both
+    # claimed: pick/axes.py)
+    reasons: Mapping[tuple[str, str], str] = field(default_factory=dict, hash=False)
 
     @property
     def pick(self) -> Row | None:
@@ -72,7 +75,9 @@ class Walk:
         """Why the stopper stops it: held (HELD_REASON) before its own verdict, else its verdict."""
         if self.stopper is None:
             return None
-        return HELD_REASON if self.stopper_held else self.stopper.judgement.overall
+        if self.stopper_held:
+            return self.reasons.get((self.stopper.facts.tier, self.stopper.facts.kv), HELD_REASON)
+        return self.stopper.judgement.overall
 
     @property
     def runner_up(self) -> Row | None:
@@ -101,16 +106,19 @@ def settle(chain: list[Row], run: int) -> int | None:
 
 
 def walk(rows: list[Row], model: str, allowed: Set[tuple[str, str]] | None = None,
-         held: Set[tuple[str, str]] = frozenset()) -> Walk:
+         held: Set[tuple[str, str]] = frozenset(),
+         reasons: Mapping[tuple[str, str], str] | None = None) -> Walk:
     """The fixed sequence over `model`'s variants that ran (judge.CANDIDATES), less the baseline, in
     decreasing memory. `allowed` restricts them to what is known before any verdict (what a GPU can
     serve: its kernels and memory); `held`: (tier, kv) no pick may take for a reason read from the run's
     data (a KV mode the long-context KL does not clear): they keep their place and stop the sequence as
     a variant that does not pass would, so leaving them out cannot carry it past them to a smaller
-    variant and the family-wise error stays one verdict's over every candidate in `sequence`."""
+    variant and the family-wise error stays one verdict's over every candidate in `sequence`;
+    `reasons`: why a held candidate is held, where not HELD_REASON."""
     mine = [r for r in rows if r.facts.model == model and (allowed is None or (r.facts.tier, r.facts.kv) in allowed)]
     base = next((r for r in mine if r.judgement.overall == "baseline"), None)
     chain = in_sequence([r for r in mine if r.facts.status in CANDIDATES and r is not base])
     verdict = [r.judgement.overall == PASS for r in chain]
     run = run_length([ok and (r.facts.tier, r.facts.kv) not in held for ok, r in zip(verdict, chain)])
-    return Walk(tuple(chain), frozenset(held), run, settle(chain, run), settle(chain, run_length(verdict)), base)
+    return Walk(tuple(chain), frozenset(held), run, settle(chain, run), settle(chain, run_length(verdict)), base,
+                dict(reasons or {}))
