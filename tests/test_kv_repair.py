@@ -88,9 +88,9 @@ def test_evaluate_and_decide_read_the_layers_kvscales_kept(tmp_path, monkeypatch
     assert kv_repaired.mode(p, model, "fp16", "fp8") is p.kv_modes["fp8"]
     with pytest.raises(Exception, match="no chosen skip_layers for repaired kv mode 'nvfp4-r'"):
         kv_repaired.mode(p, model, "fp16", "nvfp4-r")
-    where = tmp_path / paths.kvscales_records(model, "fp16")
+    where = tmp_path / paths.kvrepair_records(model, "fp16")
     where.mkdir(parents=True)
-    (where / "nvfp4-r.json").write_text(json.dumps({"calibrated": False, "repair": {"skip_layers": [0, 29]}}))
+    (where / "nvfp4-r.json").write_text(json.dumps({"repair": {"skip_layers": [0, 29]}}))
     served = kv_repaired.params_for(p, model, "fp16", "nvfp4-r").kv_modes["nvfp4-r"]
     assert served.skip_layers == [0, 29] and served.cache_dtype == "nvfp4" and served.repair is None
     assert p.kv_modes["nvfp4-r"].skip_layers == []

@@ -5,7 +5,7 @@ to the same model with its own-dtype cache. Texts are fed in chunks through the 
 too, as a decode step reads the cache (and as a continuation scored after a cached prompt does):
 TurboQuant's prefill reads its own chunk raw in vLLM (kv_formats.RoundTrip.prefill_raw), which here
 would hide most of its error from a teacher-forced pass, so the probe turns that off. Used by stage
-kvscales for a mode with `repair` (pipeline/quant/kv_repair.py decides what to keep; this only
+kvrepair for a mode with `repair` (pipeline/quant/kv_repair.py decides what to keep; this only
 measures).
 
     probe = Probe(session.model, "nvfp4", seqs)

@@ -1,5 +1,5 @@
 """A failing KV mode repaired by keeping layers in the model's dtype (vLLM's --kv-cache-dtype-skip-layers):
-which layers first, how many, and the record stage kvscales keeps (docs/kv-cache.md "Repaired KV modes").
+which layers first, how many, and the record stage kvrepair keeps (docs/kv-cache.md "Repaired KV modes").
 
     order = ranked({0: 0.0004, 1: 0.012, ...})   # layer indices, the costliest alone first
     found = choose(order, kl_at, bound, max)    # the fewest top-ranked layers kept that meet the bound

@@ -1,4 +1,4 @@
-"""Repaired KV modes (kv_modes.<name>.repair): the layers stage kvscales kept in the model's dtype, the
+"""Repaired KV modes (kv_modes.<name>.repair): the layers stage kvrepair kept in the model's dtype, the
 per-layer KL they were ranked by, the bytes per token they cost, and the verdict the repaired mode got
 beside the same format on every layer. Pure."""
 from __future__ import annotations

@@ -40,7 +40,7 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
     record = serving_record.read(record_file)
     scheme = record.label if record.repair and record.label else scheme     # the label names what was promoted
     hf = record.geometry.as_dict() if record.geometry else None
-    mode = kv_repaired.mode(params, model, tier, kv)       # a repaired mode: the layers kvscales kept
+    mode = kv_repaired.mode(params, model, tier, kv)       # a repaired mode: the layers kvrepair kept
     # the result is held whole (metrics are `<task>/<metric>`, each one's direction from its task's YAML)
     return Measured(
         model, tier, kv, res, scheme=scheme, hardware=kind,

@@ -132,7 +132,7 @@ def main(st: runner.Stage) -> None:
         # serving (the reference backend has no time budget: nothing to size, nothing read for it)
         params = (look_budget.fitted_params(st.params, model)
                   if select(st.params, tier=st.params.tiers[tier]).name == "vllm" else st.params)
-        params = kv_repaired.params_for(params, model, tier, kv)   # a repaired mode: the layers kvscales kept
+        params = kv_repaired.params_for(params, model, tier, kv)   # a repaired mode: the layers kvrepair kept
         record = serving_record.read(paths.serving_record(model, tier, kv, calibrated))
         # a tier that has no checkpoint is a row at once: nothing to judge, so nothing else to read
         against = baseline_samples(params, model) if record.ok else None

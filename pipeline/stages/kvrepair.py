@@ -1,9 +1,15 @@
-"""Stage kvscales' work for a repaired KV mode (`kv_modes.<kv>.repair`): the tier served on the reference
-engine with the mode's format, each layer's sensitivity measured, and the fewest top-ranked layers kept
-in the model's dtype that bring the KL within `repair.max_kl` (pipeline/quant/kv_repair.py decides,
-pipeline/evaluation/kv_sensitivity.py measures). Called by pipeline/stages/kvscales.py; the record it
-returns is kept under `repair` in results/kvscales/<model>-<tier>/<kv>.json, which
-pipeline/domain/result/kv_repaired.py reads back for evaluate, decide and the `vllm serve` line.
+"""Stage kvrepair@<model>-<tier>: for each repaired KV mode (`kv_modes.<kv>.repair`), the tier served on
+the reference engine with the mode's format, each layer's sensitivity measured, and the fewest
+top-ranked layers kept in the model's dtype that bring the KL within `repair.max_kl`
+(pipeline/quant/kv_repair.py decides, pipeline/evaluation/kv_sensitivity.py measures).
+
+    python -m pipeline.stages.kvrepair <model> <tier>
+
+Writes results/kvrepair/<model>-<tier>/<kv>.json per KV mode: the record under `repair`, which
+pipeline/domain/result/kv_repaired.py reads back for evaluate, decide and the `vllm serve` line; for
+any other mode {"repair": null}, the same bytes every time, so adding a repaired mode re-runs only its
+own evaluate stages. Without a repaired mode the stage loads nothing. Its own stage (not kvscales'):
+it loads torch with the reference engine, which kvscales, imported torch-free by the unit tier, does not.
 """
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ import time
 from pathlib import Path
 
 from pipeline import io, paths, runlog, schema
+from pipeline.stages import runner
 from pipeline.domain.hardware import kv_formats
 from pipeline.domain.model import sources
 from pipeline.domain.result import serving_record
@@ -65,3 +72,27 @@ def measure(params: schema.Params, model: str, tier: str, kv: str) -> dict:
                            "the full vocabulary to the same model with its own-dtype cache",
                   seconds=round(time.perf_counter() - t0, 1))
     return record
+
+
+@runner.stage_main("kvrepair", ("model", "tier"))
+def main(st: runner.Stage) -> None:
+    (model, tier), params = st.args, st.params
+    outcomes: dict[str, dict] = {}
+    t0 = time.perf_counter()
+    # the folder holds only the current KV modes: a removed mode leaves no stale record behind
+    with io.AtomicDir(paths.kvrepair_records(model, tier)) as records:
+        for kv, mode in params.kv_modes.items():
+            record = None if mode.repair is None else measure(params, model, tier, kv)
+            io.atomic_write_json(records / f"{kv}.json", {"repair": record})
+            if record is not None:
+                outcomes[kv] = record
+                print(f"kvrepair@{model}-{tier} {kv}: {record['status']}, layers kept {record.get('skip_layers')}")
+    io.atomic_write_json(paths.timing(f"kvrepair-{model}-{tier}"), {"seconds": round(time.perf_counter() - t0, 1)})
+    st.done("unsupported" if any(r["status"] != "ok" for r in outcomes.values()) else "ok",
+            "; ".join(f"{kv}: {r['status']}, {len(r.get('skip_layers') or [])} layers kept"
+                      + (f" ({r['reason']})" if r.get("reason") else "") for kv, r in outcomes.items())
+            or "no repaired KV mode")
+
+
+if __name__ == "__main__":
+    main()

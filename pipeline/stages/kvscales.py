@@ -13,9 +13,7 @@ calibrates with the KV cache quantized); the record says how many tensors are id
 Writes, per KV mode, artifacts/<model>/kvscales/<tier>/<kv> and results/kvscales/<model>-<tier>/<kv>.json:
 a checkpoint and its record (as quantize's, plus the scales) for a calibrated mode; for any other a
 marker and {"calibrated": false}, the same bytes every time, so adding a calibrated mode re-runs only
-its own evaluate stages. A repaired mode (`kv_modes.<kv>.repair`) gets its marker too, and in its
-record the layers kept in the model's dtype, chosen here (pipeline/stages/kvrepair.py). Without a
-calibrated or repaired mode the stage loads nothing. A tier that cannot carry
+its own evaluate stages. Without a calibrated mode the stage loads nothing. A tier that cannot carry
 scales (bitsandbytes: quantized at load time) or whose quantization failed gets a record saying why.
 """
 from __future__ import annotations
@@ -29,7 +27,7 @@ from pipeline import errors, io, paths, runlog, schema
 from pipeline.quant import recipes
 from pipeline.quant.oneshot import handoff, quantize, set_threads
 from pipeline.quant.scales import checkpoint_scales, scales_summary
-from pipeline.stages import kvrepair, runner
+from pipeline.stages import runner
 
 NOT_CALIBRATED = "uncalibrated: this KV mode serves the tier's own checkpoint\n"
 
@@ -100,13 +98,7 @@ def main(st: runner.Stage) -> None:
             for kv, mode in params.kv_modes.items():
                 if not mode.calibrated:
                     (ckpts / kv).write_text(NOT_CALIBRATED)
-                    record = {"calibrated": False}
-                    if mode.repair is not None:      # the layers kept: what evaluate serves
-                        record["repair"] = kvrepair.measure(params, model, tier, kv)
-                        outcomes[kv] = record["repair"]
-                        print(f"kvscales@{model}-{tier} {kv}: repair {record['repair']['status']}, "
-                              f"layers kept {record['repair'].get('skip_layers')}")
-                    io.atomic_write_json(records / f"{kv}.json", record)
+                    io.atomic_write_json(records / f"{kv}.json", {"calibrated": False})
                     continue
                 runlog.progress(len(outcomes), len(calibrated), f"calibrating KV mode {kv}")
                 record = calibrate(params, model, tier, ckpts / kv)

@@ -1,5 +1,5 @@
 """A repaired KV mode as it is served: `kv_modes.<kv>` with `repair` set has its skip_layers chosen by
-stage kvscales@<model>-<tier> (results/kvscales/<model>-<tier>/<kv>.json, key `repair`); this is the
+stage kvrepair@<model>-<tier> (results/kvrepair/<model>-<tier>/<kv>.json, key `repair`); this is the
 one place that reads them back, for evaluate (what the engine serves), decide (the bytes per token)
 and the `vllm serve` line (--kv-cache-dtype-skip-layers).
 
@@ -13,8 +13,8 @@ from pipeline.schema import KvMode, Params, replaced
 
 
 def record(model: str, tier: str, kv: str) -> dict | None:
-    """The repair's record stage kvscales wrote (None: the file or its `repair` key is missing)."""
-    path = paths.kvscales_records(model, tier) / f"{kv}.json"
+    """The repair's record stage kvrepair wrote (None: the file or its `repair` key is missing)."""
+    path = paths.kvrepair_records(model, tier) / f"{kv}.json"
     return io.read_json(path).get("repair") if path.is_file() else None
 
 
@@ -31,9 +31,9 @@ def mode(params: Params, model: str, tier: str, kv: str) -> KvMode:
         quantized = paths.quantize_record(model, tier)
         if quantized.is_file() and io.read_json(quantized).get("status") != "ok":
             return m
-        where = paths.kvscales_records(model, tier) / f"{kv}.json"
+        where = paths.kvrepair_records(model, tier) / f"{kv}.json"
         raise io.DataError(f"{where}: no chosen skip_layers for repaired kv mode {kv!r} "
-                           f"({(found or {}).get('reason', 'stage kvscales writes them')})")
+                           f"({(found or {}).get('reason', 'stage kvrepair writes them')})")
     return replaced(m, skip_layers=[int(i) for i in found["skip_layers"]], repair=None)
 
 
