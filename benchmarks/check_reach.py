@@ -19,28 +19,29 @@ import argparse
 
 from pipeline import paths
 from pipeline.domain.sets import task_rows
+from pipeline.domain.sets.sample_row import SampleRow
 from pipeline.scoring.estimators.noise import margin
 
 SAFETY = 2.0
 
 
-def shift(a: dict, b: dict) -> float:
+def shift(a: SampleRow, b: SampleRow) -> float:
     """The largest change of a difference between two choices' log-likelihoods from row a to row b."""
-    moved = [x - y for x, y in zip(a["logliks"], b["logliks"], strict=True)]
+    moved = [x - y for x, y in zip(a.logliks, b.logliks, strict=True)]
     return max(moved) - min(moved)
 
 
-def pairs(first: list[dict], second: list[dict]) -> list[tuple[dict, dict]]:
+def pairs(first: list[SampleRow], second: list[SampleRow]) -> list[tuple[SampleRow, SampleRow]]:
     """The choice items both lists hold, matched by doc_id."""
-    other = {r["doc_id"]: r for r in second if r.get("logliks")}
-    return [(r, other[r["doc_id"]]) for r in first if r.get("logliks") and r["doc_id"] in other]
+    other = {r.doc_id: r for r in second if r.logliks}
+    return [(r, other[r.doc_id]) for r in first if r.logliks and r.doc_id in other]
 
 
-def row(task: str, limit: float, both: list[tuple[dict, dict]]) -> dict:
+def row(task: str, limit: float, both: list[tuple[SampleRow, SampleRow]]) -> dict:
     """What the rule would have done to one variant's check of one task."""
     far = [(a, b) for a, b in both if (m := margin(a)) is not None and m > SAFETY * limit]
     return {"task": task, "checked": len(both), "copy": len(far), "largest": max(shift(a, b) for a, b in both),
-            "flipped": sum(a["pred"] != b["pred"] for a, b in far)}
+            "flipped": sum(a.pred != b.pred for a, b in far)}
 
 
 def main() -> None:

@@ -34,15 +34,15 @@ def main() -> None:
         looks = contract.load(folder.parent / paths.RESULT_FILE).looks
         first, second = task_rows.read_samples(folder.parent), task_rows.read_samples(folder)
         for task, rows2 in second.items():
-            if task not in base or not rows2 or "logliks" not in rows2[0]:
+            if task not in base or not rows2 or rows2[0].logliks is None:
                 continue
-            ids = {r["doc_id"] for r in rows2}
-            p1 = analysis.align(base[task], [r for r in first[task] if r["doc_id"] in ids], subset=True)
+            ids = {r.doc_id for r in rows2}
+            p1 = analysis.align(base[task], [r for r in first[task] if r.doc_id in ids], subset=True)
             p2 = analysis.align(noise[task], rows2, subset=True)
             conf = looks[task].confidence if task in looks and looks[task].confidence else CONFIDENCE
             a = repeated(analysis.intervals(["acc"], p1, CONFIDENCE)["acc"], conf)
             b = repeated(analysis.intervals(["acc"], p2, CONFIDENCE)["acc"], conf)
-            differ = sum(1 for (_, x), (_, y) in zip(p1, p2) if x["pred"] != y["pred"])
+            differ = sum(1 for (_, x), (_, y) in zip(p1, p2) if x.pred != y.pred)
             print(f"| {folder.parent.name} | {task} | {len(p1):,} | {a.delta:+.1f} [{a.lo:+.1f}, {a.hi:+.1f}] | "
                   f"{b.delta:+.1f} [{b.lo:+.1f}, {b.hi:+.1f}] | {b.delta - a.delta:+.1f} | {differ} |")
 

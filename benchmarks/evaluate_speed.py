@@ -61,8 +61,8 @@ def work_tokens(tokenizer, samples: dict[str, list[dict]], raw: dict[str, list[d
             n += count(s["arguments"][0][0])
             n += sum(count(a[1]) for a in s["arguments"] if isinstance(a[1], str))
         for row in samples[task]:
-            if "output" in row:
-                n += len(tokenizer(row["output"], add_special_tokens=False).input_ids)
+            if row.output is not None:
+                n += len(tokenizer(row.output, add_special_tokens=False).input_ids)
     return n
 
 
@@ -86,9 +86,9 @@ def agreement(a: dict, b: dict) -> str:
     diffs, worst = 0, 0.0
     for task, rows in a["rows"].items():
         for x, y in zip(rows, b["rows"][task]):
-            if x.get("output") != y.get("output") or x.get("pred") != y.get("pred"):
+            if x.output != y.output or x.pred != y.pred:
                 diffs += 1
-            for la, lb in zip(x.get("logliks", []), y.get("logliks", [])):
+            for la, lb in zip(x.logliks or [], y.logliks or []):
                 worst = max(worst, abs(la - lb))
     total = sum(len(r) for r in a["rows"].values())
     return f"{total - diffs}/{total} samples identical, max log-likelihood difference {worst:.2e}"

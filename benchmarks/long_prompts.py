@@ -51,7 +51,7 @@ def main() -> None:
                 seconds[name] = time.perf_counter() - t0
             finally:
                 generate.prefill_groups = real
-            outputs[name] = {r["doc_id"]: r["output"] for r in rows}
+            outputs[name] = {r.doc_id: r.output for r in rows}
     same = sum(outputs["padded"][d] == outputs["pad-free"][d] for d in outputs["padded"])
     print(f"padded {seconds['padded']:.1f} s, pad-free {seconds['pad-free']:.1f} s: "
           f"{seconds['padded'] / seconds['pad-free']:.2f}x; {same} of {len(outputs['padded'])} answers identical")

@@ -20,15 +20,16 @@ from pipeline.evaluation.lm_eval_runner import run_tasks
 from pipeline.engines.selection import select
 from pipeline.domain.hardware import machine
 from pipeline.domain.sets import looks, tasks
+from pipeline.domain.sets.sample_row import SampleRow
 
 
-def compare(whole: dict[int, dict], shared: dict[int, dict]) -> dict:
+def compare(whole: dict[int, SampleRow], shared: dict[int, SampleRow]) -> dict:
     """Flips, accuracy and log-likelihood differences between two scorings of the same documents. Pure."""
-    flipped = [d for d in whole if whole[d]["pred"] != shared[d]["pred"]]
-    acc = lambda rows: sum(r["scores"]["acc"] for r in rows.values()) / len(rows)   # noqa: E731
-    diffs = [max(abs(a - b) for a, b in zip(whole[d]["logliks"], shared[d]["logliks"])) for d in whole]
+    flipped = [d for d in whole if whole[d].pred != shared[d].pred]
+    acc = lambda rows: sum(r.scores["acc"] for r in rows.values()) / len(rows)   # noqa: E731
+    diffs = [max(abs(a - b) for a, b in zip(whole[d].logliks, shared[d].logliks)) for d in whole]
     return {"n": len(whole), "flips": len(flipped),
-            "right_to_wrong": sum(1 for d in flipped if whole[d]["scores"]["acc"] > shared[d]["scores"]["acc"]),
+            "right_to_wrong": sum(1 for d in flipped if whole[d].scores["acc"] > shared[d].scores["acc"]),
             "acc_whole": acc(whole), "acc_shared": acc(shared),
             "loglik_diff_median": statistics.median(diffs), "loglik_diff_max": max(diffs)}
 
@@ -52,7 +53,7 @@ def main() -> None:
         for share in (False, True):
             s.lm.qtier_share_prefix = share
             t0 = time.perf_counter()
-            rows[share] = {r["doc_id"]: r for r in run_tasks(s, spec, params.eval)[1][a.task]}
+            rows[share] = {r.doc_id: r for r in run_tasks(s, spec, params.eval)[1][a.task]}
             seconds[share] = time.perf_counter() - t0
     c = compare(rows[False], rows[True])
     print(f"whole {seconds[False]:.1f} s, shared prefix {seconds[True]:.1f} s: {seconds[False] / seconds[True]:.2f}x; "

@@ -19,6 +19,7 @@ import math
 
 from pipeline import paths
 from pipeline.domain.sets import task_rows
+from pipeline.domain.sets.sample_row import SampleRow
 from pipeline.scoring.estimators.noise import margin
 
 
@@ -27,10 +28,10 @@ def variance(xs: list[float]) -> float:
     return sum((x - m) ** 2 for x in xs) / (len(xs) - 1) if len(xs) > 1 else 0.0
 
 
-def compare(base: dict[int, dict], rows: list[dict], below: float, rate: float) -> dict:
+def compare(base: dict[int, SampleRow], rows: list[SampleRow], below: float, rate: float) -> dict:
     """Flips, low-stratum flips, the full read's and the stratified design's standard errors (points), reads."""
-    d = {r["doc_id"]: r["pred"] == r["gold"] for r in rows if r["doc_id"] in base}
-    diff = {i: float(ok) - float(base[i]["pred"] == base[i]["gold"]) for i, ok in d.items()}
+    d = {r.doc_id: r.pred == r.gold for r in rows if r.doc_id in base}
+    diff = {i: float(ok) - float(base[i].pred == base[i].gold) for i, ok in d.items()}
     low = [i for i in diff if margin(base[i]) < below]
     high = [i for i in diff if margin(base[i]) >= below]
     n, n_high = len(diff), max(1, round(rate * len(high)))
@@ -53,7 +54,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|")
     for folder in sorted((paths.RESULTS / "evals" / a.model).glob("*/samples")):
         for task, rows in task_rows.read_samples(folder.parent).items():
-            base = {r["doc_id"]: r for r in base_all.get(task, []) if margin(r) is not None}
+            base = {r.doc_id: r for r in base_all.get(task, []) if margin(r) is not None}
             if not base or len(rows) < len(base) or folder.parent.name == "fp16-auto":
                 continue            # not a choice task, not read to its cap, or the baseline itself
             c = compare(base, rows, a.below, a.rate)

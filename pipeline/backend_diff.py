@@ -21,6 +21,7 @@ from pipeline.domain.sets import task_rows
 from pipeline.domain.sets.metrics import metric_id, split_id
 from pipeline.scoring.estimators import analysis
 from pipeline.scoring.estimators.stats import Interval
+from pipeline.domain.sets.sample_row import SampleRow
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class Run:
     status: str
     reason: str | None
     metrics: dict[str, float]                  # `<task>/<metric>` -> score
-    samples: dict[str, list[dict]]             # task -> per-sample rows
+    samples: dict[str, list[SampleRow]]         # task -> per-sample rows
     kv_rounding: str | None = None             # how its fp8 KV cache rounded K/V; None: no fp8 cache
 
 
@@ -62,9 +63,9 @@ def diff(a: Run, b: Run, confidence: float) -> dict[str, Interval]:
             continue
         both = [split_id(mid)[1] for mid in a.metrics if split_id(mid)[0] == task and mid in b.metrics]
         # runs at different limits (e.g. two releases' default runs) compare on the samples both have
-        common = {r["doc_id"] for r in a.samples[task]} & {r["doc_id"] for r in b.samples[task]}
-        pairs = analysis.align([r for r in a.samples[task] if r["doc_id"] in common],
-                               [r for r in b.samples[task] if r["doc_id"] in common])
+        common = {r.doc_id for r in a.samples[task]} & {r.doc_id for r in b.samples[task]}
+        pairs = analysis.align([r for r in a.samples[task] if r.doc_id in common],
+                               [r for r in b.samples[task] if r.doc_id in common])
         out.update({metric_id(task, m): iv for m, iv in analysis.intervals(both, pairs, confidence).items()})
     return out
 

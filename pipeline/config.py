@@ -23,6 +23,7 @@ from pipeline.quant import recipes
 from pipeline.schema import PARAMS_FILE, ConfigError, Params, Task, near
 from pipeline.schema import load as load_schema
 from pipeline.schema import yaml_io
+from pipeline.scoring.estimators import strata
 from pipeline.scoring.planning import power
 from pipeline.scoring.verdict import sequential
 
@@ -228,21 +229,42 @@ def metric_power(p: Params, metric: str, n: int | None, last: power.LastRun | No
         return f"tolerance {tol.rel:g} x baseline, baseline score unknown"
     limit = tol.allowed_drop(base or 0.0)
     sd = last.sd.get(metric) if last else None
+    reads = planned_reads(p, metric.split("/")[0], n, last)
+    n_read = reads[0][-1] if reads else n           # a stratified read's SD is in items read (power.py)
     if sd is None:
-        per_sd = "" if n is None else f" (MDD at n={n} = {power.min_detectable_drop(1.0, n, confidence):.2f} x SD)"
+        per_sd = "" if n is None else f" (MDD at n={n_read} = {power.min_detectable_drop(1.0, n_read, confidence):.2f} x SD)"
         return f"tolerance {limit:.2f}, SD unknown{per_sd}"
-    mdd = "–" if n is None else f"{power.min_detectable_drop(sd, n, confidence):.1f} at n={n}"
+    mdd = "–" if n is None else f"{power.min_detectable_drop(sd, n_read, confidence):.1f} at n={n_read}"
     n80 = power.samples_for_power(sd, limit, confidence)
     text = (f"tolerance {limit:.2f}, SD {sd:.1f} -> MDD {mdd}; "
             f"n for 80% power: {'–' if n80 is None else f'{n80:,}'}")
-    if p.eval.sequential is None or not n or sd <= 0:
+    if reads is None or sd <= 0:
         return text
-    sizes = sequential.look_sizes(p.eval.sequential.looks, n)
-    design = sequential.Design.of([s / n for s in sizes], confidence)
-    unchanged = sequential.expected_samples(sizes, design.critical, limit * n ** 0.5 / sd)
+    sizes, fractions, how = reads
+    design = sequential.Design.of(fractions, confidence)
+    unchanged = sequential.expected_samples(sizes, design.critical, limit * n_read ** 0.5 / sd)
     at_margin = sequential.expected_samples(sizes, design.critical, 0.0)
-    return (text + f"\n      in looks {'/'.join(map(str, sizes))}: expected samples {unchanged[0]:.0f} if unchanged "
-            f"(passes {unchanged[1]:.0%}), {at_margin[0]:.0f} at the margin; at most {n}")
+    return (text + f"\n      in looks {'/'.join(map(str, sizes))}{how}: expected samples {unchanged[0]:.0f} if unchanged "
+            f"(passes {unchanged[1]:.0%}), {at_margin[0]:.0f} at the margin; at most {n_read}")
+
+
+def planned_reads(p: Params, task: str, n: int | None,
+                  last: power.LastRun | None) -> tuple[list[int], list[float], str] | None:
+    """(items read by each look, the looks' fractions, how they were planned) of a task capped at `n`
+    under eval.sequential; None without looks. A task the last run read in strata (its looks record) is
+    planned in those strata, as evaluate reads it (strata.look_reads on the baseline's pool: stratified.plan),
+    while eval.sequential.strata's margin and the cap are the ones that pool was drawn at; any other by
+    sequential.look_sizes."""
+    seq = p.eval.sequential
+    if seq is None or not n:
+        return None
+    kept = last.strata.get(task) if last else None
+    if seq.strata is not None and kept and kept[0] == seq.strata.below and sum(kept[1]) == n:
+        fractions, reads = strata.look_reads(kept[1], seq.strata.share, seq.looks)
+        pool = "/".join(map(str, kept[1]))
+        return [sum(r) for r in reads], fractions, f" (in strata of the last run's baseline margins, pool {pool})"
+    sizes = sequential.look_sizes(seq.looks, n)
+    return sizes, [s / n for s in sizes], ""
 
 
 def main() -> None:

@@ -27,7 +27,7 @@ import yaml
 
 from pipeline.schema import Params
 from pipeline.schema.typed import type_name
-from pipeline.schema.yaml_io import SafeLoader
+from pipeline.schema import yaml_io
 
 ROOT = Path(__file__).resolve().parents[1]
 DESCRIPTIONS = Path("docs/params_doc.yaml")
@@ -118,22 +118,11 @@ def walk(cls: type = Params, path: str = "", instance: Any = None) -> list[Secti
     return sections
 
 
-class _OnceLoader(SafeLoader):
-    """YAML that refuses a key given twice (safe_load keeps the last copy, silently)."""
-
-    def construct_mapping(self, node, deep=False):
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            line = key_node.start_mark.line + 1
-            if key in seen:
-                raise SystemExit(f"qtier: {DESCRIPTIONS}: `{key}` is described twice (lines {seen[key]} and {line})")
-            seen[key] = line
-        return super().construct_mapping(node, deep=deep)
-
-
 def load_descriptions(path: Path = ROOT / DESCRIPTIONS) -> dict[str, str]:
-    raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_OnceLoader)  # noqa: S506 - a SafeLoader
+    try:
+        raw = yaml_io.load_unique(path.read_text(encoding="utf-8"))
+    except yaml_io.DuplicateKey as e:
+        raise SystemExit(f"qtier: {DESCRIPTIONS}: `{e.key}` is described twice (lines {e.first} and {e.second})") from None
     if not isinstance(raw, dict):
         raise SystemExit(f"qtier: {DESCRIPTIONS}: expected a mapping of dotted keys to descriptions")
     return {str(k): ("" if v is None else str(v)) for k, v in raw.items()}

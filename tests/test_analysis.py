@@ -1,7 +1,10 @@
 """pipeline/scoring/estimators/analysis.py on hand-built sample rows (the shape task_rows.sample_row writes),
 with every expected number worked out by hand."""
+import dataclasses
+
 import pytest
 
+from pipeline.domain.sets.sample_row import partial as sample
 from pipeline.scoring.estimators import analysis
 from pipeline.scoring.estimators.analysis import Bucket
 
@@ -10,20 +13,20 @@ CONFIDENCE = 0.95
 
 def cls(doc_id, gold, logliks, prompt_chars=None):
     pred = max(range(len(logliks)), key=logliks.__getitem__)
-    return {"doc_id": doc_id, "gold": gold, "logliks": logliks, "pred": pred, "prompt_chars": prompt_chars,
-            "scores": {"acc": 100.0 * (pred == gold)}}
+    return sample(doc_id=doc_id, gold=gold, logliks=logliks, pred=pred, prompt_chars=prompt_chars,
+                  scores={"acc": 100.0 * (pred == gold)})
 
 
 def gen(doc_id, target="", output="", prompt_chars=None, **scores):
-    return {"doc_id": doc_id, "target": target, "output": output, "prompt_chars": prompt_chars, "scores": scores}
+    return sample(doc_id=doc_id, target=target, output=output, prompt_chars=prompt_chars, scores=scores)
 
 
 def test_align_pairs_by_doc_id_whatever_the_order():
     base = [gen(2, rougeL=1.0), gen(0, rougeL=2.0), gen(1, rougeL=3.0)]
     tier = [gen(1, rougeL=4.0), gen(2, rougeL=5.0), gen(0, rougeL=6.0)]
     pairs = analysis.align(base, tier)
-    assert [(b["doc_id"], t["doc_id"]) for b, t in pairs] == [(0, 0), (1, 1), (2, 2)]
-    assert [(b["scores"]["rougeL"], t["scores"]["rougeL"]) for b, t in pairs] == [(2.0, 6.0), (3.0, 4.0), (1.0, 5.0)]
+    assert [(b.doc_id, t.doc_id) for b, t in pairs] == [(0, 0), (1, 1), (2, 2)]
+    assert [(b.scores["rougeL"], t.scores["rougeL"]) for b, t in pairs] == [(2.0, 6.0), (3.0, 4.0), (1.0, 5.0)]
 
 
 def test_align_rejects_different_documents():
@@ -114,7 +117,7 @@ def test_a_stratified_read_is_weighted_by_length_as_its_delta_is():
     100 items, not a fifth of the read; the bucket's delta equals the stratified delta over the pool."""
     def row(doc, right, stratum):
         r = cls(doc, 0, [-1.0, -2.0] if right else [-2.0, -1.0], prompt_chars=50)
-        return {**r, "stratum": stratum, "strata": [100, 100]}
+        return dataclasses.replace(r, stratum=stratum, strata=[100, 100])
     base = [row(i, True, 0 if i < 4 else 1) for i in range(5)]
     tier = [row(0, False, 0)] + [row(i, True, 0 if i < 4 else 1) for i in range(1, 5)]
     pairs = list(zip(base, tier))

@@ -5,6 +5,7 @@ alone does not."""
 import numpy as np
 import pytest
 
+from pipeline.domain.sets.sample_row import partial as row
 from pipeline.evaluation.looks_runner import Gate, run_looks
 from pipeline.domain.sets import looks
 from pipeline.domain.result.records import MetricCheck, Settled, TaskLooks
@@ -61,15 +62,15 @@ N = 640
 SPEC = looks.in_look_order([TaskSpec("c", "classify", {}, "c", N, {"acc": True}, pool=N)], 7, {"c": "c.jsonl"})[0]
 
 
-def rows(correct) -> list[dict]:
-    return [{"doc_id": d, "gold": 1, "pred": int(c), "scores": {"acc": 100.0 * c}} for d, c in enumerate(correct.tolist())]
+def rows(correct) -> list:
+    return [row(doc_id=d, gold=1, pred=int(c), scores={"acc": 100.0 * c}) for d, c in enumerate(correct.tolist())]
 
 
 class Draw:
     """The second arithmetic of one simulated study: the variant's samples under it, and the baseline's."""
 
     def __init__(self, variant, baseline):
-        self.variant, self.baseline = {r["doc_id"]: r for r in variant}, {"c": baseline}
+        self.variant, self.baseline = {r.doc_id: r for r in variant}, {"c": baseline}
 
     def rows(self, spec, start, stop):
         return [self.variant[d] for d in spec.docs[start:stop]]
@@ -91,7 +92,7 @@ def study(rng, drop: float, tau: float, ties: float = 0.1) -> tuple[bool, bool]:
         return rows(np.where(tie, rng.random(N) < 0.5, firm)), rows(np.where(tie, rng.random(N) < 0.5 + u, firm & ~lost))
 
     (base_a, var_a), (base_b, var_b) = draw(), draw()
-    first = {r["doc_id"]: r for r in var_a}
+    first = {r.doc_id: r for r in var_a}
 
     def run(session, specs, ev):
         (s,) = specs
@@ -126,7 +127,7 @@ def test_a_task_the_check_read_no_row_of_writes_no_empty_samples_file(tmp_path):
     from pipeline.evaluation.looks_runner import Looked
 
     done = Looked()
-    done.second_rows = {"classification": [{"doc_id": 0, "pred": 1}], "summarization": []}
+    done.second_rows = {"classification": [row(doc_id=0, pred=1)], "summarization": []}
     checker = NS(record={"status": "checked"}, session=object(), seconds=1.0)
     result = {}
     second_arithmetic.finish(checker, done, result, tmp_path)

@@ -3,7 +3,9 @@ import json
 import pytest
 
 from pipeline import backend_diff
+from pipeline.domain.sets import sample_row
 from tests import result_files
+from pipeline.domain.sets.sample_row import partial as row
 
 CONFIDENCE = 0.95
 
@@ -23,9 +25,9 @@ def write_run(root, variant, status="ok", preds=(1, 0, 1, 1), backend="reference
         result = result_files.variant(status, tier=tier, kv=kv, backend=backend, reason=reason)
     (d / "result.json").write_text(json.dumps(result))
     if status == "ok":
-        rows = [{"doc_id": i, "gold": g, "pred": p, "scores": {"acc": a}, "output": "", "target": ""}
+        rows = [row(doc_id=i, gold=g, pred=p, scores={"acc": a}, output="", target="")
                 for i, (g, p, a) in enumerate(zip(gold, preds, acc))]
-        (d / "samples" / "classification.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        sample_row.write(d / "samples" / "classification.jsonl", rows)
 
 
 def test_identical_differs_missing_and_unsupported(tmp_path):

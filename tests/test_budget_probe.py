@@ -5,6 +5,7 @@ import dataclasses
 
 import pytest
 
+from pipeline.domain.sets.sample_row import partial as row
 from pipeline import budget
 from pipeline.domain.sets.tasks import TaskSpec
 from pipeline.schema import load as load_schema
@@ -43,7 +44,7 @@ def test_the_report_names_the_budget_that_would_end_a_variant(root):
 def test_after_stage_baseline_the_probe_plans_the_stratified_reads(root):
     # params.yaml's classification (strata {below: 0.5, share: 0.5}) with 630 of 1,280 items below the margin
     params = load_schema(root / "params.yaml")
-    rows = {"classification": [{"doc_id": d, "logliks": [-1.0, -1.2 if d < 630 else -3.0]} for d in range(1280)]}
+    rows = {"classification": [row(doc_id=d, logliks=[-1.0, -1.2 if d < 630 else -3.0]) for d in range(1280)]}
     vllm = dataclasses.replace(params, serving=dataclasses.replace(params.serving, backend="vllm"))
     lines = budget.report(vllm, "m", "vllm", "cpu", 40.0, {"classification": 0.1}, {"classification": 1280}, rows)
     assert lines[2] == ("  evaluate@m-<tier>-<kv>, each at the baseline's speed: within serving.vllm.budget.max_wall_s "

@@ -118,6 +118,32 @@ def test_planned_power_from_the_last_run(project, params_dict):
     assert expected < cap and looked.endswith(f"at most {cap}"), looked
 
 
+def test_planned_power_reads_a_stratified_task_in_its_strata(project, params_dict):
+    """The last run read classification in strata (its looks record's pool): the plan shows the items
+    those looks read (all of stratum 0, half of stratum 1: 162 + 79 at look 1), not the cap's quarters."""
+    cap = params_dict["eval"]["tasks"]["classification"]["limit"]
+    below = params_dict["eval"]["sequential"]["strata"]["below"]
+    pool = [cap // 2 + 8, cap // 2 - 8]                                   # 648 / 632 at the shipped 1280
+    looks = {"classification": {"strata": {"below": below, "share": 0.5, "pool": pool}}}
+    power_of = {"classification/acc": {"sd": 30.0, "n": 964, "mdd": 2.7, "n_for_80pct_power": 800}}
+    last_run(project, [{"tier": "int8", "kv": "auto", "status": "ok", "metrics": {}, "power": power_of,
+                        "looks": looks}])
+    firsts = [math.ceil(t * pool[0]) + math.ceil(t * math.ceil(pool[1] / 2)) for t in (0.25, 0.5, 0.75, 1.0)]
+    lines = config.planned_power(schema.parse(params_dict), project)
+    looked = next(x for x in lines if x.startswith("      in looks "))
+    assert looked.startswith(f"      in looks {'/'.join(map(str, firsts))} (in strata of the last run's baseline "
+                             f"margins, pool {pool[0]}/{pool[1]}): expected samples"), looked
+    assert looked.endswith(f"at most {firsts[-1]}") and f"MDD {2.8016 * 30 / math.sqrt(firsts[-1]):.1f} at n={firsts[-1]}" \
+        in "\n".join(lines)
+    # a pool drawn at another margin is not this design's: the looks are planned unstratified
+    looks["classification"]["strata"]["below"] = below + 0.25
+    last_run(project, [{"tier": "int8", "kv": "auto", "status": "ok", "metrics": {}, "power": power_of,
+                        "looks": looks}])
+    plain = "/".join(str(cap * k // 4) for k in (1, 2, 3, 4))
+    assert any(x.startswith(f"      in looks {plain}: expected samples") for x in
+               config.planned_power(schema.parse(params_dict), project))
+
+
 def test_planned_power_relative_tolerance_uses_the_last_baseline(project, params_dict):
     d = copy.deepcopy(params_dict)
     d["decision"]["tolerances"]["acc"] = {"rel": 0.05}

@@ -421,7 +421,8 @@ def test_the_retrieval_suite_is_shown_by_length_for_every_variant(project):
             # variants miss one key at the longer length, int4-gptq every one
             wrong = {"fp16-auto": 0, "int4-gptq-auto": len(docs), "int4-gptq-fp8": len(docs)}.get(variant, int(n == 600))
             rows = [{"id": d["id"], "doc_id": i, "input": {"prompt": d["prompt"], "answer": d["answer"]}, "target": d["answer"],
-                     "output": "0" if i < wrong else d["answer"], "scores": {"exact_match": 0.0 if i < wrong else 100.0}}
+                     "output": "0" if i < wrong else d["answer"], "prompt_chars": len(d["prompt"]),
+                     "scores": {"exact_match": 0.0 if i < wrong else 100.0}}
                     for i, d in enumerate(docs)]
             io.atomic_write_jsonl(result.parent / "samples" / f"retrieval_{n}.jsonl", rows)
             res["metrics"][f"retrieval_{n}/exact_match"] = sum(r["scores"]["exact_match"] for r in rows) / len(rows)

@@ -6,6 +6,7 @@ to read: evaluate's own (evaluation/stratified.py). No model.
 """
 import pytest
 
+from pipeline.domain.sets.sample_row import partial as row
 from pipeline.domain.result import contract
 from pipeline.domain.sets import looks
 from pipeline.domain.sets.tasks import TaskSpec
@@ -41,7 +42,7 @@ def baseline_result(computed=1280, seconds=640.0):
 # the default run's baseline: 630 of its 1,280 classification items decided by less than 0.5 nats
 SPEC = looks.in_look_order([TaskSpec("classification", "classify", {}, "c", 1280, {"acc": True}, pool=1280)], 1234,
                            {"classification": "eval_sets/sentiment.jsonl"})[0]
-ROWS = {"classification": [{"doc_id": d, "gold": 0, "pred": 0, "logliks": [-1.0, -1.2 if i < 630 else -3.0]}
+ROWS = {"classification": [row(doc_id=d, gold=0, pred=0, logliks=[-1.0, -1.2 if i < 630 else -3.0])
                            for i, d in enumerate(SPEC.docs)]}
 DEFAULT_STRATA = {"below": 0.5, "share": 0.5}
 

@@ -2,6 +2,7 @@
 runner (pipeline/evaluation/looks_runner.py) on fake lm-eval runs: where a variant stops, what it keeps,
 and the whole procedure's error rates simulated through the runner itself."""
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from pipeline.domain.sets.tasks import TaskSpec
 from pipeline.schema import Eval, Gate as ParamGate, Sequential, Tolerance
 from pipeline.scoring.verdict.sequential import Design
 from pipeline.scoring.estimators.stats import Interval
+from pipeline.domain.sets.sample_row import partial as sample
 
 EV = Eval(tasks={}, sequential=Sequential())
 CONFIDENCE = 0.95
@@ -40,15 +42,15 @@ def test_the_order_is_a_seeded_permutation_the_same_for_every_variant():
 
 
 def test_scores_from_rows_aggregate_as_the_task_yamls_do():
-    rows = [{"target": "Das ist gut.", "output": "Das ist gut.\nmore", "scores": {"rougeL": 50.0}},
-            {"target": "Ein Haus.", "output": "Ein Baum.", "scores": {"rougeL": 0.0}}]
+    rows = [sample(target="Das ist gut.", output="Das ist gut.\nmore", scores={"rougeL": 50.0}),
+            sample(target="Ein Haus.", output="Ein Baum.", scores={"rougeL": 0.0})]
     found = task_rows.scores_from_rows(TaskSpec("t", "generate", {}, "t", 2, {"bleu": True, "chrf": True,
                                                                              "rougeL": True}), rows)
     assert found["bleu"] == metrics.corpus_bleu(["Das ist gut.", "Ein Haus."], ["Das ist gut.", "Ein Baum."])
     assert found["chrf"] == metrics.corpus_chrf(["Das ist gut.", "Ein Haus."], ["Das ist gut.", "Ein Baum."])
     assert found["rougeL"] == 25.0
-    cls = [{"gold": 0, "pred": 0, "choices": ["a", "b"], "scores": {"acc": 100.0}},
-           {"gold": 1, "pred": 0, "choices": ["a", "b"], "scores": {"acc": 0.0}}]
+    cls = [sample(gold=0, pred=0, choices=["a", "b"], scores={"acc": 100.0}),
+           sample(gold=1, pred=0, choices=["a", "b"], scores={"acc": 0.0})]
     assert task_rows.scores_from_rows(spec(hib={"acc": True, "macro_f1": True}), cls) == {
         "acc": 50.0, "macro_f1": metrics.macro_f1([0, 1], [0, 0], 2)}
 
@@ -70,14 +72,14 @@ def fake_run(correct: dict[int, bool], calls: list):
     def run(session, specs, ev):
         (s,) = specs
         calls.append((s.name, list(s.docs)))
-        rows = [{"doc_id": d, "gold": 1, "pred": int(correct[d]), "choices": ["n", "y"], "logliks": [0.0, 0.0],
-                 "scores": {"acc": 100.0 * correct[d]}} for d in s.docs]
+        rows = [sample(doc_id=d, gold=1, pred=int(correct[d]), choices=["n", "y"], logliks=[0.0, 0.0],
+                 scores={"acc": 100.0 * correct[d]}) for d in s.docs]
         return {s.name: TaskResult({}, rows, dict(s.higher_is_better))}, {s.name: rows}
     return run
 
 
 def baseline_rows(s, correct):
-    return [{"doc_id": d, "gold": 1, "pred": int(correct[d]), "scores": {"acc": 100.0 * correct[d]}} for d in s.docs]
+    return [sample(doc_id=d, gold=1, pred=int(correct[d]), scores={"acc": 100.0 * correct[d]}) for d in s.docs]
 
 
 def test_a_failing_variant_stops_at_its_first_failing_look_and_runs_nothing_after():
@@ -108,7 +110,7 @@ def test_an_unchanged_variant_reads_until_it_passes_and_keeps_every_sample_it_re
     rec = done.record["c"]
     assert rec.settled["acc"].verdict == "pass" and done.stopped is None
     assert [len(d) for _, d in calls] == [80] * rec.looks                   # each look only its new rows
-    assert sorted(r["doc_id"] for r in done.samples["c"]) == sorted(c.docs[: rec.n])
+    assert sorted(r.doc_id for r in done.samples["c"]) == sorted(c.docs[: rec.n])
 
 
 def test_a_report_only_task_runs_to_its_cap_and_an_ungated_one_stops_at_its_first_look():
@@ -274,7 +276,7 @@ def test_a_fail_stops_the_variant_only_once_both_arithmetics_give_it():
 def test_a_registry_task_read_in_one_look_is_checked_on_the_second_arithmetic_s_whole_run():
     """An lm-eval registry task (no document order: it runs whole) gets its check like a look."""
     e = TaskSpec("e", "lm_eval", {}, "e", 200, {"acc": True})
-    rows_of = lambda correct: [{"doc_id": d, "gold": 1, "pred": int(correct[d]), "scores": {"acc": 100.0 * correct[d]}}
+    rows_of = lambda correct: [sample(doc_id=d, gold=1, pred=int(correct[d]), scores={"acc": 100.0 * correct[d]})
                                for d in range(200)]
 
     def run_whole(correct):
@@ -303,17 +305,17 @@ def test_a_registry_task_read_in_one_look_is_checked_on_the_second_arithmetic_s_
     assert done.record["e"].unstable == ["acc"] and done.unstable == ["e/acc"]
     # a metric the run's arithmetic leaves open is not read in the second (it is open, not unstable)
     wide = TaskSpec("e", "lm_eval", {}, "e", 200, {"acc": True, "acc_norm": True})
-    base = {"e": [{**r, "scores": {**r["scores"], "acc_norm": 100.0 * (r["doc_id"] % 2)}} for r in rows_of(same)]}
+    base = {"e": [replace(r, scores={**r.scores, "acc_norm": 100.0 * (r.doc_id % 2)}) for r in rows_of(same)]}
 
     def run_two(session, specs, ev):
         # 6 of 200 items lost: -3 points, an interval that straddles the margin
-        rows = [{**r, "scores": {**r["scores"], "acc_norm": 100.0 * (r["doc_id"] % 2 and r["doc_id"] % 17 != 0)}}
+        rows = [replace(r, scores={**r.scores, "acc_norm": 100.0 * (r.doc_id % 2 and r.doc_id % 17 != 0)})
                 for r in rows_of(same)]
         return {"e": TaskResult({}, rows, {"acc": True, "acc_norm": True})}, {"e": rows}
 
     class Same(Whole):
         def rows(self, spec, start, stop):
-            return [{**r, "scores": {**r["scores"], "acc_norm": 100.0 * (r["doc_id"] % 2)}} for r in rows_of(same)]
+            return [replace(r, scores={**r.scores, "acc_norm": 100.0 * (r.doc_id % 2)}) for r in rows_of(same)]
     second = Same(same)
     second.baseline = base
     done = run_looks(None, [wide], EV, base, {"e/acc": Gate(3.0), "e/acc_norm": Gate(3.0)}, CONFIDENCE, run=run_two,
@@ -370,9 +372,9 @@ def simulate(shift: float, sims: int, seed: int = 0) -> float:
 
         def run(session, specs, ev):
             (s,) = specs
-            rows = [{"doc_id": d, "scores": {"score": tier[d]}} for d in s.docs]
+            rows = [sample(doc_id=d, scores={"score": tier[d]}) for d in s.docs]
             return {s.name: TaskResult({}, rows, {"score": True})}, {s.name: rows}
-        brows = [{"doc_id": d, "scores": {"score": base[d]}} for d in c.docs]
+        brows = [sample(doc_id=d, scores={"score": base[d]}) for d in c.docs]
         done = run_looks(None, [c], EV, {"c": brows}, {"c/score": Gate(3.0)}, CONFIDENCE, run=run)
         passes += getattr(done.record["c"].settled.get("score"), "verdict", None) == "pass"
     return passes / sims

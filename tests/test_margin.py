@@ -7,6 +7,7 @@ anywhere would not); decide reads a verdict evaluate settled and never judges it
 import numpy as np
 import pytest
 
+from pipeline.domain.sets import sample_row
 from tests.test_decide import project  # noqa: F401 - the fixture
 
 from pipeline.evaluation import looks_runner
@@ -81,11 +82,11 @@ def _evaluate():
 
     spec = looks.in_look_order([TaskSpec("classification", "classify", {}, "classification", 200, {"acc": True},
                                          pool=200)], 7, {"classification": "c.jsonl"})[0]
-    base = samples("classification", 200, lambda i: True)
+    base = [sample_row.of(r, "base") for r in samples("classification", 200, lambda i: True)]
     for tier, kv in (("fp16", "fp8"), ("int8", "auto"), ("int4-gptq", "auto"), ("int4-gptq", "fp8"),
                      ("nf4-bnb", "auto"), ("nf4-bnb", "fp8")):
         folder = paths.eval_dir("m", tier, kv)
-        rows = {r["doc_id"]: r for r in io.read_jsonl(folder / "samples/classification.jsonl")}
+        rows = {r.doc_id: r for r in sample_row.read(folder / "samples/classification.jsonl")}
 
         def run(session, specs, ev, rows=rows):
             (s,) = specs
@@ -95,7 +96,7 @@ def _evaluate():
         done = looks_runner.run_looks(None, [spec], Eval(tasks={}, sequential=Sequential()), {"classification": base},
                                       {"classification/acc": looks_runner.Gate(3.0)},
                                       0.95, run=run)
-        io.atomic_write_jsonl(folder / "samples/classification.jsonl", done.samples["classification"])
+        sample_row.write(folder / "samples/classification.jsonl", done.samples["classification"])
         res = {k: v for k, v in json.loads((folder / "result.json").read_text()).items()
                if k not in ("schema_version", "kind")}
         res.update(looks=done.record, stopped=done.stopped)

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from pipeline import io, paths
-from pipeline.domain.sets import metric_registry, task_rows
+from pipeline.domain.sets import metric_registry, sample_row, task_rows
 from pipeline.domain.sets.metric_registry import BINARY, CORPUS, GRADED, Metric
 from pipeline.domain.sets.tasks import TaskSpec
 from pipeline.report import cells
@@ -25,9 +25,9 @@ from tests.test_decide import project  # noqa: F401  (the fixture: test_decide's
 N = 120
 
 
-def overlap(row: dict) -> float:
+def overlap(row) -> float:
     """The share of the reference's words the output has, 0-100: a graded score no reader knows by name."""
-    ref, out = str(row["target"]).split(), set(str(row["output"]).split())
+    ref, out = str(row.target).split(), set(str(row.output).split())
     return 100.0 * sum(w in out for w in ref) / len(ref)
 
 
@@ -55,14 +55,14 @@ def rows(worse: bool) -> list[dict]:
 def test_without_its_entry_no_reader_knows_the_metric():
     """The control: the test below passes because of the registry entry, and fails without it."""
     assert not metric_registry.declared("overlap")
-    assert task_rows.sample_row(SPEC, record(0, "the cat"))["scores"] == {}
+    assert task_rows.sample_row(SPEC, record(0, "the cat")).scores == {}
     assert cells.label("para/overlap") == "para overlap"
 
 
 def test_a_graded_metric_registered_once_is_scored_judged_and_labelled_everywhere(project, monkeypatch):  # noqa: F811
     monkeypatch.setitem(metric_registry.METRICS, "overlap", OVERLAP)          # the one edit
     same, worse = rows(False), rows(True)
-    assert same[0]["scores"] == {"overlap": 100.0} and worse[1]["scores"] == {"overlap": pytest.approx(100 / 3)}
+    assert same[0].scores == {"overlap": 100.0} and worse[1].scores == {"overlap": pytest.approx(100 / 3)}
     assert task_rows.scores_from_rows(SPEC, worse) == {"overlap": pytest.approx(100 - 100 / 3)}
     iv = analysis.intervals(["overlap"], analysis.align(same, worse), 0.95)["overlap"]
     assert iv.graded is not None and iv.discordant is None and iv.hi < -25       # studentized, not a score interval
@@ -77,7 +77,7 @@ def test_a_graded_metric_registered_once_is_scored_judged_and_labelled_everywher
         if res["status"] != "ok":
             continue
         mine = rows(res["tier"] == "int4-gptq")
-        io.atomic_write_jsonl(result_file.parent / "samples" / "para.jsonl", mine)
+        sample_row.write(result_file.parent / "samples" / "para.jsonl", mine)
         res["metrics"]["para/overlap"] = task_rows.scores_from_rows(SPEC, mine)["overlap"]
         res["higher_is_better"]["para/overlap"] = True
         res["num_samples"]["para"] = N

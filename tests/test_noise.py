@@ -7,6 +7,7 @@ from pipeline.domain.result import contract
 from pipeline.schema import Tolerance
 from pipeline.scoring.estimators import noise, stats
 from tests import result_files
+from pipeline.domain.sets.sample_row import partial as row
 
 ABS3 = Tolerance(abs=3.0)
 
@@ -16,8 +17,8 @@ def iv(delta, lo, hi, n=100):
 
 
 def choice_rows(preds, logliks):
-    return [{"doc_id": i, "gold": 0, "pred": p, "choices": ["a", "b"], "logliks": ll,
-             "scores": {"acc": 100.0 * (p == 0)}} for i, (p, ll) in enumerate(zip(preds, logliks))]
+    return [row(doc_id=i, gold=0, pred=p, choices=["a", "b"], logliks=ll,
+                scores={"acc": 100.0 * (p == 0)}) for i, (p, ll) in enumerate(zip(preds, logliks))]
 
 
 def parse(data):

@@ -179,7 +179,7 @@ def test_a_length_of_the_suite_is_a_generate_task_scored_by_exact_match(tmp_path
                   "resps": [[out]], "filtered_resps": [out], "filter": "none"}
         rows.append(task_rows.sample_row(spec, record))
         per_doc.append(spec.config["process_results"](doc, [out]))
-    assert [r["scores"]["exact_match"] for r in rows] == [100.0, 0.0, 100.0, 0.0]
+    assert [r.scores["exact_match"] for r in rows] == [100.0, 0.0, 100.0, 0.0]
     agg = spec.config["metric_list"][0]["aggregation"]([d["exact_match"] for d in per_doc])
     assert agg == 50.0
 

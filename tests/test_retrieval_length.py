@@ -1,5 +1,6 @@
 """Retrieval accuracy against length (pipeline/scoring/verdict/retrieval_length.py) and its section of decision.md
 (pipeline/report/retrieval.py), on synthetic rows: no model."""
+from pipeline.domain.sets.sample_row import partial as sample
 from pipeline.domain.sets import retrieval
 from pipeline.report.retrieval import retrieval_lines
 from pipeline.scoring.verdict import retrieval_length as rl
@@ -8,18 +9,18 @@ from pipeline.scoring.verdict.rows import Evidence, Judgement, Row, Verdict
 from tests import result_files
 
 
-def suite_rows(n: int, tokens: int) -> list[dict]:
+def suite_rows(n: int, tokens: int) -> list:
     samples = retrieval.suite(["passkey", "niah_single"], [tokens], [0.5], n, 3, lambda s: len(s.split()))
     # as task_rows.sample_row keeps them: the id, and only the fields the task's templates read
-    return [{"id": s.id, "input": {"prompt": s.prompt, "answer": s.answer}, "output": s.answer,
-             "scores": {"exact_match": 100.0}} for s in samples]
+    return [sample(id=s.id, input={"prompt": s.prompt, "answer": s.answer}, output=s.answer,
+                   scores={"exact_match": 100.0}) for s in samples]
 
 
 def test_lengths_are_the_tasks_whose_samples_are_the_suites_shortest_first():
     samples = {"retrieval_2048": suite_rows(2, 2048), "retrieval_1024": suite_rows(2, 1024),
-               "summarization": [{"id": "s0", "input": {"document": "text", "summary": "t"}}],
+               "summarization": [sample(id="s0", input={"document": "text", "summary": "t"})],
                # a user's task that happens to have a `task` field is not the suite's
-               "mine": [{"id": "m0", "input": {"task": "qa", "target_tokens": 10}}],
+               "mine": [sample(id="m0", input={"task": "qa", "target_tokens": 10})],
                "empty": []}
     assert rl.lengths(samples) == [rl.Length("retrieval_1024", 1024), rl.Length("retrieval_2048", 2048)]
 

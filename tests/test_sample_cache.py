@@ -4,6 +4,8 @@ import json
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
+from pipeline.domain.sets import sample_row
+from pipeline.domain.sets.sample_row import partial as row
 from pipeline.evaluation import sample_cache
 from pipeline.domain.sets.task_rows import TaskResult
 from pipeline.domain.sets.tasks import TaskSpec
@@ -15,7 +17,7 @@ def fake_run(calls):
         found, samples = {}, {}
         for s in specs:
             calls.append(list(s.docs) if s.docs is not None else s.name)
-            rows = [{"doc_id": d, "scores": {"acc": 100.0 * (d % 2)}} for d in s.doc_ids]
+            rows = [row(doc_id=d, scores={"acc": 100.0 * (d % 2)}) for d in s.doc_ids]
             found[s.name], samples[s.name] = TaskResult({"acc": -1.0}, rows, {"acc": True}), rows
         return found, samples
     return run
@@ -27,13 +29,17 @@ def test_a_rerun_reads_a_chunk_computed_before_and_recomputes_one_in_another_com
     run = sample_cache.cached(cache, {"c": "t1"}, fake_run(calls), counts)
     spec = TaskSpec("c", "classify", {}, "c", 4, {"acc": True}, pool=10, docs=(5, 1, 7, 3))
     first = run(None, [spec], None)[1]["c"]
-    assert calls == [[5, 1, 7, 3]] and [r["doc_id"] for r in first] == [5, 1, 7, 3]
+    assert calls == [[5, 1, 7, 3]] and [r.doc_id for r in first] == [5, 1, 7, 3]
     assert run(None, [spec], None)[1]["c"] == first and len(calls) == 1          # the same chunk: read
     more = TaskSpec("c", "classify", {}, "c", 6, {"acc": True}, pool=10, docs=(5, 1, 7, 3, 9, 0))
     second = run(None, [more], None)[1]["c"]
-    assert calls[1] == [5, 1, 7, 3, 9, 0] and [r["doc_id"] for r in second] == [5, 1, 7, 3, 9, 0]
+    assert calls[1] == [5, 1, 7, 3, 9, 0] and [r.doc_id for r in second] == [5, 1, 7, 3, 9, 0]
     assert run(None, [more], None)[1]["c"] == second and len(calls) == 2
-    assert all("_batch" not in r for r in second)
+    # each kept row carries its batch composition on disk; the rows read back are plain SampleRows
+    kept = [json.loads(x) for f in cache.dir.glob("*.jsonl") for x in f.read_text().splitlines()]
+    assert kept and all(k.pop(sample_cache.BATCH) for k in kept)
+    by_doc = {k["doc_id"]: sample_row.of(k, "kept") for k in kept}
+    assert [by_doc[r.doc_id] for r in second] == second
     timed = counts.pop("tasks")
     assert counts == {"cached": 4 + 6, "computed": 4 + 6}
     assert list(timed) == ["c"] and timed["c"]["computed"] == 10 and timed["c"]["seconds"] >= 0.0
@@ -49,7 +55,7 @@ def composition_dependent(calls):
         found, samples = {}, {}
         for s in specs:
             calls.append(list(s.doc_ids))
-            rows = [{"doc_id": d, "scores": {"rougeL": d + 0.001 * sum(s.doc_ids)}} for d in s.doc_ids]
+            rows = [row(doc_id=d, scores={"rougeL": d + 0.001 * sum(s.doc_ids)}) for d in s.doc_ids]
             found[s.name], samples[s.name] = TaskResult({}, rows, {"rougeL": True}), rows
         return found, samples
     return run

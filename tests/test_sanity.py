@@ -7,6 +7,7 @@ import pytest
 
 from pipeline.scoring.estimators import sanity
 from pipeline.domain.sets import loops
+from pipeline.domain.sets.sample_row import partial as row
 
 
 @pytest.mark.parametrize("text, unit", [
@@ -20,7 +21,7 @@ def test_a_loop_is_a_unit_repeated_over_most_of_the_output(text, unit):
 
 
 def gen(outputs):
-    return [{"output": o} for o in outputs]
+    return [row(output=o) for o in outputs]
 
 
 def test_generations_that_loop_or_are_empty_are_found_past_a_quarter():
@@ -34,8 +35,8 @@ def test_generations_that_loop_or_are_empty_are_found_past_a_quarter():
 
 
 def choice(n, correct, k=2, tied=0):
-    return [{"choices": ["a"] * k, "gold": 0, "pred": 0 if i < correct else 1,
-             "logliks": [-1.0] * k if i < tied else [-1.0] + [-2.0] * (k - 1)} for i in range(n)]
+    return [row(choices=["a"] * k, gold=0, pred=0 if i < correct else 1,
+                logliks=[-1.0] * k if i < tied else [-1.0] + [-2.0] * (k - 1)) for i in range(n)]
 
 
 def test_a_choice_task_at_chance_is_found_with_its_ties():

@@ -1,13 +1,14 @@
 """`python -m pipeline.scoring.simulation.simulate`: the error rates of the look-by-look verdicts, replayed on
 zero-inflated, heavy-tailed, tied and Gaussian paired differences for each metric kind (0/100,
 per-sample graded, corpus), and the same cases failing the procedure it replaced (delta -/+ z x SE)."""
+from dataclasses import replace
 import math
 
 import numpy as np
 import yaml
 import pytest
 
-from pipeline.io import atomic_write_jsonl as write_jsonl
+from pipeline.domain.sets.sample_row import partial as row, write as write_jsonl
 from pipeline.scoring.simulation import pick_across, replay, simulate
 from pipeline.scoring.simulation.replay import Population, rates
 
@@ -110,7 +111,7 @@ def test_moving_keeps_zeros_and_reaches_the_target():
 def test_the_command_reads_results_files_and_params(tmp_path, capsys):
     rng = np.random.default_rng(12)
     base, tier = _graded("zero_inflated_10x30", rng, n=96)
-    rows = lambda xs: [{"doc_id": i, "scores": {"rougeL": float(x)}} for i, x in enumerate(xs)]  # noqa: E731
+    rows = lambda xs: [row(doc_id=i, scores={"rougeL": float(x)}) for i, x in enumerate(xs)]  # noqa: E731
     write_jsonl(tmp_path / "b.jsonl", rows(base))
     write_jsonl(tmp_path / "t.jsonl", rows(tier)[:48])          # a variant stopped at look 2
     simulate.main([str(tmp_path / "b.jsonl"), str(tmp_path / "t.jsonl"), "--metric", "summarization/rougeL",
@@ -128,9 +129,9 @@ def test_the_command_replays_stratified_looks_beside_the_plain_ones(tmp_path, ca
     rng = np.random.default_rng(3)
     margins = rng.exponential(0.6, 400)
     lost = (margins < 0.3) & (rng.random(400) < 0.1)
-    base = [{"doc_id": i, "gold": 1, "pred": 1, "logliks": [-1.0 - float(m), -1.0], "scores": {"acc": 100.0}}
+    base = [row(doc_id=i, gold=1, pred=1, logliks=[-1.0 - float(m), -1.0], scores={"acc": 100.0})
             for i, m in enumerate(margins)]
-    tier = [{**b, "pred": 0 if lost[i] else 1, "scores": {"acc": 0.0 if lost[i] else 100.0}} for i, b in enumerate(base)]
+    tier = [replace(b, pred=0 if lost[i] else 1, scores={"acc": 0.0 if lost[i] else 100.0}) for i, b in enumerate(base)]
     write_jsonl(tmp_path / "b.jsonl", base)
     write_jsonl(tmp_path / "t.jsonl", tier)
     simulate.main([str(tmp_path / "b.jsonl"), str(tmp_path / "t.jsonl"), "--metric", "classification/acc",
@@ -149,7 +150,7 @@ def test_the_command_replays_stratified_looks_beside_the_plain_ones(tmp_path, ca
 
 
 def test_the_command_names_a_bad_metric(tmp_path, capsys):
-    write_jsonl(tmp_path / "b.jsonl", [{"doc_id": 0, "scores": {"rougeL": 1.0}}, {"doc_id": 1, "scores": {"rougeL": 2.0}}])
+    write_jsonl(tmp_path / "b.jsonl", [row(doc_id=0, scores={"rougeL": 1.0}), row(doc_id=1, scores={"rougeL": 2.0})])
     with pytest.raises(SystemExit) as e:
         simulate.main([str(tmp_path / "b.jsonl"), str(tmp_path / "b.jsonl"), "--metric", "nosuch/rougeL"])
     assert e.value.code == 2 and "nosuch" in capsys.readouterr().err
@@ -169,9 +170,9 @@ def test_reading_the_fixed_interval_at_every_look_would_not_keep_alpha():
 def test_a_stratified_read_is_replayed_only_as_one(tmp_path, capsys):
     """A variant's rows read in strata hold the close calls at more than their share of the pool: the
     plain replay would simulate another population, so it says so in one line and exits 2."""
-    base = [{"doc_id": i, "gold": 1, "pred": 1, "logliks": [-1.0 - 0.1 * i, -1.0], "scores": {"acc": 100.0}}
+    base = [row(doc_id=i, gold=1, pred=1, logliks=[-1.0 - 0.1 * i, -1.0], scores={"acc": 100.0})
             for i in range(40)]
-    tier = [{**b, "stratum": int(i >= 10), "strata": [10, 30], "scores": {"acc": 0.0 if i < 3 else 100.0}}
+    tier = [replace(b, stratum=int(i >= 10), strata=[10, 30], scores={"acc": 0.0 if i < 3 else 100.0})
             for i, b in enumerate(base[:25])]
     write_jsonl(tmp_path / "b.jsonl", base)
     write_jsonl(tmp_path / "t.jsonl", tier)

@@ -1,10 +1,12 @@
 """A choice task's stratified looks through the look runner (pipeline/evaluation/stratified.py,
 looks_runner.py) on fake lm-eval runs: which items each look reads, the rows' tags, the record, and the
 stratified interval the verdict is read on."""
+from dataclasses import replace
 import random
 
 import pytest
 
+from pipeline.domain.sets.sample_row import partial as row
 from pipeline.domain.sets import looks
 from pipeline.domain.sets.task_rows import TaskResult
 from pipeline.domain.sets.tasks import TaskSpec
@@ -27,16 +29,16 @@ def margin(d):
 
 
 def base_rows(s, correct):
-    return [{"doc_id": d, "gold": 1, "pred": int(correct[d]), "logliks": [-1.0 - margin(d), -1.0],
-             "scores": {"acc": 100.0 * correct[d]}} for d in s.docs]
+    return [row(doc_id=d, gold=1, pred=int(correct[d]), logliks=[-1.0 - margin(d), -1.0],
+             scores={"acc": 100.0 * correct[d]}) for d in s.docs]
 
 
 def fake_run(correct, calls):
     def run(session, specs, ev):
         (t,) = specs
         calls.append(list(t.docs))
-        rows = [{"doc_id": d, "gold": 1, "pred": int(correct[d]), "logliks": [0.0, 0.0],
-                 "scores": {"acc": 100.0 * correct[d]}} for d in t.docs]
+        rows = [row(doc_id=d, gold=1, pred=int(correct[d]), logliks=[0.0, 0.0],
+                 scores={"acc": 100.0 * correct[d]}) for d in t.docs]
         return {t.name: TaskResult({}, rows, dict(t.higher_is_better))}, {t.name: rows}
     return run
 
@@ -50,10 +52,10 @@ def test_the_plan_reads_every_low_margin_item_and_a_share_of_the_rest():
     low = [d for d in s.docs if margin(d) < 0.5]
     assert [d for d in plan.spec.docs if plan.stratum[d] == 0] == low      # the seeded order, within each
     assert stratified.plan(s, base_rows(s, {d: True for d in range(400)}), Eval(tasks={}, sequential=Sequential())) is None
-    no_ll = [{k: v for k, v in r.items() if k != "logliks"} for r in base_rows(s, {d: True for d in range(400)})]
+    no_ll = [replace(r, logliks=None) for r in base_rows(s, {d: True for d in range(400)})]
     assert stratified.plan(s, no_ll, EV) is None
-    tagged = plan.tag([{"doc_id": 0}, {"doc_id": 1}])
-    assert tagged == [{"doc_id": 0, "stratum": 0, "strata": [200, 200]}, {"doc_id": 1, "stratum": 1, "strata": [200, 200]}]
+    tagged = plan.tag([row(doc_id=0), row(doc_id=1)])
+    assert tagged == [row(doc_id=0, stratum=0, strata=[200, 200]), row(doc_id=1, stratum=1, strata=[200, 200])]
 
 
 def test_an_unchanged_variant_passes_on_fewer_items_with_a_stratified_interval():
@@ -66,7 +68,7 @@ def test_an_unchanged_variant_passes_on_fewer_items_with_a_stratified_interval()
     assert rec.settled["acc"].verdict == "pass"
     assert rec.strata.pool == [200, 200] and rec.strata.plain == [100, 200, 300, 400]
     assert rec.n == rec.sizes[rec.looks - 1] < rec.strata.plain[rec.looks - 1]
-    assert all("stratum" in r for r in done.samples["c"])
+    assert all(r.stratum is not None for r in done.samples["c"])
     iv = analysis.intervals(["acc"], analysis.align(base_rows(s, same), done.samples["c"], subset=True), CONFIDENCE)["acc"]
     assert iv.effective_n is not None and iv.n == rec.n and iv.delta == 0.0
 
@@ -81,8 +83,8 @@ def test_the_stratified_delta_weights_each_stratum_by_its_share_of_the_pool():
     assert rec.settled["acc"].verdict == "fail"
     pairs = analysis.align(base_rows(s, base), done.samples["c"], subset=True)
     iv = analysis.intervals(["acc"], pairs, CONFIDENCE)["acc"]
-    low = [t for _, t in pairs if t["stratum"] == 0]
-    lost_low = sum(1 for t in low if t["scores"]["acc"] == 0.0)
+    low = [t for _, t in pairs if t.stratum == 0]
+    lost_low = sum(1 for t in low if t.scores["acc"] == 0.0)
     assert iv.delta == pytest.approx(-100.0 * 0.5 * lost_low / len(low))
     assert done.metrics["c"].metrics["acc"] == pytest.approx(100.0 + iv.delta)
 

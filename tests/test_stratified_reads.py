@@ -4,11 +4,12 @@ from __future__ import annotations
 import math
 
 from benchmarks import stratified_reads as sr
+from pipeline.domain.sets.sample_row import partial as sample
 
 
 def row(doc, margin, right):
     """A choice item whose top choice leads by `margin` nats; pred is gold when `right`."""
-    return {"doc_id": doc, "logliks": [-1.0, -1.0 - margin], "pred": 0 if right else 1, "gold": 0}
+    return sample(doc_id=doc, logliks=[-1.0, -1.0 - margin], pred=0 if right else 1, gold=0)
 
 
 def test_flips_only_in_the_low_stratum_give_the_full_read_s_error_from_fewer_items():

@@ -2,7 +2,7 @@
 task's aggregate, and registry tasks' results on their own scale."""
 import pytest
 
-from pipeline.domain.sets import metrics, task_rows, tasks
+from pipeline.domain.sets import metrics, sample_row, task_rows, tasks
 from pipeline.schema import Languages, Task
 
 EN_DE = Languages(source="English", target="German")
@@ -36,14 +36,14 @@ def test_sample_row_classification_and_mean_acc_is_the_aggregate(in_repo):
         ctx = f"Is the sentiment of this review positive or negative?\n\nreview {i}"
         records.append(_record(i, doc, gold, [(x, False) for x in ll], [(ctx, c) for c in doc["choices"]]))
     rows = [task_rows.sample_row(spec, r) for r in records]
-    assert rows[1] == {"id": "r1", "doc_id": 1, "input": {"text": "review 1"}, "target": 1,
+    assert sample_row.plain(rows[1]) == {"id": "r1", "doc_id": 1, "input": {"text": "review 1"}, "target": 1,
                        "choices": ["negative", "positive"], "gold": 1, "logliks": [-3.0, -0.1], "pred": 1,
                        "tied": False, "prompt_chars": len(records[1]["arguments"][0][0]), "scores": {"acc": 100.0}}
-    assert [r["pred"] for r in rows] == [0, 1, 0, 0, 1, 1]
-    assert [r["scores"]["acc"] for r in rows] == [100.0, 100.0, 0.0, 100.0, 0.0, 100.0]
+    assert [r.pred for r in rows] == [0, 1, 0, 0, 1, 1]
+    assert [r.scores["acc"] for r in rows] == [100.0, 100.0, 0.0, 100.0, 0.0, 100.0]
     agg = _aggregate(spec, records)
-    assert metrics.mean([r["scores"]["acc"] for r in rows]) == agg["acc"] == pytest.approx(400 / 6)
-    assert metrics.macro_f1([r["gold"] for r in rows], [r["pred"] for r in rows], 2) == agg["macro_f1"]
+    assert metrics.mean([r.scores["acc"] for r in rows]) == agg["acc"] == pytest.approx(400 / 6)
+    assert metrics.macro_f1([r.gold for r in rows], [r.pred for r in rows], 2) == agg["macro_f1"]
 
 
 def test_an_exact_tie_goes_to_no_label_in_particular_and_alike_on_both_sides_of_a_pair():
@@ -72,9 +72,9 @@ def test_an_exact_tie_is_scored_by_one_rule_whichever_path_scores_the_task(in_re
     spec = tasks.build("classification", CL)
     records = _tied_classification(spec)
     rows = [task_rows.sample_row(spec, r) for r in records]
-    assert [r["pred"] for r in rows] == [0, 1, 0, 1, 0, 1] and all(r["tied"] for r in rows)
+    assert [r.pred for r in rows] == [0, 1, 0, 1, 0, 1] and all(r.tied for r in rows)
     argmax = [max(range(2), key=[ll for ll, _ in r["filtered_resps"]].__getitem__) for r in records]
-    assert metrics.mean([100.0 * (p == r["gold"]) for p, r in zip(argmax, rows)]) == 50.0   # the old hook's rule
+    assert metrics.mean([100.0 * (p == r.gold) for p, r in zip(argmax, rows)]) == 50.0   # the old hook's rule
     hook = _aggregate(spec, records)                           # what lm-eval reports through the YAML's hook
     assert hook["acc"] == 100.0
     whole = task_rows.task_result(spec, {f"{m},none": v for m, v in hook.items()}, records).metrics
@@ -93,15 +93,15 @@ def test_sample_row_generation_and_mean_rouge_is_the_aggregate(in_repo):
                        [(f"Summarize the following text in one sentence.\n\ndoc {i}", {"until": ["\n"]})])
                for i, (out, ref) in enumerate(zip(outputs, refs))]
     rows = [task_rows.sample_row(spec, r) for r in records]
-    assert {k: rows[1][k] for k in ("id", "doc_id", "input", "target", "output")} == {
+    assert {k: getattr(rows[1], k) for k in ("id", "doc_id", "input", "target", "output")} == {
         "id": "s1", "doc_id": 1, "input": {"document": "doc 1", "reference": refs[1]}, "target": refs[1],
         "output": outputs[1]}
-    assert rows[1]["prompt_chars"] == len("Summarize the following text in one sentence.\n\ndoc 1")
-    assert set(rows[0]["scores"]) == {"rouge1", "rouge2", "rougeL"}
-    assert rows[1]["scores"] == metrics.rouge(refs[1], "A court ruled for the city.")   # the cleaned output
+    assert rows[1].prompt_chars == len("Summarize the following text in one sentence.\n\ndoc 1")
+    assert set(rows[0].scores) == {"rouge1", "rouge2", "rougeL"}
+    assert rows[1].scores == metrics.rouge(refs[1], "A court ruled for the city.")   # the cleaned output
     agg = _aggregate(spec, records)
     for m in ("rouge1", "rouge2", "rougeL"):
-        assert metrics.mean([r["scores"][m] for r in rows]) == agg[m]
+        assert metrics.mean([r.scores[m] for r in rows]) == agg[m]
     assert 0 < agg["rougeL"] < 100
 
 
@@ -113,12 +113,12 @@ def test_sample_row_translation_feeds_the_corpus_scores(in_repo):
                        [(f"Translate ...\n\ns{i}", {"until": ["\n"]})])
                for i, (out, ref) in enumerate(zip(outputs, refs))]
     rows = [task_rows.sample_row(spec, r) for r in records]
-    assert [set(r["scores"]) for r in rows] == [{"chrf"}, {"chrf"}]     # BLEU has no per-sample form
-    assert rows[1]["scores"]["chrf"] == metrics.sentence_chrf(refs[1], "Es regnet.")
-    hyps = [metrics.clean_generation(r["output"]) for r in rows]
+    assert [set(r.scores) for r in rows] == [{"chrf"}, {"chrf"}]     # BLEU has no per-sample form
+    assert rows[1].scores["chrf"] == metrics.sentence_chrf(refs[1], "Es regnet.")
+    hyps = [metrics.clean_generation(r.output) for r in rows]
     agg = _aggregate(spec, records)
-    assert metrics.corpus_bleu([r["target"] for r in rows], hyps) == agg["bleu"]
-    assert metrics.corpus_chrf([r["target"] for r in rows], hyps) == agg["chrf"]
+    assert metrics.corpus_bleu([r.target for r in rows], hyps) == agg["bleu"]
+    assert metrics.corpus_chrf([r.target for r in rows], hyps) == agg["chrf"]
 
 
 def _lm_sample(doc_id, acc, bleu_pair=("r", "h"), filt="none"):
@@ -135,9 +135,9 @@ def test_task_result_of_a_registry_task_scales_per_sample_metrics_and_leaves_cor
     found = task_rows.task_result(spec, results, samples)
     assert found.metrics == {"acc": 75.0, "bleu": 12.5}        # acc on 0-100 like every qtier metric
     assert found.higher_is_better == {"acc": True, "bleu": True}
-    assert [r["scores"] for r in found.rows] == [{"acc": 100.0}, {"acc": 0.0}, {"acc": 100.0}, {"acc": 100.0}]
+    assert [r.scores for r in found.rows] == [{"acc": 100.0}, {"acc": 0.0}, {"acc": 100.0}, {"acc": 100.0}]
     row = found.rows[0]
-    assert row["lm_eval"] and row["input"] == {"prompt": "Question 0"} and row["output"].startswith("choice 0")
+    assert row.lm_eval and row.input == {"prompt": "Question 0"} and row.output.startswith("choice 0")
 
 
 def test_task_result_of_a_registry_task_uses_one_filter():
@@ -146,7 +146,7 @@ def test_task_result_of_a_registry_task_uses_one_filter():
     samples = [_lm_sample(0, 1.0, filt="strict"), _lm_sample(1, 0.0, filt="strict"),
                _lm_sample(0, 0.0, filt="flex"), _lm_sample(1, 0.0, filt="flex")]
     found = task_rows.task_result(spec, {"acc,strict": 0.5, "acc,flex": 0.0}, samples)
-    assert found.metrics == {"acc": 50.0} and [r["doc_id"] for r in found.rows] == [0, 1]
+    assert found.metrics == {"acc": 50.0} and [r.doc_id for r in found.rows] == [0, 1]
 
 
 def _registry_result(metric, per_sample, aggregate):
@@ -160,12 +160,12 @@ def _registry_result(metric, per_sample, aggregate):
 def test_a_registry_metric_in_0_1_that_is_no_fraction_keeps_its_scale():
     found = _registry_result("brier_score", [0.1, 0.3], 0.2)
     assert found.metrics == {"brier_score": 0.2}
-    assert [r["scores"] for r in found.rows] == [{"brier_score": 0.1}, {"brier_score": 0.3}]
+    assert [r.scores for r in found.rows] == [{"brier_score": 0.1}, {"brier_score": 0.3}]
 
 
 def test_a_fraction_metric_is_scaled_even_without_per_sample_numbers():
     found = _registry_result("exact_match", [("gold", "pred"), ("gold", "gold")], 0.5)
-    assert found.metrics == {"exact_match": 50.0} and [r["scores"] for r in found.rows] == [{}, {}]
+    assert found.metrics == {"exact_match": 50.0} and [r.scores for r in found.rows] == [{}, {}]
 
 
 def test_a_fraction_metric_outside_0_1_is_an_error_naming_it():

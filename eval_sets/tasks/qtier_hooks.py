@@ -8,6 +8,7 @@ canonical fields (translation: source/reference; summarization: document/referen
 text/choices/gold).
 """
 from pipeline.domain.sets import metric_registry, metrics, tasks
+from pipeline.domain.sets.sample_row import partial
 
 
 def _scores(names, row):
@@ -21,22 +22,22 @@ def process_translation(doc, results):
 
 
 def process_summarization(doc, results):
-    return _scores(("rouge1", "rouge2", "rougeL"), {"target": doc["reference"], "output": results[0]})
+    return _scores(("rouge1", "rouge2", "rougeL"), partial(target=doc["reference"], output=results[0]))
 
 
 def process_retrieval(doc, results):
-    return _scores(("exact_match",), {"target": str(doc["answer"]), "output": results[0]})
+    return _scores(("exact_match",), partial(target=str(doc["answer"]), output=results[0]))
 
 
 def process_classification(doc, results):
     # the rows' rule and tie rule (qtier scores the task from its rows: task_rows.scores_from_rows)
     pred, _ = metrics.choose([ll for ll, _ in results], doc[tasks.POSITION])
-    row = {"gold": doc["gold"], "pred": pred, "choices": doc["choices"]}
+    row = partial(gold=doc["gold"], pred=pred, choices=doc["choices"])
     return {**_scores(("acc",), row), "macro_f1": row}
 
 
 def _corpus(name, items):
-    return metric_registry.get(name).aggregate([{"target": ref, "output": out} for ref, out in items])
+    return metric_registry.get(name).aggregate([partial(target=ref, output=out) for ref, out in items])
 
 
 def agg_bleu(items):

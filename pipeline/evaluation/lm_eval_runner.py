@@ -13,10 +13,11 @@ from pipeline.evaluation import blank_answers
 from pipeline.domain.sets import task_rows, tasks
 from pipeline.domain.sets.metrics import metric_id
 from pipeline.schema import Eval
+from pipeline.domain.sets.sample_row import SampleRow
 
 
 def run_tasks(session, specs: list[tasks.TaskSpec], ev: Eval,
-              raw_samples=None) -> tuple[dict[str, task_rows.TaskResult], dict[str, list[dict]]]:
+              raw_samples=None) -> tuple[dict[str, task_rows.TaskResult], dict[str, list[SampleRow]]]:
     """lm-eval on the session's model: (task -> its result, task -> per-sample rows). `raw_samples`, if
     given, receives lm-eval's own logged samples per task (benchmarks count tokens from them). A
     generated answer that came back blank is asked again without its stop strings (blank_answers);
@@ -102,13 +103,13 @@ def wall_limit(seconds: float | None) -> Iterator[None]:
 
 
 def run_within(session, specs: list[tasks.TaskSpec], ev: Eval, seconds: float | None, run=run_tasks
-               ) -> tuple[dict[str, task_rows.TaskResult], dict[str, list[dict]], str | None]:
+               ) -> tuple[dict[str, task_rows.TaskResult], dict[str, list[SampleRow]], str | None]:
     """run_tasks one task at a time within `seconds` (None: no limit): past it, the tasks finished are
     kept and the cut says which were not measured. No task finished: NotMeasured."""
     if seconds is None:     # one call: lm-eval batches every task's requests of a kind together
         return (*run(session, specs, ev), None)
     metrics: dict[str, task_rows.TaskResult] = {}
-    samples: dict[str, list[dict]] = {}
+    samples: dict[str, list[SampleRow]] = {}
     t0 = time.monotonic()
     try:
         with wall_limit(seconds):

@@ -28,6 +28,7 @@ from pipeline.domain.sets import looks, task_rows, tasks
 from pipeline.domain.result.contract import CANNOT_PASS, FAILED, TIME_BUDGET
 from pipeline.domain.result.records import Settled, TaskLooks
 from pipeline.domain.sets.metrics import metric_id
+from pipeline.domain.sets.sample_row import SampleRow
 from pipeline import schema
 from pipeline.schema import Eval
 from pipeline.scoring.estimators import analysis
@@ -45,14 +46,14 @@ class Gate:
 @dataclass
 class Looked:
     metrics: dict[str, task_rows.TaskResult] = field(default_factory=dict)
-    samples: dict[str, list[dict]] = field(default_factory=dict)
+    samples: dict[str, list[SampleRow]] = field(default_factory=dict)
     record: dict[str, TaskLooks] = field(default_factory=dict)     # task -> its looks (result.json "looks")
     stopped: str | None = None
     open_at_cap: list[str] = field(default_factory=list)    # gated metrics still unsettled at their cap
     # task -> why it was not run (contract.NOT_RUN: the variant failed or cannot pass, the time budget)
     not_run: dict[str, str] = field(default_factory=dict)
     unstable: list[str] = field(default_factory=list)       # metrics the two arithmetics did not settle alike
-    second_rows: dict[str, list[dict]] = field(default_factory=dict)    # task -> its samples in the second
+    second_rows: dict[str, list[SampleRow]] = field(default_factory=dict)    # task -> its samples in the second
     budget: str | None = None         # where the time budget stopped the looks (the task kept at that look)
 
     def out_of_time(self, specs: list[tasks.TaskSpec]) -> list[str]:
@@ -104,16 +105,16 @@ def gates_from(base_metrics: dict[str, float], higher_is_better: dict[str, bool]
 
 class Second(Protocol):
     """The engine's second arithmetic (evaluation/second_arithmetic.py) for each settled verdict's check."""
-    baseline: dict[str, list[dict]]       # task -> the baseline's samples under it (stage noise)
+    baseline: dict[str, list[SampleRow]]       # task -> the baseline's samples under it (stage noise)
 
-    def rows(self, spec: tasks.TaskSpec, start: int, stop: int | None) -> list[dict] | None:
+    def rows(self, spec: tasks.TaskSpec, start: int, stop: int | None) -> list[SampleRow] | None:
         """The variant's samples of rows [start, stop) of the task's order (stop None: the whole task, as
         a registry task runs), under the second arithmetic; None when it cannot run here (the looks then
         go on in the run's arithmetic alone)."""
         ...
 
 
-def run_looks(session, specs: list[tasks.TaskSpec], ev: Eval, baseline: dict[str, list[dict]],
+def run_looks(session, specs: list[tasks.TaskSpec], ev: Eval, baseline: dict[str, list[SampleRow]],
               gates: dict[str, Gate], confidence: float, run=run_tasks, done: Looked | None = None,
               chunk_run=None, report_only: Collection[str] = (), second: Second | None = None,
               interleave: bool = False) -> Looked:
@@ -162,7 +163,7 @@ def run_looks(session, specs: list[tasks.TaskSpec], ev: Eval, baseline: dict[str
     return done
 
 
-def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict]], gates: dict[str, Gate],
+def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[SampleRow]], gates: dict[str, Gate],
           confidence: float, run, chunk_run, done: Looked, second: Second | None, whole: bool = False):
     """One task in looks (`whole`: to its cap in one), its rows, record and verdicts into `done`. A
     generator: it pauses before each look after the first; sent False there it ends at the look it
@@ -182,8 +183,8 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
     sizes = plan.sizes if plan else [cap] if whole else look_sizes(ev.sequential.looks, cap)
     spec, tag = (plan.spec, plan.tag) if plan else (spec, list)
     design = Design.of(plan.fractions if plan else [n / cap for n in sizes], confidence)
-    rows: list[dict] = []
-    rows2: list[dict] = []
+    rows: list[SampleRow] = []
+    rows2: list[SampleRow] = []
     first: dict[str, Settled] = {}       # settled in the run's arithmetic (a settled metric stays settled)
     other: dict[str, Settled] = {}       # settled in the second arithmetic
     cut: WallBudgetExceeded | None = None
@@ -220,7 +221,7 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
             break
     state = arith_check.state(first, other if checking else first, list(mine),
                               at_cap=cut is None and not halted and k == len(sizes) - 1)
-    rows.sort(key=lambda r: r["doc_id"])
+    rows.sort(key=lambda r: r.doc_id)
     done.metrics[spec.name] = task_rows.TaskResult(task_rows.scores_from_rows(spec, rows), rows,
                                                dict(spec.higher_is_better))
     done.samples[spec.name] = rows
@@ -233,7 +234,7 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
         strata=plan.record(ev.sequential.strata, cap) if plan else None, budget=cut is not None, halted=halted,
         **checked)
     if checking:
-        done.second_rows[spec.name] = sorted(rows2, key=lambda r: r["doc_id"])
+        done.second_rows[spec.name] = sorted(rows2, key=lambda r: r.doc_id)
     done.unstable += [metric_id(spec.name, m) for m in state.unstable]
     open_ = [metric_id(spec.name, m) for m in mine if m not in state.settled and m not in state.unstable]
     if cut is not None:
@@ -250,7 +251,7 @@ def _task(session, spec: tasks.TaskSpec, ev: Eval, baseline: dict[str, list[dict
                         f"{cap} samples): {', '.join(metric_id(spec.name, m) for m in failed)} failed")
 
 
-def _check_whole(spec: tasks.TaskSpec, mine: dict[str, Gate], baseline: dict[str, list[dict]], rows: list[dict],
+def _check_whole(spec: tasks.TaskSpec, mine: dict[str, Gate], baseline: dict[str, list[SampleRow]], rows: list[SampleRow],
                  confidence: float, second: Second, done: Looked) -> None:
     """A task read in one look (an lm-eval registry task) checked like a look: the verdicts its interval
     settles in the run's arithmetic, read again on the second arithmetic's samples of the whole task."""
@@ -263,11 +264,11 @@ def _check_whole(spec: tasks.TaskSpec, mine: dict[str, Gate], baseline: dict[str
                      confidence, 0, len(rows2))
     state = arith_check.state(first, other, list(mine), at_cap=True)
     done.record[spec.name] = replace(done.record[spec.name], first=first, second=other, unstable=state.unstable)
-    done.second_rows[spec.name] = sorted(rows2, key=lambda r: r["doc_id"])
+    done.second_rows[spec.name] = sorted(rows2, key=lambda r: r.doc_id)
     done.unstable += [metric_id(spec.name, m) for m in state.unstable]
 
 
-def _settled(open_: dict[str, Gate], base: list[dict], rows: list[dict], conf: float, k: int,
+def _settled(open_: dict[str, Gate], base: list[SampleRow], rows: list[SampleRow], conf: float, k: int,
              n: int) -> dict[str, Settled]:
     """metric -> where it settled (verdict, look, n, the repeated interval, its confidence) for the open
     metrics this look's repeated interval settles: the interval is recorded with the verdict, and decide

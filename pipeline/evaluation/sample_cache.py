@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from pipeline import io, paths
-from pipeline.domain.sets import task_rows
+from pipeline.domain.sets import sample_row, task_rows
+from pipeline.domain.sets.sample_row import SampleRow
 from pipeline.domain.hardware.machine import cpu_info
 
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -161,13 +162,21 @@ class SampleCache:
             result.setdefault("reused", {})[name] = when
         return value
 
-    def load(self, task: str) -> dict[int, dict]:
+    def load(self, task: str) -> dict[int, tuple[SampleRow, str | None]]:
+        """doc id -> (its row, the batch composition it was computed in)."""
         f = self.dir / f"{task}.jsonl"
-        return {r["doc_id"]: r for r in io.read_jsonl(f)} if f.is_file() else {}
+        if not f.is_file():
+            return {}
+        found = {}
+        for n, r in enumerate(io.read_jsonl(f), 1):
+            batch = r.pop(BATCH, None)
+            row = sample_row.of(r, f"{f}:{n}")
+            found[row.doc_id] = (row, batch)
+        return found
 
-    def add(self, task: str, rows: list[dict]) -> None:
-        have = self.load(task)
-        have.update({r["doc_id"]: r for r in rows})
+    def add(self, task: str, rows: list[SampleRow], batch: str) -> None:
+        have = {d: {**sample_row.plain(r), BATCH: b} for d, (r, b) in self.load(task).items()}
+        have.update({r.doc_id: {**sample_row.plain(r), BATCH: batch} for r in rows})
         io.atomic_write_jsonl(self.dir / f"{task}.jsonl", [have[d] for d in sorted(have)])
 
 
@@ -193,7 +202,7 @@ def cached(cache: SampleCache, task_keys: dict[str, str], run: Callable, counts:
             # change each other's sums (padding, shared prefix, kernel blocking), so a row computed
             # beside other documents is not the row a cold run of this chunk would give
             chunk = digest(list(s.doc_ids))
-            have = {d: r for d, r in cache.load(name).items() if r.get(BATCH) == chunk}
+            have = {d: r for d, (r, batch) in cache.load(name).items() if batch == chunk}
             missing = [] if all(d in have for d in s.doc_ids) else list(s.doc_ids)
             counts["cached"] = counts.get("cached", 0) + len(s.doc_ids) - len(missing)
             counts["computed"] = counts.get("computed", 0) + len(missing)
@@ -203,9 +212,9 @@ def cached(cache: SampleCache, task_keys: dict[str, str], run: Callable, counts:
                 spent = counts.setdefault("tasks", {}).setdefault(s.name, {"computed": 0, "seconds": 0.0})
                 spent["computed"] += len(missing)
                 spent["seconds"] = round(spent["seconds"] + time.perf_counter() - t0, 2)
-                cache.add(name, [{**r, BATCH: chunk} for r in rows[s.name]])
-                have.update({r["doc_id"]: r for r in rows[s.name]})
-            rows = [{k: v for k, v in have[d].items() if k != BATCH} for d in s.doc_ids]
+                cache.add(name, rows[s.name], chunk)
+                have.update({r.doc_id: r for r in rows[s.name]})
+            rows = [have[d] for d in s.doc_ids]
             found[s.name] = task_rows.TaskResult(task_rows.scores_from_rows(s, rows), rows, dict(s.higher_is_better))
             samples[s.name] = rows
         return found, samples

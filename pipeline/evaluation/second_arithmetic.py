@@ -17,13 +17,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline import io, paths, schema
+from pipeline import paths, schema
 from pipeline.engines import Unsupported
 from pipeline.evaluation import sample_cache
 from pipeline.evaluation.lm_eval_runner import run_tasks
 from pipeline.evaluation.looks_runner import Looked
 from pipeline.domain.result import contract, records
-from pipeline.domain.sets import looks, task_rows, tasks
+from pipeline.domain.sets import looks, sample_row, task_rows, tasks
+from pipeline.domain.sets.sample_row import SampleRow
 from pipeline.scoring.verdict import arith_check
 
 DIR = "second_arithmetic"
@@ -33,13 +34,13 @@ class Checker:
     """looks_runner.Second over a served variant; `stack` closes the second session with the looks."""
 
     def __init__(self, served, params: schema.Params, specs: list[tasks.TaskSpec],
-                 baseline: dict[str, list[dict]], stack: ExitStack):
+                 baseline: dict[str, list[SampleRow]], stack: ExitStack):
         self.served, self.params, self.specs, self.baseline, self.stack = served, params, specs, baseline, stack
         self.session = None
         self.record: dict[str, Any] = {"status": contract.CHECKED}
         self.seconds = 0.0
 
-    def rows(self, spec: tasks.TaskSpec, start: int, stop: int | None) -> list[dict] | None:
+    def rows(self, spec: tasks.TaskSpec, start: int, stop: int | None) -> list[SampleRow] | None:
         if self.record["status"] != contract.CHECKED:
             return None
         t0 = time.perf_counter()
@@ -72,7 +73,7 @@ class NoCheck:
     why: str
 
 
-def second(served, params: schema.Params, specs: list[tasks.TaskSpec], baseline: dict[str, list[dict]] | NoCheck,
+def second(served, params: schema.Params, specs: list[tasks.TaskSpec], baseline: dict[str, list[SampleRow]] | NoCheck,
            stack: ExitStack, result: dict) -> Checker | None:
     """The looks' second arithmetic, or None (result["arithmetic_check"] says why: skipped or impossible,
     from `baseline_second`, or a backend without one)."""
@@ -103,10 +104,10 @@ def finish(checker: Checker | None, done: Looked, result: dict, out_dir: Path | 
         # a task checked for none of its metrics (none settled) has no rows: no file (an empty JSONL is
         # what io.read_jsonl refuses as a truncated one)
         if out_dir is not None and rows:
-            io.atomic_write_jsonl(out_dir / DIR / paths.SAMPLES / f"{name}.jsonl", rows)
+            sample_row.write(out_dir / DIR / paths.SAMPLES / f"{name}.jsonl", rows)
 
 
-def baseline_second(params: schema.Params, model: str) -> dict[str, list[dict]] | NoCheck:
+def baseline_second(params: schema.Params, model: str) -> dict[str, list[SampleRow]] | NoCheck:
     """task -> the baseline's samples under the second arithmetic (stage noise), or, where there are none,
     a NoCheck saying why: skipped (the user's eval.noise_floor: false) or impossible
     (stage noise unsupported or failed)."""

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, replace
 
 from pipeline.domain.sets import tasks
+from pipeline.domain.sets.sample_row import SampleRow
 from pipeline.domain.result.records import Strata
 from pipeline.schema import Eval
 from pipeline.scoring.estimators import strata
@@ -27,10 +28,9 @@ class Plan:
     pool: tuple[int, int]            # the cap's items per stratum
     reads: list[list[int]]           # items read per stratum by each look
 
-    def tag(self, rows: list[dict]) -> list[dict]:
-        """The rows with their stratum and the pool's strata (new dicts: the sample cache's stay as
-        they are)."""
-        return [{**r, "stratum": self.stratum[r["doc_id"]], "strata": list(self.pool)} for r in rows]
+    def tag(self, rows: list[SampleRow]) -> list[SampleRow]:
+        """The rows with their stratum and the pool's strata."""
+        return [replace(r, stratum=self.stratum[r.doc_id], strata=list(self.pool)) for r in rows]
 
     def record(self, design, cap: int) -> Strata:
         """result.json's account of the design (the task's looks record); `plain`: what the same looks
@@ -39,7 +39,7 @@ class Plan:
                       [min(cap, math.ceil(t * cap - 1e-9)) for t in self.fractions])
 
 
-def plan(spec: tasks.TaskSpec, base_rows: list[dict] | None, ev: Eval) -> Plan | None:
+def plan(spec: tasks.TaskSpec, base_rows: list[SampleRow] | None, ev: Eval) -> Plan | None:
     """The stratified reading of a local choice task whose baseline rows carry label log-likelihoods;
     None for any other task, or with eval.sequential.strata unset."""
     design = ev.sequential.strata if ev.sequential else None
@@ -56,23 +56,23 @@ def plan(spec: tasks.TaskSpec, base_rows: list[dict] | None, ev: Eval) -> Plan |
     return Plan(replace(spec, docs=tuple(order)), [sum(r) for r in reads], fractions, stratum, pool, reads)
 
 
-def strata_of(docs: list[int], base_rows: list[dict], below: float) -> dict[int, int] | None:
+def strata_of(docs: list[int], base_rows: list[SampleRow], below: float) -> dict[int, int] | None:
     """doc id -> its stratum from the baseline's label margins; None where a doc has no baseline row
     with label log-likelihoods (the task is then read unstratified)."""
-    by_doc = {r["doc_id"]: r for r in base_rows}
-    if any(d not in by_doc or "logliks" not in by_doc[d] for d in docs):
+    by_doc = {r.doc_id: r for r in base_rows}
+    if any(d not in by_doc or by_doc[d].logliks is None for d in docs):
         return None
-    labels = strata.assign([strata.label_margin(by_doc[d]["logliks"]) for d in docs], below)
+    labels = strata.assign([strata.label_margin(by_doc[d].logliks) for d in docs], below)
     return {d: int(h) for d, h in zip(docs, labels)}
 
 
-def sizes(ev: Eval, cap: int, base_rows: list[dict] | None) -> list[int]:
+def sizes(ev: Eval, cap: int, base_rows: list[SampleRow] | None) -> list[int]:
     """Items a local task capped at `cap` reads by each look, as evaluate reads it: in strata of the
     baseline's rows (the cap's documents, read by stage baseline) where `plan` would stratify it, else
     sequential.look_sizes. The time budget plans with this (stages/look_budget.py). A registry task is
     read whole: the caller knows which task is one (its spec, or eval.tasks.<task>.lm_eval)."""
     design = ev.sequential.strata
-    stratum = strata_of([r["doc_id"] for r in base_rows], base_rows, design.below) if design and base_rows else None
+    stratum = strata_of([r.doc_id for r in base_rows], base_rows, design.below) if design and base_rows else None
     if stratum is None:
         return look_sizes(ev.sequential.looks, cap)
     labels = list(stratum.values())

@@ -20,14 +20,14 @@ def regressions_md(model: str, variant: str, baseline: Baseline, per_task: dict[
             lines += ["No sample got worse.", ""]
             continue
         for g in regs:
-            inp = "; ".join(f"{k}: {v}" for k, v in g.base["input"].items() if k != "reference")
+            inp = "; ".join(f"{k}: {v}" for k, v in g.base.input.items() if k != "reference")
             lines += [f"### doc {g.doc_id} (drop {g.drop:.2f})", "", f"- **input**: {inp}",
-                      f"- **reference**: {g.base.get('target')}"]
-            if "logliks" in g.base:
-                ch = g.base["choices"]
-                lines += [f"- **baseline**: {ch[g.base['pred']]} (log-likelihoods {g.base['logliks']})",
-                          f"- **{variant}**: {ch[g.tier['pred']]} (log-likelihoods {g.tier['logliks']})"]
+                      f"- **reference**: {g.base.target}"]
+            if g.base.logliks is not None:
+                ch = g.base.choices
+                lines += [f"- **baseline**: {ch[g.base.pred]} (log-likelihoods {g.base.logliks})",
+                          f"- **{variant}**: {ch[g.tier.pred]} (log-likelihoods {g.tier.logliks})"]
             else:
-                lines += [f"- **baseline**: {g.base['output']}", f"- **{variant}**: {g.tier['output']}"]
+                lines += [f"- **baseline**: {g.base.output}", f"- **{variant}**: {g.tier.output}"]
             lines.append("")
     return "\n".join(lines)

@@ -11,10 +11,9 @@ from typing import Any
 
 import yaml
 
-from pipeline.schema import traced, typed
+from pipeline.schema import traced, typed, yaml_io
 from pipeline.schema.errors import ConfigError
 from pipeline.schema.params import Params
-from pipeline.schema.yaml_io import SafeLoader
 
 PARAMS_FILE = "params.yaml"
 
@@ -25,26 +24,11 @@ def parse(raw: Any) -> Params:
     return traced.label(typed.build(Params, raw, ""), "")
 
 
-class _UniqueKeyLoader(SafeLoader):
-    """A YAML loader that rejects a key given twice in one mapping (safe_load keeps the last)."""
-
-    def construct_mapping(self, node, deep=False):
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise ConfigError(
-                    f"{key}: duplicate key (line {seen[key] + 1} and line {key_node.start_mark.line + 1})"
-                )
-            seen[key] = key_node.start_mark.line
-        return super().construct_mapping(node, deep=deep)
-
-
 def load(path: str | Path = PARAMS_FILE) -> Params:
     """Read params.yaml into dataclasses; schema errors only (pipeline/config.py adds the rest)."""
     path = Path(path)
     try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 - SafeLoader subclass
+        raw = yaml_io.load_unique(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: file not found") from None
     except yaml.YAMLError as e:

@@ -46,6 +46,8 @@ def type_name(tp: Any, doc: bool = False, key: str = "<name>") -> str:
 def build(tp: Any, value: Any, key: str) -> Any:
     """`value` as a `tp`, every field checked; a ConfigError naming the key path otherwise."""
     origin = typing.get_origin(tp)
+    if tp is Any:                            # free-form data (a sample row's document fields)
+        return value
     if origin is Literal:
         if value not in typing.get_args(tp):
             raise ConfigError(f"{key}: {value!r} is not one of {type_name(tp)}")

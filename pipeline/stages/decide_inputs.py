@@ -15,6 +15,7 @@ from pipeline.domain.result.facts import OK, Fidelity, Serving
 from pipeline.scoring.estimators import fidelity
 from pipeline.scoring.planning import planner
 from pipeline.scoring.verdict.rows import Measured
+from pipeline.domain.sets.sample_row import SampleRow
 
 
 def tier_kind(params: schema.Params, model: str, tier: str) -> str:
@@ -82,7 +83,7 @@ def engine_kv_check(hf: dict, cache_dtype: str, serving: Serving | None, block_s
             f"in blocks of {block_size}")
 
 
-Samples = dict[tuple[str, str, str], dict[str, list[dict]]]   # (model, tier, kv) -> task -> per-sample rows
+Samples = dict[tuple[str, str, str], dict[str, list[SampleRow]]]   # (model, tier, kv) -> task -> per-sample rows
 
 
 def read_all_samples(rows: list[Measured]) -> Samples:

@@ -26,6 +26,7 @@ from pipeline.domain.sets import fidelity_set, task_rows, tasks
 from pipeline.engines.selection import select
 from pipeline.stages import look_budget, runner
 from pipeline.stages.evaluation import Served, evaluate, measured, reading_cache, run_stage
+from pipeline.domain.sets.sample_row import SampleRow
 
 
 def long_context(served: Served, params: schema.Params, model: str, result: dict) -> dict:
@@ -71,9 +72,9 @@ class Against:
     """What a variant's looks judge against: the baseline's samples (stage baseline), each gated
     metric's gate, and the baseline's samples under the second arithmetic (stage noise; a NoCheck: why
     there are none) for the check of each settled verdict."""
-    samples: dict[str, list[dict]]
+    samples: dict[str, list[SampleRow]]
     gates: dict
-    second: dict[str, list[dict]] | second_arithmetic.NoCheck
+    second: dict[str, list[SampleRow]] | second_arithmetic.NoCheck
 
 
 def baseline_samples(params: schema.Params, model: str) -> Against | None:

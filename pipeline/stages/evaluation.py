@@ -29,7 +29,7 @@ from pipeline.evaluation.fidelity_compare import measure_fidelity
 from pipeline.evaluation.lm_eval_runner import NotMeasured, flat, run_tasks, run_within, without_refused
 from pipeline.engines.selection import select
 from pipeline.domain.result import contract, provenance
-from pipeline.domain.sets import fidelity_set, looks, tasks
+from pipeline.domain.sets import fidelity_set, looks, sample_row, tasks
 from pipeline.domain.sets.prompts import throughput_prompts
 from pipeline.scoring.planning.planner import roofline
 from pipeline.domain.model import tokenizer_check
@@ -169,7 +169,7 @@ def evaluate(params: schema.Params, model: str, tier: str, kv: str, out_dir: Pat
         result.update(status=contract.NOT_MEASURED, reason=str(e))
         return result
     for name, rows in samples.items():
-        io.atomic_write_jsonl(out_dir / paths.SAMPLES / f"{name}.jsonl", rows)
+        sample_row.write(out_dir / paths.SAMPLES / f"{name}.jsonl", rows)
     if fidelity_rows:
         io.atomic_write_jsonl(out_dir / paths.FIDELITY_ROWS, fidelity_rows)
     scores, hib = flat(metrics)

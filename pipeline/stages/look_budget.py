@@ -19,8 +19,9 @@ from pipeline.domain.result.contract import Result
 from pipeline.evaluation import stratified
 from pipeline.schema.params import with_wall_budget
 from pipeline.scoring.planning import time_budget
+from pipeline.domain.sets.sample_row import SampleRow
 
-Rows = dict[str, list[dict]]        # task -> the baseline's per-sample rows (its samples/)
+Rows = dict[str, list[SampleRow]]        # task -> the baseline's per-sample rows (its samples/)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ from pipeline.evaluation import sample_cache
 from pipeline.evaluation.lm_eval_runner import flat, run_tasks, run_within
 from pipeline.engines.selection import select
 from pipeline.domain.result import contract, provenance
-from pipeline.domain.sets import fidelity_set, looks, tasks
+from pipeline.domain.sets import fidelity_set, looks, sample_row, tasks
+from pipeline.domain.sets.sample_row import SampleRow
 from pipeline.schema.params import without_wall_budget
 from pipeline.stages import runner
 
@@ -44,7 +45,7 @@ def measured_tasks(params: schema.Params, model: str) -> list[tasks.TaskSpec]:
     return specs
 
 
-def measure(params: schema.Params, model: str) -> tuple[dict, dict[str, list[dict]], list[dict]]:
+def measure(params: schema.Params, model: str) -> tuple[dict, dict[str, list[SampleRow]], list[dict]]:
     """(result, task -> sample rows, fidelity rows) of the baseline in the second arithmetic."""
     b = params.decision.baseline
     specs = measured_tasks(params, model)
@@ -79,7 +80,7 @@ def main(st: runner.Stage) -> None:
     model, params = st.args[0], without_wall_budget(st.params)    # the floor runs to every cap (issue 43)
     out = paths.noise_dir(model)
     t0 = time.perf_counter()
-    samples: dict[str, list[dict]] = {}
+    samples: dict[str, list[SampleRow]] = {}
     fidelity_rows: list[dict] = []
     if not params.eval.noise_floor:
         result = {"model": model, "status": "off", "reason": "eval.noise_floor is false"}
@@ -97,7 +98,7 @@ def main(st: runner.Stage) -> None:
     result["seconds"] = round(time.perf_counter() - t0, 1)
     with io.AtomicDir(out) as tmp:
         for name, rows in samples.items():
-            io.atomic_write_jsonl(tmp / paths.SAMPLES / f"{name}.jsonl", rows)
+            sample_row.write(tmp / paths.SAMPLES / f"{name}.jsonl", rows)
         if fidelity_rows:
             io.atomic_write_jsonl(tmp / paths.FIDELITY_ROWS, fidelity_rows)
         io.atomic_write_json(tmp / paths.RESULT_FILE, contract.stamp(result, "noise"))

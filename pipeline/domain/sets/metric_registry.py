@@ -32,13 +32,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.domain.sets import metrics, retrieval
+from pipeline.domain.sets.sample_row import SampleRow
 
 BINARY, GRADED, CORPUS = "binary", "graded", "corpus"
 KINDS = (BINARY, GRADED, CORPUS)
 # the interval each method names is in scoring/estimators/analysis.py INTERVALS (one table)
 SCORE, STUDENTIZED, JACKKNIFE = "score", "studentized", "jackknife"
 
-Row = dict[str, Any]     # a local task's sample row (task_rows.sample_row): target, output or gold/pred
+Row = SampleRow          # a local task's sample row (task_rows.sample_row): target, output or gold/pred
 
 
 @dataclass(frozen=True)
@@ -71,15 +72,15 @@ class Metric:
 
 
 def _hyp(row: Row) -> str:
-    return metrics.clean_generation(str(row["output"]))
+    return metrics.clean_generation(str(row.output))
 
 
 def _rouge(key: str) -> Callable[[Row], float]:
-    return lambda row: metrics.rouge(str(row["target"]), _hyp(row))[key]
+    return lambda row: metrics.rouge(str(row.target), _hyp(row))[key]
 
 
 def _corpus(fn: Callable[[list[str], list[str]], float]) -> Callable[[list[Row]], float]:
-    return lambda rows: fn([str(r["target"]) for r in rows], [_hyp(r) for r in rows])
+    return lambda rows: fn([str(r.target) for r in rows], [_hyp(r) for r in rows])
 
 
 def _bleu():
@@ -95,7 +96,7 @@ def _chrf():
 
 
 def _macro_f1(rows: list[Row]) -> float:
-    return metrics.macro_f1([r["gold"] for r in rows], [r["pred"] for r in rows], len(rows[0]["choices"]))
+    return metrics.macro_f1([r.gold for r in rows], [r.pred for r in rows], len(rows[0].choices))
 
 
 def _fraction(name: str, label: str) -> Metric:
@@ -104,17 +105,17 @@ def _fraction(name: str, label: str) -> Metric:
 
 
 METRICS: dict[str, Metric] = {m.name: m for m in (
-    Metric("acc", "Accuracy", BINARY, SCORE, score=lambda r: 100.0 * (r["pred"] == r["gold"]), rank=0),
+    Metric("acc", "Accuracy", BINARY, SCORE, score=lambda r: 100.0 * (r.pred == r.gold), rank=0),
     Metric("exact_match", "Exact match", BINARY, SCORE,
            # the retrieval suite: the first number of the whole generation (retrieval.score)
-           score=lambda r: 100.0 * retrieval.score(str(r["output"]), str(r["target"]))),
+           score=lambda r: 100.0 * retrieval.score(str(r.output), str(r.target))),
     Metric("rouge1", "ROUGE-1", GRADED, STUDENTIZED, score=_rouge("rouge1")),
     Metric("rouge2", "ROUGE-2", GRADED, STUDENTIZED, score=_rouge("rouge2")),
     Metric("rougeL", "ROUGE-L", GRADED, STUDENTIZED, score=_rouge("rougeL"), rank=1),
     Metric("bleu", "BLEU", CORPUS, JACKKNIFE, aggregate=_corpus(metrics.corpus_bleu), stands_in=("chrf",),
            sentence_stats=_bleu),
     Metric("chrf", "chrF", CORPUS, JACKKNIFE, aggregate=_corpus(metrics.corpus_chrf), rank=2,
-           score=lambda r: metrics.sentence_chrf(str(r["target"]), _hyp(r)), sentence_stats=_chrf),
+           score=lambda r: metrics.sentence_chrf(str(r.target), _hyp(r)), sentence_stats=_chrf),
     Metric("macro_f1", "Macro-F1", CORPUS, None, aggregate=_macro_f1),
     _fraction("acc_norm", "Accuracy (length-normalised)"),
     _fraction("acc_mutual_info", "Accuracy (mutual information)"),

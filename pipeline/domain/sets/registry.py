@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.domain.sets import metric_registry
+from pipeline.domain.sets.sample_row import SampleRow
 from pipeline.schema import ConfigError, Task, near
 
 LOCAL_BUILDERS = ("json", "csv", "parquet", "text", "arrow", "pandas")
@@ -154,8 +155,8 @@ def scores(results: dict, samples: list[dict], higher_is_better: dict[str, bool]
     return agg, per, hib
 
 
-def sample_row(s: dict, scores: dict[str, float]) -> dict:
-    """A per-sample log row (the same keys as task_rows.sample_row) from one lm-eval logged sample."""
+def sample_row(s: dict, scores: dict[str, float]) -> SampleRow:
+    """A per-sample log row (task_rows.sample_row's type) from one lm-eval logged sample."""
     resps = s.get("filtered_resps") or []
     if resps and all(isinstance(r, (list, tuple)) and len(r) == 2 and _number(r[0]) is not None for r in resps):
         logliks = [float(r[0]) for r in resps]
@@ -164,5 +165,5 @@ def sample_row(s: dict, scores: dict[str, float]) -> dict:
         first = resps[0] if resps else ""
         output = first if isinstance(first, str) else str(first)
     prompt = str(s["arguments"][0][0]) if s.get("arguments") else ""
-    return {"id": "", "doc_id": s["doc_id"], "input": {"prompt": prompt}, "target": str(s.get("target")),
-            "output": output, "prompt_chars": len(prompt), "lm_eval": True, "scores": scores}
+    return SampleRow(id="", doc_id=s["doc_id"], input={"prompt": prompt}, target=str(s.get("target")),
+                     output=output, prompt_chars=len(prompt), lm_eval=True, scores=scores)

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 from pipeline.domain.result.contract import Result
 from pipeline.scoring.estimators import analysis
-from pipeline.scoring.estimators.analysis import Samples, metrics_of, paired_tasks
+from pipeline.domain.sets.sample_row import SampleRow
+from pipeline.scoring.estimators.analysis import Pair, Samples, metrics_of, paired_tasks
 from pipeline.scoring.estimators.fidelity import Read
 from pipeline.scoring.estimators.stats import Flips, Interval
 
@@ -30,9 +31,9 @@ class NoiseFloor:
     fidelity: Read | None = None     # KL and top-1 of the second arithmetic against the baseline as run
 
 
-def margin(row: dict) -> float | None:
+def margin(row: SampleRow) -> float | None:
     """The top choice's log-likelihood minus the runner-up's; None for a row without choices."""
-    ll = sorted(row.get("logliks") or [], reverse=True)
+    ll = sorted(row.logliks or [], reverse=True)
     return ll[0] - ll[1] if len(ll) >= 2 else None
 
 
@@ -47,14 +48,14 @@ def floor(result: Result, base_metrics: Iterable[str], base_samples: Samples, no
         reported = metrics_of(base_metrics, task)
         ivs = analysis.intervals(list(reported), pairs, confidence)
         intervals.update({reported[m]: iv for m, iv in ivs.items()})
-        if pairs and "logliks" in pairs[0][1]:
+        if pairs and pairs[0][1].logliks is not None:
             flips[task] = analysis.flips(pairs)
-            flipped = [margin(b) for b, t in pairs if b["pred"] != t["pred"]]
+            flipped = [margin(b) for b, t in pairs if b.pred != t.pred]
             margins[task] = max((m for m in flipped if m is not None), default=0.0)
     return NoiseFloor("ok", arithmetic=result.arithmetic, intervals=intervals, flips=flips, margin=margins)
 
 
-def inside(pairs: list[tuple[dict, dict]], noise_margin: float) -> tuple[int, int]:
+def inside(pairs: list[Pair], noise_margin: float) -> tuple[int, int]:
     """(flips of a variant against the baseline, those whose baseline margin is within the noise's)."""
-    flipped = [margin(b) for b, t in pairs if b["pred"] != t["pred"]]
+    flipped = [margin(b) for b, t in pairs if b.pred != t.pred]
     return len(flipped), sum(1 for m in flipped if m is not None and m <= noise_margin)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipeline.domain.sets.loops import loop_unit
+from pipeline.domain.sets.sample_row import SampleRow
 
 # a finding needs this share of a task's samples (a few loops in a long run are the model's own)
 MIN_RATE = 0.25
@@ -45,8 +46,8 @@ def above_chance_p(correct: int, n: int, chance: float) -> float:
     return float(binom.sf(correct - 1, n, chance))
 
 
-def generation_findings(task: str, rows: list[dict]) -> list[Finding]:
-    outputs = [r["output"] for r in rows if isinstance(r.get("output"), str)]
+def generation_findings(task: str, rows: list[SampleRow]) -> list[Finding]:
+    outputs = [r.output for r in rows if isinstance(r.output, str)]
     if not outputs:
         return []
     found = []
@@ -60,22 +61,22 @@ def generation_findings(task: str, rows: list[dict]) -> list[Finding]:
     return found
 
 
-def choice_findings(task: str, rows: list[dict]) -> list[Finding]:
-    scored = [r for r in rows if "pred" in r and "gold" in r and r.get("choices")]
+def choice_findings(task: str, rows: list[SampleRow]) -> list[Finding]:
+    scored = [r for r in rows if r.pred is not None and r.gold is not None and r.choices]
     if not scored:
         return []
-    correct = sum(1 for r in scored if r["pred"] == r["gold"])
-    chance = sum(1 / len(r["choices"]) for r in scored) / len(scored)
+    correct = sum(1 for r in scored if r.pred == r.gold)
+    chance = sum(1 / len(r.choices) for r in scored) / len(scored)
     p = above_chance_p(correct, len(scored), chance)
     if p <= ALPHA:
         return []
-    tied = sum(1 for r in scored if len(set(r.get("logliks") or [])) == 1)
+    tied = sum(1 for r in scored if len(set(r.logliks or [])) == 1)
     ties = f"; {tied} with every choice's log-likelihood equal" if tied else ""
     return [Finding(task, "chance", f"accuracy {correct}/{len(scored)} is not above chance ({chance:.0%}; "
                                     f"one-sided binomial p = {p:.2f}){ties}")]
 
 
-def findings(samples: dict[str, list[dict]]) -> list[Finding]:
+def findings(samples: dict[str, list[SampleRow]]) -> list[Finding]:
     """Every finding on the baseline's per-sample rows (task -> rows, as evaluate wrote them)."""
     out: list[Finding] = []
     for task, rows in samples.items():

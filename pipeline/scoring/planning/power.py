@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 POWER = 0.8
 
@@ -117,6 +117,9 @@ class LastRun:
     generated: str                  # its time stamp
     sd: dict[str, float]            # `<task>/<metric>` -> median observed SD over the variants
     baseline: dict[str, float]      # `<task>/<metric>` -> the baseline's score (for relative tolerances)
+    # task -> (below, pool): the strata its looks read in (the looks record's `strata`; the same for every
+    # variant of a model: the baseline's margins), for the tasks it read stratified
+    strata: dict[str, tuple[float, list[int]]] = field(default_factory=dict)
 
 
 def last_run(decision: dict) -> LastRun:
@@ -125,12 +128,16 @@ def last_run(decision: dict) -> LastRun:
     at any n; the verdicts that need samples are those of tiers close to the baseline."""
     seen: dict[str, list[float]] = {}
     base: dict[str, float] = {}
+    pools: dict[str, tuple[float, list[int]]] = {}
     b = decision.get("baseline", {})
     for row in decision.get("rows", []):
+        for task, looked in (row.get("looks") or {}).items():
+            if looked.get("strata"):
+                pools.setdefault(task, (looked["strata"]["below"], list(looked["strata"]["pool"])))
         for metric, p in (row.get("power") or {}).items():
             seen.setdefault(metric, []).append(p["sd"])
         if (row.get("tier"), row.get("kv")) == (b.get("tier"), b.get("kv")) and row.get("status") == "ok":
             for metric, value in row.get("metrics", {}).items():
                 base.setdefault(metric, value)
     sd = {metric: statistics.median(values) for metric, values in seen.items()}
-    return LastRun(decision.get("generated", "unknown date"), sd, base)
+    return LastRun(decision.get("generated", "unknown date"), sd, base, pools)

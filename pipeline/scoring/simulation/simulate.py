@@ -23,8 +23,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.domain.sets import metric_registry, metrics
-from pipeline.io import read_jsonl
+from pipeline.domain.sets import metric_registry, metrics, sample_row
+from pipeline.domain.sets.sample_row import SampleRow
 from pipeline.schema import builder
 from pipeline.scoring.estimators import analysis, stats, strata
 from pipeline.scoring.simulation import pick_across, replay_strata, repair_confirmation as selection
@@ -40,26 +40,26 @@ class Setup:
     margin: float
 
 
-def population(base_rows: list[dict], tier_rows: list[dict], metric: str) -> Population:
+def population(base_rows: list[SampleRow], tier_rows: list[SampleRow], metric: str) -> Population:
     """The pairs of one metric, of the kind metric_registry declares: per-sample scores, or a local
     corpus metric's jackknife pseudo-values."""
     pairs = analysis.align(base_rows, tier_rows, subset=True)
     declared = metric_registry.get(metric)
-    if declared.interval == metric_registry.JACKKNIFE and pairs and not pairs[0][0].get("lm_eval"):
+    if declared.interval == metric_registry.JACKKNIFE and pairs and not pairs[0][0].lm_eval:
         m = stats.sentence_metric(metric)
-        refs = [str(b["target"]) for b, _ in pairs]
-        bh = [metrics.clean_generation(b["output"]) for b, _ in pairs]
-        th = [metrics.clean_generation(t["output"]) for _, t in pairs]
+        refs = [str(b.target) for b, _ in pairs]
+        bh = [metrics.clean_generation(b.output) for b, _ in pairs]
+        th = [metrics.clean_generation(t.output) for _, t in pairs]
         pb = stats.pseudo_values(m, stats.segment_stats(m, bh, refs))
         pt = stats.pseudo_values(m, stats.segment_stats(m, th, refs))
         return Population.of(pb, pt, kind=metric_registry.CORPUS, changed=[a != b for a, b in zip(bh, th)])
     if declared.interval is None:
         raise ValueError(f"metric {metric!r} has no interval (pipeline/domain/sets/metric_registry.py): nothing to replay")
-    missing = [b["doc_id"] for b, t in pairs if metric not in b["scores"] or metric not in t["scores"]]
+    missing = [b.doc_id for b, t in pairs if metric not in b.scores or metric not in t.scores]
     if missing:
         raise KeyError(f"metric {metric!r} is not in the rows' scores (doc {missing[0]})")
     kind = metric_registry.BINARY if declared.kind == metric_registry.BINARY else metric_registry.GRADED
-    return Population.of([b["scores"][metric] for b, _ in pairs], [t["scores"][metric] for _, t in pairs], kind)
+    return Population.of([b.scores[metric] for b, _ in pairs], [t.scores[metric] for _, t in pairs], kind)
 
 
 def load(baseline: Path, variant: Path, metric_id: str, params_path: Path, strata_ok: bool = False) -> Setup:
@@ -70,7 +70,7 @@ def load(baseline: Path, variant: Path, metric_id: str, params_path: Path, strat
     gate = params.gate(metric_id)
     if gate.tolerance is None:
         raise ValueError(f"{metric_id} has no tolerance in {params_path}: it is reported, not judged")
-    base_rows, tier_rows = read_jsonl(baseline), read_jsonl(variant)
+    base_rows, tier_rows = sample_row.read(baseline), sample_row.read(variant)
     pop = population(base_rows, tier_rows, metric)
     tagged = analysis.strata_of(analysis.align(base_rows, tier_rows, subset=True))
     if tagged is not None and not strata_ok and sum(tagged[1]) > pop.diff.size:
@@ -90,18 +90,18 @@ def strata_items(baseline: Path, variant: Path, metric_id: str, params_path: Pat
     design = builder.load(params_path).eval.sequential
     if design is None or design.strata is None:
         raise ValueError(f"eval.sequential.strata is not set in {params_path}")
-    pairs = analysis.align(read_jsonl(baseline), read_jsonl(variant), subset=True)
-    if any("logliks" not in b for b, _ in pairs):
+    pairs = analysis.align(sample_row.read(baseline), sample_row.read(variant), subset=True)
+    if any(b.logliks is None for b, _ in pairs):
         raise ValueError(f"{baseline}: the rows carry no label log-likelihoods (not a choice task)")
     _, metric = metrics.split_id(metric_id)
-    labels = strata.assign([strata.label_margin(b["logliks"]) for b, _ in pairs], design.strata.below)
+    labels = strata.assign([strata.label_margin(b.logliks) for b, _ in pairs], design.strata.below)
     tagged = analysis.strata_of(pairs)
-    items = replay_strata.Items.of(labels, [b["scores"][metric] for b, _ in pairs],
-                                   [t["scores"][metric] for _, t in pairs], tagged[1] if tagged else None)
+    items = replay_strata.Items.of(labels, [b.scores[metric] for b, _ in pairs],
+                                   [t.scores[metric] for _, t in pairs], tagged[1] if tagged else None)
     return items, design.strata.below, design.strata.share
 
 
-def _corpus_value(rows: list[dict], metric: str) -> float:
+def _corpus_value(rows: list[SampleRow], metric: str) -> float:
     """The baseline's corpus score, as the task aggregates it (metric_registry)."""
     return metric_registry.get(metric).aggregate(rows)
 

@@ -23,14 +23,16 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from pipeline.domain.sets import sample_row
 from pipeline.domain.sets.metrics import split_id
 from pipeline.schema import Decision, Task, gate
 from pipeline.scoring.estimators import analysis, stats
 from pipeline.scoring.estimators.stats import Interval
 from pipeline.scoring.verdict import judge
 from pipeline.scoring.verdict.rows import Evidence, Judgement, Key, Measured, Row, Verdict
+from pipeline.domain.sets.sample_row import SampleRow
 
-Samples = dict[Key, dict[str, list[dict]]]     # row key -> task -> per-sample rows
+Samples = dict[Key, dict[str, list[SampleRow]]]     # row key -> task -> per-sample rows
 OTHER_BACKEND = "another backend than the reference's: a difference would mix the engines in"
 
 
@@ -63,8 +65,8 @@ def paired(a: Measured, b: Measured, samples: Samples, rule: Decision) -> dict[s
         pairs = analysis.align(first, second)
         if not pairs:
             continue
-        if a.model != b.model and any("stratum" in x for x, _ in pairs):
-            pairs = [(x, {k: v for k, v in y.items() if k not in ("stratum", "strata")}) for x, y in pairs]
+        if a.model != b.model and any(x.stratum is not None for x, _ in pairs):
+            pairs = [(x, sample_row.untagged(y)) for x, y in pairs]
         reported = analysis.metrics_of(b.metrics, task)
         conf, look = read_confidence(a, b, task, rule)
         ivs = analysis.intervals(list(reported), pairs, rule.confidence)

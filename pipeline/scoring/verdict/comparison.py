@@ -19,6 +19,7 @@ from pipeline.scoring.estimators import analysis
 from pipeline.scoring.planning import power
 from pipeline.scoring.verdict import judge
 from pipeline.domain.sets.metrics import metric_id
+from pipeline.domain.sets.sample_row import SampleRow
 from pipeline.scoring.estimators.analysis import KvLength, Read, Regression, Samples, metrics_of, paired_tasks
 from pipeline.scoring.verdict.rows import Evidence, Key, Measured
 from pipeline.scoring.estimators import stats
@@ -61,7 +62,7 @@ def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision, r
         intervals, planned, regress = {}, {}, {}
         for task, pairs in paired_tasks(theirs, mine, r.looks):
             at = r.settled_at(metric_id(task, analysis.sample_score_key(mine[task]))) if pairs else None
-            shown = analysis.within(pairs, read_of(r, task, mine[task]), lambda p: p[1]["doc_id"])
+            shown = analysis.within(pairs, read_of(r, task, mine[task]), lambda p: p[1].doc_id)
             found.reads.setdefault(r.model, {}).setdefault(r.variant, {})[task] = Read(
                 len(shown), at.n if at is not None else len(pairs))
             conf = r.look_confidence(task)
@@ -79,7 +80,7 @@ def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision, r
             intervals.update({reported[m]: iv for m, iv in ivs.items()})
             pws = power.powers(list(reported), limits, rule.confidence, ivs, confs)
             planned.update({reported[m]: p for m, p in pws.items()})
-            if "logliks" in mine[task][0]:
+            if mine[task][0].logliks is not None:
                 found.flips.setdefault(r.model, {}).setdefault(r.variant, {})[task] = analysis.flips(shown)
             regress[task] = analysis.largest_regressions(shown, report.regressions_per_task)
         # the delta is its interval's wherever there is one (a task stopped at a look: over the documents
@@ -94,7 +95,7 @@ def compare(rows: list[Measured], samples: dict[Key, Samples], rule: Decision, r
     return found
 
 
-def read_of(r: Measured, task: str, rows: list[dict]) -> frozenset[int] | None:
+def read_of(r: Measured, task: str, rows: list[SampleRow]) -> frozenset[int] | None:
     """The documents the verdict beside a task's per-sample numbers was read on: those read by the look
     evaluate settled the metric that ranks the task's samples at (analysis.sample_score_key: acc, rougeL,
     chrF, as metric_registry ranks them), in the run's arithmetic. None: every row (open at the last look,
@@ -112,8 +113,8 @@ def read_samples(r: Measured, mine: Samples) -> Samples:
 
 def ties(mine: Samples) -> dict[str, tuple[int, int]]:
     """task -> (items with an exact tie for the best choice, items scored) for its choice tasks."""
-    return {task: (sum(1 for x in rows if x.get("tied")), len(rows)) for task, rows in mine.items()
-            if rows and "logliks" in rows[0]}
+    return {task: (sum(1 for x in rows if x.tied), len(rows)) for task, rows in mine.items()
+            if rows and rows[0].logliks is not None}
 
 
 def kv_length(r: Measured, ref: Measured, mine: Samples, ref_samples: Samples, edges: list[int]) -> list[KvLength]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from pipeline.domain.sets import retrieval
 from pipeline.domain.sets.metrics import metric_id
+from pipeline.domain.sets.sample_row import SampleRow
 from pipeline.scoring.verdict.judge import not_capable
 from pipeline.scoring.verdict.rows import NOT_RUN, Row
 
@@ -28,15 +29,15 @@ class Length:
     tokens: int          # the prompts' target length (retrieval.Sample.target_tokens)
 
 
-def _length_of(rows: list[dict]) -> int | None:
+def _length_of(rows: list[SampleRow]) -> int | None:
     """A task's target length when every sample is one of the suite's (its id says which), else None."""
-    found = [retrieval.parse_id(r.get("id")) for r in rows]
+    found = [retrieval.parse_id(r.id) for r in rows]
     if not found or any(f is None for f in found):
         return None
     return Counter(n for _, n in found).most_common(1)[0][0]
 
 
-def lengths(samples: dict[str, list[dict]]) -> list[Length]:
+def lengths(samples: dict[str, list[SampleRow]]) -> list[Length]:
     """The retrieval tasks among the baseline's (task -> sample rows), shortest first."""
     found = [Length(task, n) for task, rows in samples.items() if (n := _length_of(rows)) is not None]
     return sorted(found, key=lambda x: (x.tokens, x.task))
