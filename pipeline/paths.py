@@ -73,6 +73,12 @@ def kvscales_records(model: str, tier: str) -> Path:
     return RESULTS / "kvscales" / f"{model}-{tier}"
 
 
+def kvrepair_records(model: str, tier: str) -> Path:
+    """Stage kvrepair@<model>-<tier>: one record per KV mode, the layers a repaired mode keeps (a constant
+    marker for any other mode, so evaluate depends on its own mode's file only)."""
+    return RESULTS / "kvrepair" / f"{model}-{tier}"
+
+
 def serving_checkpoint(model: str, tier: str, kv: str, calibrated: bool) -> Path:
     """The checkpoint folder a variant is served from: the tier's own, or for a KV mode with calibrated
     scales, the tier re-made with them (stage kvscales)."""

@@ -42,10 +42,12 @@ UNSEEN = {
     "prepare": {"artifacts/eval_data": "order: eval data checked (public sets fetched) before any model work"},
     "probes": {"eval_sets": "the probe texts, read for a retrieval task (none fits the tiny test model)"},
     "kvscales": {"*": "read for a calibrated KV mode only (tests/test_pipeline_e2e.py's calibrated test)"},
+    "kvrepair": {"*": "read for a repaired KV mode only (kv_modes.<kv>.repair; tests/test_kv_sensitivity.py)"},
     "baseline": {"artifacts/${key}/kvscales/${decision.baseline.tier}/${decision.baseline.kv}": "a calibrated mode's checkpoint",
                  "results/kvscales/${key}-${decision.baseline.tier}/${decision.baseline.kv}.json": "a calibrated mode's record"},
     "evaluate": {"artifacts/${item.model}/kvscales/${item.tier}/${item.kv}": "a calibrated mode's checkpoint",
                  "results/kvscales/${item.model}-${item.tier}/${item.kv}.json": "a calibrated mode's record",
+                 "results/kvrepair/${item.model}-${item.tier}/${item.kv}.json": "a repaired mode's record",
                  "results/fidelity/${item.model}-long.npz": "the long-context probe of a variant that can still "
                                                             "pass (eval.sequential.probes); none of the tiny model's"},
     "decide": {"results/kvscales": "the calibrated modes' records"},

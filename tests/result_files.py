@@ -44,7 +44,7 @@ def result(status: str = "ok", **fields: Any) -> contract.Result:
 
 # Measured's own fields, beside the result it holds (decide_inputs.build_row)
 ROW_ONLY = ("scheme", "hardware", "weight_bytes", "kv_bytes_per_token", "serve_path", "kv_formula", "fidelity",
-            "repair")
+            "repair", "kv_skip_layers", "kv_repair")
 
 
 def measured(tier: str = "fp16", kv: str = "auto", status: str = "ok", model: str = "m", **fields: Any) -> Measured:

@@ -164,6 +164,21 @@ CASES = {
     "repair selection texts past the calibration file": (set_in("tiers.int4-gptq.repair", {"texts": 60}),
                                                          "tiers.int4-gptq.repair.texts: 60 selection texts after "
                                                          "calibration.num_samples (16) need 76 rows"),
+    "a repaired auto cache": (set_in("kv_modes.auto.repair", {"max_kl": 0.01}),
+                              "kv_modes.auto.repair: an auto cache quantizes no layer"),
+    "a KV repair bound of zero": (set_in("kv_modes.fp8.repair", {"max_kl": 0.0}),
+                                  "kv_modes.fp8.repair.max_kl: must be positive, got 0.0"),
+    "a KV repair with its layers given": (set_in("kv_modes.fp8", {"cache_dtype": "nvfp4", "skip_layers": [0],
+                                                                  "repair": {"max_kl": 0.01}}),
+                                          "kv_modes.fp8.skip_layers: a repaired mode's layers are chosen"),
+    "a repair of the baseline's KV mode": (lambda p, _: (set_in("kv_modes.fp8.repair", {"max_kl": 0.01})(p, _),
+                                                         set_in("decision.baseline.kv", "fp8")(p, _)),
+                                           "kv_modes.fp8.repair: 'fp8' is decision.baseline.kv"),
+    "KV repair texts past the long texts": (set_in("kv_modes.fp8.repair", {"data": "long_context", "texts": 9}),
+                                            "kv_modes.fp8.repair.texts: 9 texts but eval_sets/long_texts.jsonl has 4 rows"),
+    "KV repair texts past the calibration file": (set_in("kv_modes.fp8.repair", {"texts": 60}),
+                                                  "kv_modes.fp8.repair.texts: 60 selection texts after "
+                                                  "calibration.num_samples (16) need 76 rows"),
     "retrieval prompts longer than vLLM's context": (
         lambda p, _: (set_in("serving.backend", "vllm")(p, _), set_in("serving.vllm.max_model_len", 4096)(p, _)),
         "serving.vllm.max_model_len: 4096 is too short for eval.tasks.retrieval_4096 (4,096-token prompts, "

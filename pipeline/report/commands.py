@@ -18,7 +18,8 @@ def serve_command(row: Row, model_dtype: str, cache_dtype: str, budget: Memory |
         s = row.facts.serving
         return s.command or f"# already served: {s.served_model} at {s.base_url}"
     kind = gpus.kind(row.facts.hardware)
-    extra: dict[str, object] = {"quantization": kind.vllm_quantization_flag}
+    extra: dict[str, object] = {"quantization": kind.vllm_quantization_flag,
+                                "kv_cache_dtype_skip_layers": list(row.facts.kv_skip_layers)}
     if budget is not None and plan is not None:
         extra.update(max_model_len=budget.max_model_len, gpu_memory_utilization=budget.gpu_memory_utilization,
                      max_num_seqs=max(1, min(MAX_NUM_SEQS_CAP, int(plan.max_concurrency))))

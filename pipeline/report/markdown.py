@@ -16,7 +16,7 @@ from pipeline.report import (fidelity, gpus, long_context, looks, noise, provena
                              summary, verdicts)
 from pipeline.report.document import Header, ModelReport
 from pipeline.report.notes import notes
-from pipeline.report import page_one, repaired, speed
+from pipeline.report import kv_repaired, page_one, repaired, speed
 from pipeline.scoring.verdict.rows import Row
 
 
@@ -61,6 +61,7 @@ def details(m: ModelReport, header: Header) -> list[str]:
     lines += ["### Quality by task", ""] + quality.task_tables(m, base)
     lines += verdicts.why_lines(m, base, header.confidence) + verdicts.power_lines(m, base)
     lines += repaired.repaired_lines(m)
+    lines += kv_repaired.kv_repaired_lines(m)
     lines += fidelity.fidelity_lines(m)
     lines += noise.noise_lines(m)
     lines += looks.looks_lines(m)

@@ -20,7 +20,7 @@ from pipeline.schema.eval import (LOCAL_ONLY, TASK_KINDS, Eval, Fidelity, Langua
                                   Throughput)
 from pipeline.schema.memory import Memory, TargetGpu
 from pipeline.schema.models import (BNB_METHODS, CALIBRATED_METHODS, METHODS, RECIPE_METHODS,
-                                    Calibration, KvMode, Model, Repair, Tier)
+                                    Calibration, KvMode, KvRepair, Model, Repair, Tier)
 from pipeline.schema.params import NAME_RE, Gate, Params, gate, tolerance_of
 from pipeline.schema.report import FidelityBootstrap, Report
 from pipeline.schema.traced import replaced
@@ -29,7 +29,7 @@ from pipeline.schema.serving import Reference, Serving, Slo, Vllm, VllmBench, Vl
 __all__ = [
     "BNB_METHODS", "CALIBRATED_METHODS", "LOCAL_ONLY", "METHODS", "NAME_RE", "PARAMS_FILE",
     "RECIPE_METHODS", "TASK_KINDS", "Baseline", "Calibration", "ConfigError", "Decision", "Eval",
-    "FieldError", "Fidelity", "FidelityBootstrap", "Gate", "LongContext", "Sequential", "Strata", "KvMode", "Languages", "Memory", "Model", "Params", "Reference", "Report", "Serving", "Slo",
+    "FieldError", "Fidelity", "FidelityBootstrap", "Gate", "LongContext", "Sequential", "Strata", "KvMode", "KvRepair", "Languages", "Memory", "Model", "Params", "Reference", "Report", "Serving", "Slo",
     "TargetGpu", "Task", "Throughput", "Tier", "Tolerance", "Vllm", "VllmBench", "VllmBudget", "gate", "load", "tolerance_of",
     "load_or_exit", "near", "parse", "replaced",
 ]

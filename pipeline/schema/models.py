@@ -141,10 +141,29 @@ class Tier:
 
 
 @dataclass(frozen=True)
+class KvRepair:
+    max_kl: float = 0.01
+    data: Literal["calibration", "long_context"] = "calibration"
+    texts: int = 8
+    max_len: int = 512
+    max_candidates: int = 10
+
+    def __post_init__(self) -> None:
+        if self.max_kl <= 0:
+            raise FieldError("max_kl", f"must be positive, got {self.max_kl}")
+        if self.max_candidates < 2:
+            raise FieldError("max_candidates", f"at least 2 (no layer kept and every layer kept), "
+                                               f"got {self.max_candidates}")
+        if self.texts < 1 or self.max_len < 2:
+            raise FieldError("texts" if self.texts < 1 else "max_len", "must be positive (max_len >= 2)")
+
+
+@dataclass(frozen=True)
 class KvMode:
     cache_dtype: str
     scale: float | Literal["calibrated"] = 1.0
     skip_layers: list[int] = field(default_factory=list)
+    repair: KvRepair | None = None
 
     @property
     def calibrated(self) -> bool:
@@ -166,6 +185,14 @@ class KvMode:
         bad = [i for i in self.skip_layers if i < 0]
         if bad:
             raise FieldError("skip_layers", f"layer indices count from 0, got {bad[0]}")
+        if self.repair is not None:
+            if self.cache_dtype == "auto":
+                raise FieldError("repair", "an auto cache quantizes no layer: nothing to keep in full precision")
+            if self.skip_layers:
+                raise FieldError("skip_layers", "a repaired mode's layers are chosen by stage kvscales: "
+                                                "give skip_layers or repair, not both")
+            if self.calibrated:
+                raise FieldError("repair", "a repaired mode ranks layers at scale 1.0: not with calibrated scales")
 
 
 @dataclass(frozen=True)

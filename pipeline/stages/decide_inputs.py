@@ -9,7 +9,7 @@ import numpy as np
 from pipeline import io, paths, schema
 from pipeline.domain.hardware import kv_formats
 from pipeline.domain.model import sources
-from pipeline.domain.result import contract, serving_record
+from pipeline.domain.result import contract, kv_repaired, serving_record
 from pipeline.domain.sets import task_rows
 from pipeline.domain.result.facts import OK, Fidelity, Serving
 from pipeline.scoring.estimators import fidelity
@@ -41,7 +41,7 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
     record = serving_record.read(record_file)
     scheme = record.label if record.repair and record.label else scheme     # the label names what was promoted
     hf = record.geometry.as_dict() if record.geometry else None
-    mode = params.kv_modes[kv]
+    mode = kv_repaired.mode(params, model, tier, kv)       # a repaired mode: the layers kvrepair kept
     # the result is held whole (metrics are `<task>/<metric>`, each one's direction from its task's YAML)
     return Measured(
         model, tier, kv, res, scheme=scheme, hardware=kind,
@@ -51,7 +51,8 @@ def build_row(params: schema.Params, model: str, tier: str, kv: str) -> Measured
         serve_path=record.served_as,
         kv_formula=engine_kv_check(hf, params.kv_modes[kv].cache_dtype, res.serving, params.memory.block_size)
         if hf else None,
-        fidelity=fidelity_summary(res.fidelity, out, params), repair=record.repair)
+        fidelity=fidelity_summary(res.fidelity, out, params), repair=record.repair,
+        kv_skip_layers=tuple(mode.skip_layers), kv_repair=kv_repaired.record(model, tier, kv))
 
 
 def fidelity_summary(recorded: Fidelity | None, eval_dir: Path, params: schema.Params) -> fidelity.Read | None:

@@ -21,7 +21,7 @@ from pipeline import errors, io, paths, schema
 from pipeline.evaluation import longctx, sample_cache, second_arithmetic
 from pipeline.evaluation.lm_eval_runner import WallBudgetExceeded, before_first_look, wall_limit
 from pipeline.evaluation.looks_runner import Looked, gates_from, run_looks
-from pipeline.domain.result import contract, records, serving_record
+from pipeline.domain.result import contract, kv_repaired, records, serving_record
 from pipeline.domain.sets import fidelity_set, task_rows, tasks
 from pipeline.engines.selection import select
 from pipeline.stages import look_budget, runner
@@ -133,6 +133,7 @@ def main(st: runner.Stage) -> None:
         # serving (the reference backend has no time budget: nothing to size, nothing read for it)
         params = (look_budget.fitted_params(st.params, model)
                   if select(st.params, tier=st.params.tiers[tier]).name == "vllm" else st.params)
+        params = kv_repaired.params_for(params, model, tier, kv)   # a repaired mode: the layers kvrepair kept
         record = serving_record.read(paths.serving_record(model, tier, kv, calibrated))
         # a tier that has no checkpoint is a row at once: nothing to judge, so nothing else to read
         against = baseline_samples(params, model) if record.ok else None

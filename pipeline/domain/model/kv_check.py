@@ -10,8 +10,10 @@ from pathlib import Path
 
 from pipeline import paths
 from pipeline.domain.model import sources
+from pipeline.domain.sets import calibration, long_texts
 from pipeline.domain.hardware.kv_formats import FORMATS
 from pipeline.domain.hardware.vllm_installed import RECORDED_VERSION, installed
+from pipeline.io import DataError
 from pipeline.schema import ConfigError, Params
 
 
@@ -54,6 +56,8 @@ def check(p: Params, root: Path) -> None:
         if value not in FORMATS:
             raise ConfigError(f"{key}: {value!r} ({which}) is not in qtier's format table "
                               "(pipeline/domain/hardware/kv_formats.py): its bytes and its simulation are unknown")
+        if mode.repair is not None:
+            repair_check(p, name, root)
         if not mode.skip_layers:
             continue
         for model in p.models:
@@ -64,6 +68,29 @@ def check(p: Params, root: Path) -> None:
             if beyond:
                 raise ConfigError(f"kv_modes.{name}.skip_layers: layer {beyond[0]} is beyond model {model}'s "
                                   f"{layers} layers (0..{layers - 1}; {which})")
+
+
+def repair_check(p: Params, name: str, root: Path) -> None:
+    """A repaired mode (kv_modes.<name>.repair): a format the reference engine simulates (the repair
+    measures its rounding there), not the baseline's own mode, and the texts it ranks layers on."""
+    mode, key = p.kv_modes[name], f"kv_modes.{name}.repair"
+    if not FORMATS[mode.cache_dtype].simulated:
+        raise ConfigError(f"{key}: {mode.cache_dtype!r} is not simulated by the reference engine "
+                          f"({FORMATS[mode.cache_dtype].refusal}): its layers cannot be ranked")
+    if name == p.decision.baseline.kv:
+        raise ConfigError(f"{key}: {name!r} is decision.baseline.kv, the mode every variant is judged against")
+    r = mode.repair
+    if r.data == "long_context":
+        if p.eval.long_context is None:
+            raise ConfigError(f"{key}.data: long_context needs eval.long_context (its texts), which is not set")
+        rows = len(long_texts.texts(p.eval.long_context.data, p.eval.long_context.field, 0, root))
+        if r.texts > rows:
+            raise ConfigError(f"{key}.texts: {r.texts} texts but {p.eval.long_context.data} has {rows} rows")
+    else:
+        try:
+            calibration.selection_texts(p.calibration, r.texts, root)
+        except DataError as e:
+            raise ConfigError(f"kv_modes.{name}.{e}") from None
 
 
 _SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}

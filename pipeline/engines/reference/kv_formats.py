@@ -227,6 +227,9 @@ ROUND_TRIPS: dict[str, RoundTrip] = {**{n: RoundTrip(n, f, f) for n, f in _SAME.
                                      **{n: _turboquant(n) for n in TQ_PRESETS}}
 
 
+PLAIN = RoundTrip("auto", lambda x, s=1.0: x, lambda x, s=1.0: x)       # a layer kept in the model's dtype
+
+
 class NotSimulated(ValueError):
     """A format the reference engine cannot reproduce faithfully."""
 
@@ -240,7 +243,9 @@ def round_trip(name: str) -> RoundTrip:
 
 
 def _format_sdpa(module, query, key, value, attention_mask, **kwargs):
-    trip: RoundTrip = module.qtier_kv_round_trip
+    # PLAIN before install(): arch.load's hand-back probe (arch.attention_handback) runs every layer while
+    # loading, before the backend installs the format; install then sets every layer or raises
+    trip: RoundTrip = getattr(module, "qtier_kv_round_trip", PLAIN)
     k_scale = getattr(module, "qtier_k_scale", 1.0)
     v_scale = getattr(module, "qtier_v_scale", 1.0)
     q_len, k_len = query.shape[2], key.shape[2]
@@ -263,7 +268,7 @@ def register() -> str:
 def install(model: torch.nn.Module, name: str, skip_layers: tuple = ()) -> int:
     """Give every attention module the format's round trip (a skipped layer index: the model's dtype,
     as --kv-cache-dtype-skip-layers keeps it). Returns how many layers are quantized."""
-    trip, plain = round_trip(name), RoundTrip("auto", lambda x, s=1.0: x, lambda x, s=1.0: x)
+    trip, plain = round_trip(name), PLAIN
     n, i = 0, 0
     for module in model.modules():
         if hasattr(module, "k_proj") and hasattr(module, "v_proj"):

@@ -57,6 +57,8 @@ class Measured:
     kv_formula: str | None = None                     # the planner's KV formula beside the engine's figure
     fidelity: fidelity_est.Read | None = None         # next-token KL / top-1 agreement vs the baseline
     repair: Repair | None = None                      # a repaired tier's search as quantize recorded it
+    kv_skip_layers: tuple[int, ...] = ()              # layers the KV mode keeps in the model's dtype
+    kv_repair: dict | None = None                     # a repaired KV mode's search as kvscales recorded it
 
     # result.json's records, as typed there (Result's comments say what each is)
     stopped, backend, seconds = _recorded("stopped"), _recorded("backend"), _recorded("seconds")
