@@ -4,10 +4,12 @@ smallest in memory of the chains' picks.
 
     .venv/bin/python -m pytest -n 0 -q tests/test_axes.py
 """
+import dataclasses
+
 import pytest
 
 from pipeline.scoring.pick import recommend
-from pipeline.scoring.pick.axes import COMBINATIONS, KV, PARTS_REASON, WEIGHTS, axes
+from pipeline.scoring.pick.axes import COMBINATIONS, KV, PARTS_REASON, REPAIRED, WEIGHTS, axes
 from pipeline.scoring.pick.sequence import run_length
 from pipeline.scoring.pick.walk import walk
 from tests.test_decision import iv, judged, row
@@ -70,3 +72,25 @@ def test_one_kv_mode_is_one_chain_and_its_statement_is_one_verdicts():
     assert [n for n, _ in a.chains] == [WEIGHTS] and a.stated_error(0.025) == 0.025
     assert "one fixed sequence at 2.5%, so the pick is worse than a margin at most 2.5%" in \
         recommend.explain_axes(a, 0.025).why
+
+
+def test_a_failing_repair_does_not_stop_the_formats_that_need_none():
+    # nvfp4 kept 21 of 30 layers (18 B/token) sorts before fp8 (5) in memory: on one KV chain its FAIL
+    # would stop fp8; on its own chain it stops only itself and the combinations that use it
+    facts = [row(t, kv=k, w=w, kvb=b, acc=90.0) for t, w in (("fp16", 1000), ("int8", 500))
+             for k, b in (("auto", 10), ("fp8", 5))]
+    facts += [dataclasses.replace(row(t, kv="nvfp4-rep", w=w, kvb=8, acc=90.0), kv_repair={"kept": [1, 19]})
+              for t, w in (("fp16", 1000), ("int8", 500))]
+    rows = judged(facts, {"fp16-fp8": {"acc": GOOD}, "fp16-nvfp4-rep": {"acc": BAD}, "int8-auto": {"acc": GOOD},
+                          "int8-fp8": {"acc": GOOD}, "int8-nvfp4-rep": {"acc": GOOD}})
+    a = axes(rows, "m", "fp16", "auto")
+    assert [n for n, _ in a.chains] == [WEIGHTS, KV, REPAIRED, COMBINATIONS]
+    assert [r.variant for r in a.kv.passes] == ["fp16-fp8"] and a.repaired.stopper.variant == "fp16-nvfp4-rep"
+    assert [r.variant for r in a.combinations.sequence] == ["int8-nvfp4-rep", "int8-fp8"]
+    # int8 + the failed repair is held (its KV part is not claimed), so the combinations claim nothing;
+    # the pick is the smaller of the weights chain's (int8-auto) and the KV chain's (fp16-fp8)
+    assert a.combinations.stop_reason == PARTS_REASON and a.pick.variant == "int8-auto"
+    rec = recommend.explain_axes(a, 0.025)
+    assert "4 fixed sequences at 2.5% each" in rec.why and "at most 10.0%" in rec.why
+    # with no repaired mode, three chains as before
+    assert axes([r for r in rows if "rep" not in r.variant], "m", "fp16", "auto").repaired is None

@@ -2,12 +2,17 @@
 baseline's weights, and a combination (tier, KV format) a candidate only when both its parts are
 claimed. Pure.
 
-Three fixed sequences (pick/walk.py, each in decreasing memory, fixed before any verdict):
+Three fixed sequences, four with a repaired KV mode (pick/walk.py, each in decreasing memory, fixed
+before any verdict):
 - **weights**: every tier with the baseline's KV mode;
-- **KV formats**: the baseline's tier with every other KV mode;
+- **KV formats**: the baseline's tier with every other KV mode, less the repaired ones;
+- **repaired KV formats**: the baseline's tier with each mode whose kept layers kvrepair chose (a repair
+  keeps layers in full precision, so it sorts before its own format in memory: in one chain a failing
+  repair would stop the formats that need none);
 - **combinations**: every other (tier, KV mode) that ran. One whose weight tier is not in the weights
   chain's passing run, or whose KV mode is not in the KV chain's, is held (`opens`): it keeps its place
-  and stops its chain as a non-pass would, so the chain's order stays fixed in advance.
+  and stops its chain as a non-pass would, so the chain's order stays fixed in advance. A combination's
+  KV mode is claimed when it lies in the passing run of its own KV chain (plain or repaired).
 Each chain is a fixed-sequence test at one verdict's alpha, so a claimed candidate worse than its margin
 needs the first such candidate of some chain to pass: the pick (the smallest in memory of the chains'
 picks) is worse than a margin with probability at most alpha times the number of chains with a candidate
@@ -25,7 +30,7 @@ from pipeline.scoring.pick.sequence import in_sequence, run_length
 from pipeline.scoring.pick.walk import Walk, walk
 from pipeline.scoring.verdict.rows import Row
 
-WEIGHTS, KV, COMBINATIONS = "weights", "KV formats", "combinations"
+WEIGHTS, KV, REPAIRED, COMBINATIONS = "weights", "KV formats", "repaired KV formats", "combinations"
 PARTS_REASON = "held: a part not claimed on its own axis"
 
 
@@ -45,16 +50,17 @@ def chain_runs(weights: Sequence[bool], kv: Sequence[bool], combinations: Sequen
 
 @dataclass(frozen=True)
 class Axes:
-    """The three walks (pick/walk.py) and the pick read from them."""
+    """The walks (pick/walk.py) and the pick read from them (`repaired`: empty without a repaired mode)."""
     weights: Walk
     kv: Walk
     combinations: Walk
+    repaired: Walk | None = None
 
     @property
     def chains(self) -> list[tuple[str, Walk]]:
         """The chains with at least one candidate, each a fixed-sequence test at one verdict's alpha."""
-        return [(n, w) for n, w in ((WEIGHTS, self.weights), (KV, self.kv), (COMBINATIONS, self.combinations))
-                if w.sequence]
+        return [(n, w) for n, w in ((WEIGHTS, self.weights), (KV, self.kv), (REPAIRED, self.repaired),
+                                    (COMBINATIONS, self.combinations)) if w is not None and w.sequence]
 
     @property
     def pick(self) -> Row | None:
@@ -88,17 +94,26 @@ def axes(rows: list[Row], model: str, base_tier: str, base_kv: str, allowed: Set
     """The two axes over `model`'s rows that ran (walk's `allowed` and `held` as there, applied to every
     chain). The combinations are opened by the unfiltered weights and KV walks: a part claimed on page 1 is
     claimed on every GPU, whichever of its rows that GPU can serve."""
-    keys = {(r.facts.tier, r.facts.kv) for r in rows if r.facts.model == model}
+    mine = [r for r in rows if r.facts.model == model]
+    keys = {(r.facts.tier, r.facts.kv) for r in mine}
+    repaired_kv = {r.facts.kv for r in mine if r.facts.kv_repair is not None}
     base = {(base_tier, base_kv)}
     on_weights = {(t, k) for t, k in keys if k == base_kv} | base
-    on_kv = {(t, k) for t, k in keys if t == base_tier} | base
-    combos = (keys - on_weights - on_kv) | base
+    on_repaired = {(t, k) for t, k in keys if t == base_tier and k in repaired_kv} | base
+    on_kv = ({(t, k) for t, k in keys if t == base_tier} - on_repaired) | base
+    combos = (keys - on_weights - on_kv - on_repaired) | base
 
     def within(axis: set[tuple[str, str]]) -> set[tuple[str, str]]:
         return axis if allowed is None else axis & set(allowed)
-    gate_w, gate_k = walk(rows, model, on_weights, held), walk(rows, model, on_kv, held)
+    gate_w = walk(rows, model, on_weights, held)
     w_at = {r.facts.tier: i for i, r in enumerate(gate_w.sequence)}
-    k_at = {r.facts.kv: j for j, r in enumerate(gate_k.sequence)}
-    closed = {(t, k) for t, k in combos - base if not opens(w_at.get(t), k_at.get(k), gate_w.run, gate_k.run)}
+    kv_claimed = set()                  # the KV modes in the passing run of their own chain
+    for chain in (on_kv, on_repaired):
+        gate = walk(rows, model, chain, held)
+        kv_claimed |= {r.facts.kv for r in gate.passes}
+    closed = {(t, k) for t, k in combos - base
+              if not opens(w_at.get(t), 0 if k in kv_claimed else None, gate_w.run, 1)}
+    repaired = walk(rows, model, within(on_repaired), held) if repaired_kv else None
     return Axes(walk(rows, model, within(on_weights), held), walk(rows, model, within(on_kv), held),
-                walk(rows, model, within(combos), set(held) | closed, {c: PARTS_REASON for c in closed - set(held)}))
+                walk(rows, model, within(combos), set(held) | closed, {c: PARTS_REASON for c in closed - set(held)}),
+                repaired)
