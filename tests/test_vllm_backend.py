@@ -110,6 +110,22 @@ def test_bench_line():
         assert part in s
 
 
+def test_bench_request_ids_as_uuids_for_a_server_that_takes_only_those():
+    import uuid
+    cfg = Vllm(python="p", bench=VllmBench(concurrency=[1], num_prompts=16))
+    prefix = uuid.uuid4().hex[:31]
+    argv = vllm_argv.bench_argv(cfg, "ckpt", "m", "http://127.0.0.1:1", 1, Path("out"), uuid_prefix=prefix)
+    s = " ".join(argv)
+    assert f"--request-id-prefix {prefix}" in s and f"--num-prompts {vllm_argv.UUID_IDS_MAX_PROMPTS}" in s
+    # vLLM's bench names request i prefix + str(i): each parses as a UUID (starlette-context's check)
+    for i in range(vllm_argv.UUID_IDS_MAX_PROMPTS):
+        uuid.UUID(prefix + str(i), version=4)
+    with pytest.raises(ValueError):
+        uuid.UUID(prefix + str(vllm_argv.UUID_IDS_MAX_PROMPTS), version=4)
+    assert "--request-id-prefix" not in " ".join(vllm_argv.bench_argv(cfg, "ckpt", "m", "http://127.0.0.1:1", 1,
+                                                                         Path("out")))
+
+
 def test_bench_summary_keeps_the_reported_figures():
     raw = {"median_ttft_ms": 1.0, "p99_ttft_ms": 2.0, "output_throughput": 3.0, "request_throughput": 0.5,
            "completed": 4, "unrelated": "x"}

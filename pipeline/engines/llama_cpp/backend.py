@@ -1,7 +1,8 @@
 """llama.cpp backend: a tier of `method: gguf` served by llama-cpp-python's OpenAI-compatible server
 (`python -m llama_cpp.server`, in .venv-llama: bash scripts/install.sh --llama-cpp) on 127.0.0.1, then
 judged through the endpoint path (pipeline/engines/endpoint/backend.py: the server contract, lm-eval's
-local-completions, the decode probe). `vllm bench serve` cannot load-test it (NO_BENCH says why).
+local-completions, the decode probe, `vllm bench serve`'s load test: its request ids sent as UUIDs, the
+only x-request-id the server takes, so at most 10 requests a level: LlamaCppSession).
 
 The server is started in its own process group and stopped in `finally` (pipeline/engines/vllm/server.py):
 on success, on error and on Ctrl-C no process is left. It is healthy once GET /v1/models answers (it has
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,9 +38,6 @@ from pipeline.engines.vllm.session import VllmSession
 from pipeline.io import read_json
 
 PROMPT = preflight.PROBE
-NO_BENCH = ("`vllm bench serve` sends each request an x-request-id of its own making, which llama-cpp-python "
-            "0.3.36's server answers with 400 (starlette-context's RequestIdPlugin takes UUIDs only): no TTFT/TPOT "
-            "load test; decode speed from the probe")
 MISALIGNED = ("llama-cpp-python 0.3.36 pairs each echoed prompt token with the score row of its own position "
               "(the row predicting the next token) unless the prompt starts with a BOS token, which this "
               "GGUF's tokenizer does not add: its prompt log-probs are one position off (llama_cpp/llama.py, "
@@ -71,6 +70,10 @@ NO_FIDELITY = ("llama-cpp-python's server has no prompt_logprobs (vLLM's extensi
 
 
 class LlamaCppSession(VllmSession):
+    # starlette-context's RequestIdPlugin answers 400 to an x-request-id that is not a UUID, and vLLM's bench
+    # names each request prefix + its index: 31 hex digits + one digit parse as one (argv.bench_argv)
+    uuid_prefix = uuid.uuid4().hex[:31]
+
     def token_dists(self, seqs, k):
         raise Unsupported(NO_FIDELITY)
 
@@ -107,7 +110,6 @@ class LlamaCppBackend(EndpointBackend):
                     session.loglik_refusal = MISALIGNED
                     session.info["contract"]["failures"].append(MISALIGNED)     # shown with the contract
                 # page 1's line for this tier: how to serve the file (the port and alias are this run's)
-                session.info.setdefault("load_skipped", NO_BENCH)
                 session.info.update(command=f"python -m llama_cpp.server --model {ref['path']} "
                                             f"--n_ctx {self.cfg.max_model_len}", startup_s=round(startup_s, 1))
                 yield session

@@ -46,23 +46,33 @@ def bench_file(concurrency: int, slo: Slo | None = None) -> str:
     return f"{'slo' if slo else 'bench'}-c{concurrency}.json"
 
 
+# request ids of `--request-id-prefix` P are P + str(i): with P 31 hex digits and at most 10 requests each id
+# is 32 hex digits, which a server taking only UUIDs as x-request-id accepts (llama-cpp-python's)
+UUID_IDS_MAX_PROMPTS = 10
+
+
 def bench_argv(cfg: Vllm, target: str, served: str, base_url: str, concurrency: int, out_dir: Path,
-               slo: Slo | None = None) -> list[str]:
+               slo: Slo | None = None, uuid_prefix: str | None = None) -> list[str]:
     """`vllm bench serve` at one concurrency. With an SLO (an SLO probe): its percentile is reported too,
     vLLM counts goodput (`--goodput ttft:<ms> tpot:<ms>`, requests meeting both limits) and every
-    concurrency slot gets at least one request."""
+    concurrency slot gets at least one request. `uuid_prefix` (31 hex digits): request ids that parse as
+    UUIDs, at most UUID_IDS_MAX_PROMPTS requests."""
     b = cfg.bench
     percentiles = ["50", "99"]
     num_prompts = b.num_prompts
     if slo is not None:
         percentiles = sorted(set(percentiles) | {slo_search.percentile_word(slo.percentile)}, key=float)
         num_prompts = max(num_prompts, concurrency)
+    if uuid_prefix is not None:
+        num_prompts = min(num_prompts, UUID_IDS_MAX_PROMPTS)
     argv = [cfg.python, str(LAUNCHER), "bench", "serve", "--backend", "vllm",
             "--base-url", base_url, "--model", served, "--tokenizer", target,
             "--dataset-name", "random", "--random-input-len", str(b.input_len),
             "--random-output-len", str(b.output_len), "--ignore-eos", "--num-prompts", str(num_prompts),
             "--max-concurrency", str(concurrency), "--seed", str(b.seed),
             "--percentile-metrics", "ttft,tpot,itl", "--metric-percentiles", ",".join(percentiles)]
+    if uuid_prefix is not None:
+        argv += ["--request-id-prefix", uuid_prefix]
     if slo is not None:
         argv += ["--goodput", f"ttft:{slo.ttft_ms:g}", f"tpot:{slo.tpot_ms:g}"]
     return argv + ["--save-result", "--result-dir", str(out_dir), "--result-filename", bench_file(concurrency, slo)]

@@ -43,6 +43,7 @@ def other_concurrency(cfg: Vllm) -> Vllm:
 
 
 class VllmSession:
+    uuid_prefix: str | None = None          # request ids as UUIDs for `vllm bench serve` (argv.bench_argv)
     loglik_refusal: str | None = None       # why log-likelihood tasks cannot be scored here (an endpoint's contract)
     make_lm: Callable[[Vllm], Any] | None = None     # lm-eval's client of this server at a config (the backend's)
 
@@ -90,7 +91,8 @@ class VllmSession:
 
     def bench(self, concurrency: int, slo: Slo | None = None, cap_s: float = 1800) -> dict[str, float]:
         """One `vllm bench serve` run, bounded by the wall budget left (TimeoutError past it)."""
-        argv = bench_argv(self.cfg, self.target, self.served, self.server.base_url, concurrency, self.out_dir, slo)
+        argv = bench_argv(self.cfg, self.target, self.served, self.server.base_url, concurrency, self.out_dir, slo,
+                          self.uuid_prefix)
         timeout = self.wall.remaining(cap_s)
         if timeout is not None and timeout <= 0:
             raise TimeoutError(OUT_OF_WALL)
