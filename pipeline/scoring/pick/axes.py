@@ -115,5 +115,5 @@ def axes(rows: list[Row], model: str, base_tier: str, base_kv: str, allowed: Set
               if not opens(w_at.get(t), 0 if k in kv_claimed else None, gate_w.run, 1)}
     repaired = walk(rows, model, within(on_repaired), held) if repaired_kv else None
     return Axes(walk(rows, model, within(on_weights), held), walk(rows, model, within(on_kv), held),
-                walk(rows, model, within(combos), set(held) | closed, {c: PARTS_REASON for c in closed - set(held)}),
+                walk(rows, model, within(combos), set(held) | closed, {c: PARTS_REASON for c in closed}),
                 repaired)
