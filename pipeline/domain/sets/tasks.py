@@ -1,12 +1,10 @@
 """Eval tasks: lm-eval task YAMLs (the declaration) + params.yaml (data file, field names, labels, limit).
 
-The YAML templates use canonical field names; `fields` in params maps them to the user's JSONL
-columns, so a user points a task at their own data without touching the YAML. A translation
-prompt names its languages as {{source_language}} / {{target_language}}: they come from the task
-entry's `languages` and are substituted before lm-eval sees the template, so a second language pair
-is a second entry, not a second YAML. Tasks of kind lm_eval (lm-eval's own registry, by name) are
-looked up and scored by pipeline/domain/sets/registry.py.
-
+The YAML templates use canonical field names; `fields` in params maps them to the user's JSONL columns,
+so a user points a task at their own data without touching the YAML. A translation prompt names its
+languages as {{source_language}} / {{target_language}}, substituted from the task entry's `languages`
+before lm-eval sees the template (a second language pair is a second entry, not a second YAML). Tasks of
+kind lm_eval (lm-eval's registry, by name) are looked up and scored by pipeline/domain/sets/registry.py.
 Every metric is identified as `<task>/<metric>` (metrics.metric_id) outside this module.
 """
 from __future__ import annotations
