@@ -15,14 +15,37 @@ SMOL = {"hidden_size": 576, "num_attention_heads": 9, "head_dim": 64, "num_hidde
 @pytest.mark.parametrize("name, per_token", [
     ("auto", 23040), ("fp8_e4m3", 11520), ("fp8_e5m2", 11520), ("int8_per_token_head", 30 * 3 * 2 * (64 + 4)),
     ("int4_per_token_head", 30 * 3 * 2 * (32 + 4)), ("nvfp4", 30 * 3 * 2 * (32 + 4)),
-    ("turboquant_k8v4", 30 * 3 * (64 + 36)), ("turboquant_4bit_nc", 30 * 3 * (34 + 36)),
-    ("turboquant_k3v4_nc", 30 * 3 * (26 + 36)), ("turboquant_3bit_nc", 30 * 3 * (26 + 28))])
+    # TurboQuant: 26 layers at the preset's slot, vLLM's 4 boundary layers (0, 1, 28, 29) at bfloat16's 256 B
+    ("turboquant_k8v4", 26 * 3 * (64 + 36) + 4 * 3 * 256), ("turboquant_4bit_nc", 26 * 3 * (34 + 36) + 4 * 3 * 256),
+    ("turboquant_k3v4_nc", 26 * 3 * (26 + 36) + 4 * 3 * 256), ("turboquant_3bit_nc", 26 * 3 * (26 + 28) + 4 * 3 * 256)])
 def test_bytes_per_token_count_scales_and_metadata(name, per_token):
     assert table.bytes_per_token(SMOL, name, "bfloat16") == per_token
 
 
 def test_skipped_layers_cost_the_models_dtype():
     assert table.bytes_per_token(SMOL, "fp8_e4m3", "bfloat16", (0, 29)) == 28 * 3 * 128 + 2 * 3 * 256
+    # a skip layer vLLM keeps anyway for TurboQuant is counted once
+    assert table.bytes_per_token(SMOL, "turboquant_4bit_nc", "bfloat16", (0, 5)) == 25 * 3 * 70 + 5 * 3 * 256
+
+
+@pytest.mark.parametrize("config, name, kept", [
+    (SMOL, "turboquant_4bit_nc", (0, 1, 28, 29)), (SMOL, "turboquant_k8v4", (0, 1, 28, 29)),
+    (SMOL, "nvfp4", ()), (SMOL, "fp8_e4m3", ()),
+    ({**SMOL, "num_hidden_layers": 3}, "turboquant_3bit_nc", (0, 2)),         # n = min(2, 3 // 2) = 1
+    ({**SMOL, "layer_types": ["full_attention", "linear_attention"] * 15}, "turboquant_4bit_nc", ())])  # hybrid
+def test_vllm_keeps_turboquants_boundary_layers(config, name, kept):
+    # vllm/engine/arg_utils.py adds TurboQuantConfig.get_boundary_skip_layers(model_config) (n=2) to every
+    # TurboQuant preset's skip layers: the simulation and the bill keep them too
+    assert table.implied_skip_layers(config, name) == kept
+
+
+def test_the_reference_engine_keeps_the_boundary_layers_in_the_models_dtype():
+    from transformers import LlamaConfig, LlamaForCausalLM
+    model = LlamaForCausalLM(LlamaConfig(hidden_size=64, intermediate_size=64, num_hidden_layers=6,
+                                         num_attention_heads=4, num_key_value_heads=2, vocab_size=32))
+    assert F.install(model, "turboquant_4bit_nc") == 2          # layers 2 and 3 of 6
+    assert F.install(model, "turboquant_4bit_nc", (2,)) == 1
+    assert F.install(model, "nvfp4") == 6
 
 
 def test_odd_turboquant_slots_are_padded_to_even():

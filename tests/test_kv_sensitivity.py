@@ -55,10 +55,16 @@ def test_the_kl_measured_is_the_exact_kl_of_the_variant_served_with_those_layers
     assert measured > 0 and measured == pytest.approx(float(per_position.mean()), rel=1e-4)
 
 
-def test_turboquant_is_measured_as_decode_reads_it_whatever_the_chunk(ckpt):
+@pytest.fixture(scope="module")
+def ckpt6(tmp_path_factory) -> Path:
+    """Six layers: vLLM keeps TurboQuant's first and last two in the model's dtype, two stay quantized."""
+    return tiny_model.build(tmp_path_factory.mktemp("tiny6"), ROOT, layers=6)
+
+
+def test_turboquant_is_measured_as_decode_reads_it_whatever_the_chunk(ckpt6):
     """vLLM's TurboQuant prefill reads its own chunk raw; the probe reads every position rounded, so
     the chunk size changes nothing and one whole-text chunk still costs KL."""
-    with served(ckpt, KvMode("turboquant_k3v4_nc", skip_layers=[0])) as s:
+    with served(ckpt6, KvMode("turboquant_k3v4_nc", skip_layers=[0])) as s:
         whole = kv_sensitivity.Probe(s.model, "turboquant_k3v4_nc", texts(1), chunk=LENGTH).kl([])
         chunked = kv_sensitivity.Probe(s.model, "turboquant_k3v4_nc", texts(1), chunk=CHUNK).kl([])
         assert whole > 0 and whole == pytest.approx(chunked, rel=1e-3)

@@ -125,14 +125,40 @@ def head_bytes(name: str, head_dim: int, model_dtype: str) -> int:
     raise ValueError(f"{name}: qtier has no byte count for it ({fmt.refusal})")
 
 
+# vLLM keeps a dense model's first and last TQ_BOUNDARY attention layers in the model's dtype under every
+# TurboQuant preset, whatever --kv-cache-dtype-skip-layers says (vllm/engine/arg_utils.py adds
+# TurboQuantConfig.get_boundary_skip_layers, n=2, at most half the layers; none for a hybrid model)
+TQ_BOUNDARY = 2
+ATTENTION_TYPES = ("full_attention", "sliding_attention", "attention")
+
+
+def implied_skip_layers(model_config: dict, cache_dtype: str) -> tuple[int, ...]:
+    """The layers vLLM itself keeps in the model's dtype under `cache_dtype`, beside any skip_layers."""
+    if not cache_dtype.startswith("turboquant_"):
+        return ()
+    if any(t not in ATTENTION_TYPES for t in model_config.get("layer_types") or ()):
+        return ()                   # a hybrid (attention + Mamba or linear attention): vLLM protects none
+    layers = model_config["num_hidden_layers"]
+    n = min(TQ_BOUNDARY, layers // 2)
+    return tuple(sorted(set(range(n)) | set(range(layers - n, layers))))
+
+
+def kept_layers(model_config: dict, cache_dtype: str, skip_layers: tuple = ()) -> tuple[int, ...]:
+    """Every layer served in the model's dtype: skip_layers (indices) and the format's implied ones."""
+    layers = model_config["num_hidden_layers"]
+    named = {i for i in skip_layers if isinstance(i, int) and 0 <= i < layers}
+    return tuple(sorted(named | set(implied_skip_layers(model_config, cache_dtype))))
+
+
 def bytes_per_token(model_config: dict, cache_dtype: str, model_dtype: str, skip_layers: tuple = ()) -> int:
-    """KV bytes one token costs across the model: quantized layers at the format's bytes, layers named in
-    skip_layers (indices) at the model's dtype. GQA-aware (num_key_value_heads)."""
+    """KV bytes one token costs across the model: quantized layers at the format's bytes, the layers kept
+    (skip_layers and the format's implied ones, kept_layers) at the model's dtype. GQA-aware
+    (num_key_value_heads)."""
     heads = model_config["num_attention_heads"]
     kv_heads = model_config.get("num_key_value_heads") or heads
     head_dim = model_config.get("head_dim") or model_config["hidden_size"] // heads
     layers = model_config["num_hidden_layers"]
-    skipped = len({i for i in skip_layers if isinstance(i, int) and 0 <= i < layers})
+    skipped = len(kept_layers(model_config, cache_dtype, skip_layers)) if cache_dtype != "auto" else 0
     return kv_heads * ((layers - skipped) * head_bytes(cache_dtype, head_dim, model_dtype)
                        + skipped * head_bytes("auto", head_dim, model_dtype))
 

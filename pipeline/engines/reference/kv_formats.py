@@ -19,6 +19,7 @@ from typing import Callable
 
 import torch
 
+from pipeline.domain.hardware import kv_formats as hardware_kv
 from pipeline.domain.hardware.kv_formats import FORMATS, TQ_PRESETS
 from pipeline.engines.reference import kvcache
 
@@ -267,12 +268,14 @@ def register() -> str:
 
 def install(model: torch.nn.Module, name: str, skip_layers: tuple = ()) -> int:
     """Give every attention module the format's round trip (a skipped layer index: the model's dtype,
-    as --kv-cache-dtype-skip-layers keeps it). Returns how many layers are quantized."""
+    as --kv-cache-dtype-skip-layers keeps it, and so are the layers vLLM keeps for the format itself:
+    domain kv_formats.implied_skip_layers). Returns how many layers are quantized."""
     trip, plain = round_trip(name), PLAIN
+    implied = set(hardware_kv.implied_skip_layers(model.config.to_dict(), name)) if name != "auto" else set()
     n, i = 0, 0
     for module in model.modules():
         if hasattr(module, "k_proj") and hasattr(module, "v_proj"):
-            skipped = i in skip_layers
+            skipped = i in skip_layers or i in implied
             module.qtier_kv_round_trip = plain if skipped else trip
             n += 0 if skipped else 1
             i += 1
