@@ -11,7 +11,6 @@ from types import SimpleNamespace
 import pytest
 from lm_eval.api.model import LM
 
-from pipeline.domain.sets import metrics, task_rows, tasks
 from pipeline.evaluation import lm_eval_runner
 from pipeline.schema import Eval, Languages, Task
 
@@ -74,7 +73,7 @@ def test_a_base_model_that_starts_with_a_newline_is_answered_and_scored(in_repo,
     model = BaseModel(answer)
     result, rows = run(task, name, model)
     assert all(c.endswith("\n\n" + cue) for c in model.contexts)       # the cue after a blank line
-    assert [metrics.clean_generation(r["output"]) for r in rows] == [answer] * 3
+    assert [metrics.clean_generation(r.output) for r in rows] == [answer] * 3
     assert all(v > 0 for v in result.metrics.values()) and result.metrics
 
 
@@ -87,12 +86,12 @@ def test_an_answer_after_a_blank_line_is_asked_again_and_scored(in_repo, task, n
     the stop and scored from its first line, its row flagged; a model that answers at once is not."""
     model = BaseModel(answer, opening="\n\n")
     result, rows = run(task, name, model, chat=chat)
-    assert [metrics.clean_generation(r["output"]) for r in rows] == [answer] * 3
-    assert all(r[task_rows.REASKED] for r in rows) and model.asked == 6
+    assert [metrics.clean_generation(r.output) for r in rows] == [answer] * 3
+    assert all(r.reasked for r in rows) and model.asked == 6
     assert all(v > 0 for v in result.metrics.values()) and result.metrics
     at_once = BaseModel(answer)
     _, rows = run(task, name, at_once, chat=chat)
-    assert not any(task_rows.REASKED in r for r in rows) and at_once.asked == 3
+    assert not any(r.reasked for r in rows) and at_once.asked == 3
 
 
 @pytest.mark.parametrize("task, name", [(SUM, "summarization"), (TR, "translation")])
@@ -101,8 +100,8 @@ def test_the_old_config_ended_the_answer_before_it_started_and_it_is_asked_again
     started) and scored 0; now each is asked again, at a cost of one more request per answer."""
     model = BaseModel("Der Zug nach München fährt um neun ab.")
     result, rows = run(task, name, model, old=True)
-    assert [r["output"] for r in rows] == ["Der Zug nach München fährt um neun ab."] * 3
-    assert model.asked == 6 and all(r[task_rows.REASKED] for r in rows)
+    assert [r.output for r in rows] == ["Der Zug nach München fährt um neun ab."] * 3
+    assert model.asked == 6 and all(r.reasked for r in rows)
 
 
 def test_an_instruct_model_is_asked_the_request_alone_in_its_own_turn(in_repo):
@@ -113,4 +112,4 @@ def test_an_instruct_model_is_asked_the_request_alone_in_its_own_turn(in_repo):
     first = model.contexts[0]
     assert first.startswith("<user>Translate this English sentence into German.")
     assert first.endswith("</user><assistant>")                         # no cue: the template opens the turn
-    assert metrics.clean_generation(rows[0]["output"]) == "Der Zug nach München fährt um neun ab."
+    assert metrics.clean_generation(rows[0].output) == "Der Zug nach München fährt um neun ab."
