@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 from lm_eval.api.model import LM
 
+from pipeline.domain.sets import metrics, tasks
 from pipeline.evaluation import lm_eval_runner
 from pipeline.schema import Eval, Languages, Task
 
