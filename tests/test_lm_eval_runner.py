@@ -35,9 +35,9 @@ def test_rows_keep_the_data_row_they_scored(tmp_path, in_repo, docs):
     spec = replace(spec, docs=docs, num_docs=len(docs))
     found, samples = lm_eval_runner.run_tasks(SimpleNamespace(lm=Echo(), chat=False), [spec], Eval(tasks={}))
     got = samples["translation"]
-    assert [r["doc_id"] for r in got] == sorted(docs)
+    assert [r.doc_id for r in got] == sorted(docs)
     for r in got:
-        assert r["input"]["source"] == rows[r["doc_id"]]["en"] and r["target"] == rows[r["doc_id"]]["de"]
+        assert r.input["source"] == rows[r.doc_id]["en"] and r.target == rows[r.doc_id]["de"]
 
 
 def test_no_document_is_refused_not_read_as_all(in_repo):
