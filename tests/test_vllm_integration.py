@@ -55,7 +55,7 @@ def test_real_server_eval_bench_and_capacity(vllm_python, tmp_path, monkeypatch,
         perf = s.throughput([], 0, 1)
     assert set(metrics["translation"].metrics) == {"bleu", "chrf"}
     assert set(metrics["classification"].metrics) == {"acc", "macro_f1"}
-    assert len(samples["classification"]) == 4 and len(samples["classification"][0]["logliks"]) == 2
+    assert len(samples["classification"]) == 4 and len(samples["classification"][0].logliks) == 2
     assert perf["bench"]["2"]["completed"] == 4 and perf["bench"]["2"]["median_ttft_ms"] > 0
     assert (out / "bench-c2.json").is_file() and (out / "vllm_server.log").is_file()
     assert vllm_processes() == []
