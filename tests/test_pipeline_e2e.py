@@ -213,10 +213,10 @@ def test_adding_a_model_adds_only_its_stages(project):
         assert changed, r.stdout
         # check re-validates the edited params.yaml (fast, and it changes nothing downstream)
         assert all("tiny-copy" in s for s in changed - {"decide", "check"}), changed
-        # prepare, probes, fidelity_base, baseline, noise, a quantize and a kvscales stage per tier, an
-        # evaluate per variant
+        # prepare, probes, fidelity_base, baseline, noise, a quantize, a kvscales and a kvrepair stage per
+        # tier, an evaluate per variant
         tiers, kv_modes = p["tiers"], p["kv_modes"]
-        assert sum("tiny-copy" in s for s in changed) == 5 + 2 * len(tiers) + len(tiers) * len(kv_modes)
+        assert sum("tiny-copy" in s for s in changed) == 5 + 3 * len(tiers) + len(tiers) * len(kv_modes)
     finally:    # the module's later tests share this project
         (project / "params.yaml").write_text(text)
 
