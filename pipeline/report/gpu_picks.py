@@ -68,7 +68,7 @@ def lines(m: ModelReport, base: Row | None, base_kv: str, length: int) -> list[s
         for g in names:
             by_cap.setdefault(capacity(m, r, g, base, length), []).append(g)
         where = " and ".join(f"{', '.join(gs)}" + (f" ({c})" if c else "") for c, gs in by_cap.items())
-        cost, length = quality(r), by_length(m, r, base_kv)
+        cost, kv_by_length = quality(r), by_length(m, r, base_kv)
         out.append(f"Per GPU: `{r.facts.tier}` + KV `{r.facts.kv}` on {where}" + (f"; quality vs baseline: {cost}" if cost else "")
-                   + (f"; by input length: {length}" if length else "") + ".")
+                   + (f"; by input length: {kv_by_length}" if kv_by_length else "") + ".")
     return out
