@@ -25,6 +25,17 @@ class Model:
     check_tokenizer: bool = True
 
 
+def check_search(r, ends: str) -> None:
+    """A repair search's bounds, one rule for a tier's (Repair) and a KV mode's (KvRepair); `ends`: the
+    two candidates every search holds, named in the message."""
+    if r.max_kl <= 0:
+        raise FieldError("max_kl", f"must be positive, got {r.max_kl}")
+    if r.max_candidates < 2:
+        raise FieldError("max_candidates", f"at least 2 ({ends}), got {r.max_candidates}")
+    if r.texts < 1 or r.max_len < 2:
+        raise FieldError("texts" if r.texts < 1 else "max_len", "must be positive (max_len >= 2)")
+
+
 @dataclass(frozen=True)
 class Repair:
     promote_bits: Literal[8, 16] = 8
@@ -34,13 +45,7 @@ class Repair:
     max_len: int = 128
 
     def __post_init__(self) -> None:
-        if self.max_kl <= 0:
-            raise FieldError("max_kl", f"must be positive, got {self.max_kl}")
-        if self.max_candidates < 2:
-            raise FieldError("max_candidates", f"at least 2 (the uniform tier and every group promoted), "
-                                               f"got {self.max_candidates}")
-        if self.texts < 1 or self.max_len < 2:
-            raise FieldError("texts" if self.texts < 1 else "max_len", "must be positive (max_len >= 2)")
+        check_search(self, "the uniform tier and every group promoted")
 
 
 @dataclass(frozen=True)
@@ -149,13 +154,7 @@ class KvRepair:
     max_candidates: int = 10
 
     def __post_init__(self) -> None:
-        if self.max_kl <= 0:
-            raise FieldError("max_kl", f"must be positive, got {self.max_kl}")
-        if self.max_candidates < 2:
-            raise FieldError("max_candidates", f"at least 2 (no layer kept and every layer kept), "
-                                               f"got {self.max_candidates}")
-        if self.texts < 1 or self.max_len < 2:
-            raise FieldError("texts" if self.texts < 1 else "max_len", "must be positive (max_len >= 2)")
+        check_search(self, "no layer kept and every layer kept")
 
 
 @dataclass(frozen=True)
